@@ -1,0 +1,25 @@
+# strata_add_component(NAME <name> SOURCES ... [DEPS ...])
+# Creates the library target strata_<name> with alias strata::<name>; includes are
+# repository-root relative ("models/model_spec.h").
+function(strata_add_component)
+  cmake_parse_arguments(C "" "NAME" "SOURCES;DEPS" ${ARGN})
+  add_library(strata_${C_NAME} STATIC ${C_SOURCES})
+  add_library(strata::${C_NAME} ALIAS strata_${C_NAME})
+  target_include_directories(strata_${C_NAME} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_compile_options(strata_${C_NAME} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+  if(C_DEPS)
+    target_link_libraries(strata_${C_NAME} PUBLIC ${C_DEPS})
+  endif()
+endfunction()
+
+# strata_add_test(NAME <name> SOURCES ... DEPS ...): one GoogleTest executable,
+# registered with ctest test discovery.
+function(strata_add_test)
+  cmake_parse_arguments(T "" "NAME" "SOURCES;DEPS" ${ARGN})
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE ${T_DEPS} GTest::gtest_main)
+  target_compile_definitions(${T_NAME} PRIVATE
+    STRATA_SOURCE_DIR="${PROJECT_SOURCE_DIR}" STRATA_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+endfunction()

@@ -1,0 +1,42 @@
+// ClusterSpec: nodes of identical devices; a fast link inside a node (NVLink /
+// NVSwitch, or shared memory for CPU ranks) and a network across nodes.
+//
+// YAML (costmodel/hardware/clusters/*.yaml):
+//   name: dgx-h100
+//   device: h100-sxm-80gb        # catalog name or path of a DeviceProfile
+//   gpus_per_node: 8
+//   nodes: 128                   # how many nodes exist (upper bound for --gpus)
+//   intra_node: {bandwidth_gbps: 450, latency_us: 3, source: {...}}   # per GPU, one direction
+//   inter_node: {bandwidth_gbps: 50,  latency_us: 8, source: {...}}   # per GPU (NIC) one direction
+//   profile: path/or/name        # optional measured profile overriding `device`
+#pragma once
+#include <string>
+#include <vector>
+
+#include "costmodel/device_profile.h"
+
+namespace strata::costmodel {
+
+struct LinkSpec {
+  double bandwidth_gbps = 0;  // GB/s per GPU, one direction
+  double latency_us = 0;
+  Provenance source;
+};
+
+struct ClusterSpec {
+  std::string name;
+  DeviceProfile device;
+  int gpus_per_node = 1;
+  int nodes = 1;
+  LinkSpec intra_node;
+  LinkSpec inter_node;
+
+  long long total_gpus() const { return static_cast<long long>(gpus_per_node) * nodes; }
+};
+
+ClusterSpec parse_cluster_spec(const std::string& yaml_text, const std::string& source);
+std::string to_yaml(const ClusterSpec& c);
+ClusterSpec load_cluster(const std::string& name_or_path);
+std::vector<std::string> cluster_catalog_names();
+
+}  // namespace strata::costmodel

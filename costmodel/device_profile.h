@@ -1,0 +1,82 @@
+// DeviceProfile: what one accelerator (or CPU rank) can do. Datasheet peaks and
+// efficiencies, plus optional measured tables written by `strata calibrate`. Every
+// section carries its provenance (`source:`), which the planner reports.
+//
+// YAML format (costmodel/hardware/*.yaml):
+//   name: h100-sxm-80gb
+//   source: {kind: datasheet, ref: "NVIDIA H100 Tensor Core GPU datasheet, SXM5"}
+//   memory_gib: 80
+//   memory_bandwidth_gbps: 3350          # GB/s (1e9 B/s)
+//   peak_tflops: {bf16: 989.4, fp16: 989.4, tf32: 494.7, fp32: 66.9}
+//   efficiency: {gemm: 0.80, attention: 0.55, memory: 0.85}   # roofline fallback
+//   reserve_gib: 4                        # workspace, fragmentation, framework
+//   gemm_table:                           # optional, measured
+//     source: {kind: measured, tool: "strata calibrate", host: ..., device: ..., date: ..., ...}
+//     rows: [{m: 2048, n: 2048, k: 2048, dtype: bf16, time_us: 25.1}, ...]
+//   collective_table:                     # optional, measured
+//     source: {...}
+//     rows: [{collective: all_reduce, ranks: 8, bytes: 1048576, time_us: 30.2, busbw_gbps: 60.1}, ...]
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/collective.h"
+
+namespace strata::costmodel {
+
+enum class DType { Bf16, Fp16, Tf32, Fp32 };
+const char* to_string(DType d);
+DType dtype_from_string(const std::string& s);  // InputError on unknown
+inline int dtype_bytes(DType d) { return (d == DType::Bf16 || d == DType::Fp16) ? 2 : 4; }
+
+// Where numbers came from: a datasheet, or a calibration run. Free-form keys are kept
+// so the YAML round-trips (host, device, driver, cuda, nccl, blas, mpi, date, commit, method).
+struct Provenance {
+  std::string kind;                           // "datasheet" | "measured" | "estimate"
+  std::map<std::string, std::string> fields;  // ref/url or host/device/date/...
+  bool measured() const { return kind == "measured"; }
+};
+
+struct GemmSample {
+  std::int64_t m = 0, n = 0, k = 0;
+  DType dtype = DType::Bf16;
+  double time_us = 0;
+};
+
+struct CollectiveSample {
+  Collective collective = Collective::AllReduce;
+  int ranks = 2;
+  std::int64_t bytes = 0;
+  double time_us = 0;
+  double busbw_gbps = 0;
+  bool trivial = false;  // measured with one rank: no data moved, marked as such
+};
+
+struct DeviceProfile {
+  std::string name;
+  Provenance source;
+  double memory_gib = 0;
+  double memory_bandwidth_gbps = 0;
+  std::map<DType, double> peak_tflops;
+  double gemm_efficiency = 0.8;       // achieved/peak for roofline fallback
+  double attention_efficiency = 0.5;
+  double memory_efficiency = 0.85;
+  double reserve_gib = 0;
+  std::vector<GemmSample> gemm_table;
+  Provenance gemm_source;
+  std::vector<CollectiveSample> collective_table;
+  Provenance collective_source;
+
+  double peak_flops(DType d) const;  // FLOP/s; InputError if the profile lacks the dtype
+};
+
+DeviceProfile parse_device_profile(const std::string& yaml_text, const std::string& source);
+std::string to_yaml(const DeviceProfile& p);
+// Catalog name ("h100-sxm-80gb") or a YAML path.
+DeviceProfile load_device_profile(const std::string& name_or_path);
+std::vector<std::string> device_catalog_names();
+
+}  // namespace strata::costmodel

@@ -1,0 +1,45 @@
+// MpiCommunicator: Communicator over an MPI communicator (CPU backend). Errors on
+// the communicator return (MPI_ERRORS_RETURN) and become DeviceError, so a dead peer
+// ends the job with a message instead of a hang or abort.
+#pragma once
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "kernels/backend.h"
+
+namespace strata::kernels {
+
+// Initializes MPI once (thread level FUNNELED) and finalizes at exit; safe to call twice.
+void mpi_init_once(int* argc, char*** argv);
+bool mpi_initialized();
+
+class MpiCommunicator : public Communicator {
+ public:
+  // Takes ownership of `comm` (frees it unless it is MPI_COMM_WORLD).
+  explicit MpiCommunicator(MPI_Comm comm);
+  ~MpiCommunicator() override;
+  static std::unique_ptr<MpiCommunicator> world();
+  // New communicator over `ranks` (world ranks, in order); every world rank must call
+  // with its own group's list (MPI_Comm_split by color).
+  static std::unique_ptr<MpiCommunicator> from_groups(const std::vector<std::vector<int>>& groups);
+
+  MPI_Comm comm() const { return comm_; }
+  int rank() const override;
+  int size() const override;
+  void all_reduce_sum(float* data, std::size_t count) override;
+  void all_gather(const float* send, float* recv, std::size_t count_per_rank) override;
+  void reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) override;
+  void all_to_all(const float* send, float* recv, std::size_t count_per_rank) override;
+  void broadcast(float* data, std::size_t count, int root) override;
+  void send(const float* data, std::size_t count, int peer) override;
+  void recv(float* data, std::size_t count, int peer) override;
+  void barrier() override;
+
+ private:
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace strata::kernels

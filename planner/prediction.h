@@ -1,0 +1,26 @@
+// Prediction: what the simulator says one iteration of a strategy costs.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace strata::planner {
+
+struct Breakdown {  // seconds on the critical path of one iteration
+  double compute = 0, tp_comm = 0, pp_comm = 0, dp_comm = 0, optimizer = 0, bubble = 0;
+};
+
+struct Prediction {
+  double iteration_s = 0;
+  double tokens_per_s = 0;
+  double model_tflops_per_gpu = 0;     // model FLOPs (6·N·tokens-style, no recompute) / time / gpus
+  double hardware_tflops_per_gpu = 0;  // incl. recompute FLOPs
+  double mfu = 0;                      // model TFLOP/s / peak
+  double peak_memory_gib = 0;          // max over ranks
+  std::vector<double> stage_memory_gib;  // per pipeline stage
+  double bubble_fraction = 0;          // idle share of the iteration on the busiest stage
+  Breakdown breakdown_s;
+  bool fits_memory = true;
+  std::vector<std::string> notes;      // which numbers came from measurement vs datasheet
+};
+
+}  // namespace strata::planner

@@ -1,0 +1,45 @@
+// Strategy: one parallel layout of a training step. Plain data; validate() lists
+// every violated constraint with the field, its value and the rule.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/model_spec.h"
+
+namespace strata::planner {
+
+enum class Recompute { None, Selective, Full };
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved };
+
+struct Strategy {
+  int dp = 1, tp = 1, pp = 1;
+  int vpp = 1;                       // virtual stages (model chunks) per pipeline rank
+  std::int64_t micro_batch = 1;
+  std::int64_t global_batch = 1;
+  int zero = 0;                      // 0 or 1 (distributed optimizer)
+  Recompute recompute = Recompute::None;
+  bool sequence_parallel = false;
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+  std::string rank_order = "tp-dp-pp";
+
+  int gpus() const { return dp * tp * pp; }
+  std::int64_t num_microbatches() const { return global_batch / (micro_batch * dp); }
+  bool operator==(const Strategy&) const = default;
+};
+
+struct Violation {
+  std::string field;   // "strategy.tp"
+  std::string message; // "strategy.tp (3) must divide model.heads (32)"
+};
+
+// Structural constraints (divisibility, ranges, schedule/vpp consistency); memory
+// is checked by the planner. Empty = valid.
+std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m);
+
+const char* to_string(Recompute r);
+const char* to_string(ScheduleKind k);
+Recompute recompute_from_string(const std::string& s);     // InputError on unknown
+ScheduleKind schedule_from_string(const std::string& s);   // InputError on unknown
+
+}  // namespace strata::planner
