@@ -1,0 +1,52 @@
+// Search: enumerate every valid strategy for a model on `gpus` devices of a cluster,
+// simulate each, rank the ones that fit memory by iteration time.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/cluster_spec.h"
+#include "models/model_spec.h"
+#include "planner/prediction.h"
+#include "planner/strategy.h"
+
+namespace strata::planner {
+
+struct SearchOptions {
+  int gpus = 0;
+  std::int64_t global_batch = 0;   // 0: model default (e.g. 512 sequences)
+  int top_k = 10;
+  // Optional restrictions (unset = search all).
+  std::optional<int> tp, pp, dp, vpp, zero;
+  std::optional<std::int64_t> micro_batch;
+  std::optional<Recompute> recompute;
+  std::optional<bool> sequence_parallel;
+  std::optional<ScheduleKind> schedule;
+  // Called now and then with (done, total) for a progress bar on stderr.
+  std::function<void(std::int64_t, std::int64_t)> progress;
+};
+
+struct Candidate {
+  Strategy strategy;
+  Prediction prediction;
+  std::vector<std::vector<int>> stage_layers;
+};
+
+struct SearchResult {
+  std::vector<Candidate> ranked;          // fits memory, best (fastest) first, top_k kept
+  std::int64_t candidates_evaluated = 0;  // simulated strategies
+  std::int64_t infeasible_memory = 0;     // simulated but over device memory
+  std::int64_t invalid = 0;               // rejected by constraints before simulation
+  double search_s = 0;
+  // When nothing fits: the smallest-memory candidate, so the error can say how far off it is.
+  std::optional<Candidate> closest_infeasible;
+};
+
+// InputError for bad options (gpus <= 0, gpus > cluster, global batch not divisible...).
+// Does not throw when nothing fits: the caller turns empty `ranked` into NoFeasiblePlan.
+SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
+                    const SearchOptions& options);
+
+}  // namespace strata::planner

@@ -1,0 +1,47 @@
+// Simulator: a discrete-event simulation of one training iteration of a strategy.
+// Per pipeline stage it keeps a compute stream and a communication stream, walks the
+// step lists of planner/schedule.h, charges op times from the cost model, p2p sends
+// between stages, DP gradient reduction overlapped with backward in buckets, and the
+// optimizer step. It returns the prediction and the timeline (for traces and charts).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "costmodel/cluster_spec.h"
+#include "models/model_spec.h"
+#include "planner/prediction.h"
+#include "planner/strategy.h"
+
+namespace strata::planner {
+
+struct TimelineEvent {
+  int stage = 0;          // pipeline rank
+  std::string stream;     // "compute" | "tp_comm" | "pp_comm" | "dp_comm" | "optimizer"
+  std::string name;       // "F m3 c0", "B m3 c0", "send act m3", "allreduce bucket 2", ...
+  int microbatch = -1;
+  int chunk = 0;
+  double start_s = 0, end_s = 0;
+};
+
+struct SimulationResult {
+  Prediction prediction;
+  std::vector<std::vector<int>> stage_layers;  // virtual stage -> layer groups, as in Plan
+  std::vector<TimelineEvent> timeline;         // empty unless SimulateOptions::timeline
+};
+
+struct SimulateOptions {
+  bool timeline = false;                           // record events (costs time; off in search)
+  std::vector<std::vector<int>> stage_layers;      // empty: partition by StagePartition
+};
+
+// Throws InputError listing violations if the strategy is invalid for the model or does
+// not match the cluster (gpus > cluster size). Memory overflow is *not* an error here:
+// prediction.fits_memory says it.
+SimulationResult simulate(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
+                          const Strategy& strategy, const SimulateOptions& options = {});
+
+// Chrome / Perfetto trace (JSON object format, "traceEvents"): one process per stage,
+// one thread per stream.
+std::string chrome_trace_json(const SimulationResult& result, const std::string& title);
+
+}  // namespace strata::planner
