@@ -1,12 +1,494 @@
-// Placeholder until the `calibrate` command lands: registered so --help lists it.
+// `strata calibrate`: measures the GEMMs a model's sharded layers run and the
+// collectives of every group size available, prints them the nccl-tests way and
+// writes a measured device profile (costmodel/device_profile.h format).
+//
+//   strata calibrate --backend cpu|cuda --out profile.yaml [--model M[,M2]]
+//       [--tp-degrees 1,2,4,8] [--micro-batch B] [--quick] [--max-bytes N]
+//       [--max-gemm-dim D] [--dtypes bf16,fp32] [--format table|json] [--name NAME]
+//
+// Works under mpirun (every rank measures; rank 0 prints and writes) and without it
+// (a singleton MPI process). All input checks, including that --out can be written,
+// happen on every rank before MPI starts and before anything is measured.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
 #include "cli/commands.h"
+#include "cli/output.h"
+#include "common/atomic_file.h"
 #include "common/errors.h"
+#include "costmodel/device_profile.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/blas_library.h"
+#include "kernels/cpu/cpu_info.h"
+#include "kernels/cpu/mpi_communicator.h"
+#include "kernels/cpu/mpi_placement.h"
+#include "kernels/memory_space.h"
+#include "kernels/profiler/build_info.h"
+#include "kernels/profiler/collective_sweep.h"
+#include "kernels/profiler/cpu_gemm_runner.h"
+#include "kernels/profiler/gemm_problems.h"
+#include "kernels/profiler/gemm_sweep.h"
+#include "kernels/profiler/memory_bandwidth.h"
+#include "kernels/profiler/profile_writer.h"
+#include "kernels/profiler/sweep_report.h"
+#include "models/model_graph.h"
+#include "models/model_spec.h"
+#if defined(STRATA_HAVE_CUDA) && STRATA_HAVE_CUDA
+#include "kernels/cuda/cuda_device.h"
+#include "kernels/cuda/cuda_memory.h"
+#include "kernels/cuda/nccl_communicator.h"
+#include "kernels/profiler/cuda_gemm_runner.h"
+#endif
 
 namespace strata::cli {
 
+namespace kp = strata::kernels::profiler;
+using kernels::GemmDType;
+
+namespace {
+
+struct CalibrateFlags {
+  std::string backend = "cpu";
+  std::string out;
+  std::vector<std::string> models;
+  std::vector<int> tp_degrees{1, 2, 4, 8};
+  std::int64_t micro_batch = 1;
+  bool quick = false;
+  std::string max_bytes;
+  std::int64_t max_gemm_dim = 0;
+  std::vector<std::string> dtypes;
+  std::string format = "table";
+  std::string name;
+};
+
+// "1073741824", "64M", "1GiB", "4k" -> bytes.
+std::int64_t parse_bytes(const std::string& text, const char* flag) {
+  std::size_t pos = 0;
+  long double value = 0;
+  try {
+    value = std::stold(text, &pos);
+  } catch (const std::exception&) {
+    input_error("{} ({}) must be a byte count such as 1048576, 64M or 1G", flag, text);
+  }
+  std::string unit = text.substr(pos);
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
+  long double scale = 1;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "k" || unit == "kb" || unit == "kib") scale = 1024.0L;
+  else if (unit == "m" || unit == "mb" || unit == "mib") scale = 1024.0L * 1024;
+  else if (unit == "g" || unit == "gb" || unit == "gib") scale = 1024.0L * 1024 * 1024;
+  else input_error("{} ({}): unknown unit '{}' (expected B, K, M or G)", flag, text, unit);
+  long double bytes = value * scale;
+  if (!(bytes >= 8) || bytes > 16.0L * 1024 * 1024 * 1024)
+    input_error("{} ({}) must be between 8 B and 16 GiB", flag, text);
+  return static_cast<std::int64_t>(bytes);
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string hostname() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+// Progress on stderr (rank 0 only): a bar redrawn in place on a terminal, otherwise a
+// line per phase and per 25%.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled), tty_(stderr_is_tty()) {}
+  kp::ProgressFn phase(const std::string& name) {
+    if (!enabled_) return {};
+    return [this, name](std::size_t done, std::size_t total, const std::string& label) {
+      draw(name, done, total, label);
+    };
+  }
+  void finish() {
+    if (enabled_ && tty_ && drawn_) std::fputs("\r\033[K", stderr);
+  }
+
+ private:
+  void draw(const std::string& phase, std::size_t done, std::size_t total, const std::string& label) {
+    int pct = total ? static_cast<int>(100 * done / total) : 100;
+    if (tty_) {
+      int fill = pct / 5;
+      std::string bar(static_cast<std::size_t>(fill), '#');
+      bar.resize(20, '.');
+      fmt::print(stderr, "\r\033[K[{}] {:3d}% {}: {}", bar, pct, phase, label);
+      drawn_ = true;
+    } else if (phase != last_phase_ || pct / 25 != last_quarter_) {
+      fmt::print(stderr, "# progress: {} {:3d}% ({})\n", phase, pct, label);
+      last_phase_ = phase;
+      last_quarter_ = pct / 25;
+    }
+    std::fflush(stderr);
+  }
+  bool enabled_, tty_, drawn_ = false;
+  std::string last_phase_;
+  int last_quarter_ = -1;
+};
+
+// Group sizes to sweep: the whole world, then every power of two >= 2 below it that
+// divides it (e.g. 8 -> 8, 4, 2). One rank: only the trivial group of one.
+std::vector<int> group_sizes(int world) {
+  std::vector<int> out{world};
+  for (int g = 2; g < world; g *= 2)
+    if (world % g == 0) out.push_back(g);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Datasheet peaks for a GPU, from the costmodel catalog entry whose name's first token
+// appears in the device name ("NVIDIA H200" -> h200-sxm-141gb).
+std::optional<costmodel::DeviceProfile> datasheet_for(const std::string& device_name) {
+  std::string lower = device_name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const auto& name : costmodel::device_catalog_names()) {
+    std::string token = name.substr(0, name.find('-'));
+    if (token.size() >= 3 && lower.find(token) != std::string::npos) return costmodel::load_device_profile(name);
+  }
+  return std::nullopt;
+}
+
+void run_calibrate(const CalibrateFlags& f) {
+  // ---- Input checks: identical on every rank, before MPI and before measuring. ----
+  const kernels::Backend backend = kernels::backend_from_string(f.backend);
+  if (!kernels::backend_available(backend))
+    input_error("--backend {}: this strata was built without the CUDA backend (configure with a CUDA "
+                "toolkit and NCCL, e.g. `cmake --preset cuda`)",
+                f.backend);
+#if defined(STRATA_HAVE_CUDA) && STRATA_HAVE_CUDA
+  if (backend == kernels::Backend::Cuda && kernels::cuda_device_count() == 0)
+    input_error("--backend cuda: {}", kernels::cuda_unavailable_reason());
+#endif
+  if (f.out.empty()) input_error("--out is required (the profile YAML to write, or - for stdout)");
+  check_output_path(f.out, "--out");
+  for (int tp : f.tp_degrees)
+    if (tp < 1 || tp > 1024) input_error("--tp-degrees ({}) must be between 1 and 1024", tp);
+  if (f.micro_batch < 1 || f.micro_batch > 4096)
+    input_error("--micro-batch ({}) must be between 1 and 4096", f.micro_batch);
+  const std::int64_t max_bytes =
+      f.max_bytes.empty() ? (f.quick ? std::int64_t{64} << 20 : std::int64_t{1} << 30)
+                          : parse_bytes(f.max_bytes, "--max-bytes");
+  const std::int64_t max_dim = f.max_gemm_dim > 0 ? f.max_gemm_dim : (f.quick ? 1024 : 4096);
+  if (max_dim > 65536) input_error("--max-gemm-dim ({}) must be at most 65536", max_dim);
+  std::vector<GemmDType> dtypes;
+  for (const auto& d : f.dtypes) dtypes.push_back(kernels::gemm_dtype_from_string(d));
+  if (dtypes.empty())
+    dtypes = backend == kernels::Backend::Cpu ? std::vector<GemmDType>{GemmDType::Fp32}
+                                              : kernels::all_gemm_dtypes();
+  if (backend == kernels::Backend::Cpu)
+    for (GemmDType d : dtypes)
+      if (d != GemmDType::Fp32) input_error("--dtypes ({}): the cpu backend runs fp32 only", to_string(d));
+  std::vector<models::ModelGraph> graphs;
+  for (const auto& m : f.models) {
+    models::ModelSpec spec;
+    try {
+      spec = models::load_model(m);
+    } catch (const InputError& e) {
+      input_error("--model: {}", e.what());
+    }
+    graphs.push_back(models::ModelGraph::build(spec, f.micro_batch));
+  }
+  std::vector<kp::GemmProblem> problems = kp::square_gemm_problems(128, max_dim);
+  for (const auto& g : graphs) {
+    auto mp = kp::model_gemm_problems(g, f.tp_degrees);
+    problems.insert(problems.end(), mp.begin(), mp.end());
+    auto ap = kp::attention_gemm_problems(g);
+    problems.insert(problems.end(), ap.begin(), ap.end());
+  }
+  problems = kp::dedupe_gemm_problems(std::move(problems));
+
+  // ---- MPI, placement, libraries. ----
+  kernels::mpi_init_once(nullptr, nullptr);
+  const kernels::MpiPlacement place = kernels::mpi_placement();
+  const bool root = place.world_rank == 0;
+  auto world = kernels::MpiCommunicator::world();
+  ProgressBar progress(root);
+
+  kp::TimingOptions gemm_timing = f.quick ? kp::TimingOptions{1, 3, 10, 0.1} : kp::TimingOptions{2, 3, 30, 0.3};
+  kp::TimingOptions coll_timing = f.quick ? kp::TimingOptions{2, 3, 20, 0.05} : kp::TimingOptions{5, 5, 100, 0.2};
+
+  kp::RunContext ctx;
+  ctx.strata_version = kp::strata_version();
+  ctx.commit = kp::build_commit();
+  ctx.backend = kernels::to_string(backend);
+  ctx.host = place.host.empty() ? hostname() : place.host;
+  ctx.date = utc_now();
+  ctx.ranks = place.world_size;
+  ctx.nodes = place.nodes;
+  ctx.gemm_timing = gemm_timing;
+  ctx.collective_timing = coll_timing;
+
+  kp::ProfileInfo info;
+  info.name = f.name.empty()
+                  ? (is_stdio(f.out) ? std::string(ctx.backend) + "-measured"
+                                     : std::filesystem::path(f.out).stem().string())
+                  : f.name;
+  std::unique_ptr<kp::GemmRunner> runner;
+  std::unique_ptr<kernels::MemorySpace> memory;
+  std::int64_t bandwidth_bytes = 0;
+  std::vector<std::pair<std::string, std::string>> libs;
+  int cuda_device = 0;
+  (void)cuda_device;
+
+  if (backend == kernels::Backend::Cpu) {
+    const int threads = kernels::configure_blas_threads(place.local_size);
+    const kernels::CpuInfo cpu = kernels::read_cpu_info();
+    const int cores = std::max(1, std::min(threads, cpu.logical_cpus > 0 ? cpu.logical_cpus : 1));
+    const double peak_tflops = cores * cpu.peak_gflops_per_core() / 1000.0;
+    ctx.transport = "mpi";
+    ctx.device = cpu.model_name;
+    ctx.blas_threads = threads;
+    ctx.peak = cpu.peak_derivation(cores);
+    libs = {{"blas", kernels::blas_version()}, {"mpi", kernels::mpi_library_version()}};
+    runner = std::make_unique<kp::CpuGemmRunner>(cpu.model_name, peak_tflops);
+    memory = kernels::host_memory();
+    bandwidth_bytes = f.quick ? std::int64_t{64} << 20 : std::int64_t{256} << 20;
+    info.compute_dtype = "fp32";
+    info.memory_gib = cpu.memory_gib / std::max(1, place.local_size);
+    info.peak_tflops = {{GemmDType::Fp32, peak_tflops}};
+    info.reserve_gib = 1;
+    info.reserve_provenance = {{"kind", "estimate"},
+                               {"ref", "Open MPI shared-memory buffers, process image and allocator slack per rank"}};
+  } else {
+#if defined(STRATA_HAVE_CUDA) && STRATA_HAVE_CUDA
+    cuda_device = place.local_rank % kernels::cuda_device_count();
+    kernels::cuda_set_device(cuda_device);
+    const kernels::CudaDeviceInfo dev = kernels::cuda_device_info(cuda_device);
+    std::map<GemmDType, double> peaks;
+    auto sheet = datasheet_for(dev.name);
+    if (sheet) {
+      for (GemmDType d : kernels::all_gemm_dtypes()) {
+        auto it = sheet->peak_tflops.find(costmodel::dtype_from_string(to_string(d)));
+        if (it != sheet->peak_tflops.end()) peaks[d] = it->second;
+      }
+      ctx.peak = fmt::format("datasheet profile {} ({})", sheet->name,
+                             sheet->source.fields.count("ref") ? sheet->source.fields.at("ref") : sheet->source.kind);
+      info.reserve_gib = sheet->reserve_gib;
+      info.reserve_provenance = {{"kind", sheet->reserve_source.kind.empty() ? "estimate" : sheet->reserve_source.kind},
+                                 {"ref", fmt::format("copied from the datasheet profile {}", sheet->name)}};
+    } else {
+      ctx.peak = "unknown (no datasheet profile matches this GPU; eff% not shown)";
+    }
+    ctx.transport = "nccl";
+    ctx.device = dev.name;
+    libs = {{"cuda", kernels::cuda_library_versions()}, {"mpi", kernels::mpi_library_version()}};
+    runner = std::make_unique<kp::CudaGemmRunner>(cuda_device, peaks);
+    memory = kernels::cuda_memory(cuda_device);
+    bandwidth_bytes = std::int64_t{1} << 30;
+    info.compute_dtype = "bf16";
+    info.memory_gib = dev.memory_gib;
+    for (GemmDType d : dtypes)
+      if (peaks.count(d)) info.peak_tflops.push_back({d, peaks[d]});
+    if (info.peak_tflops.empty()) info.peak_tflops = {{GemmDType::Bf16, 0}};
+#endif
+  }
+  std::vector<std::string> lib_text;
+  for (const auto& [k, v] : libs) lib_text.push_back(v);
+  ctx.libraries = join(lib_text, "; ");
+
+  // ---- Measure. ----
+  kp::GemmSweepOptions gopt;
+  gopt.dtypes = dtypes;
+  gopt.timing = gemm_timing;
+  auto gemms = kp::run_gemm_sweep(*runner, problems, gopt, world.get(), progress.phase("gemm"));
+  runner.reset();
+
+  if (auto fn = progress.phase("memory bandwidth")) fn(0, 1, kp::human_bytes(bandwidth_bytes) + " copy");
+  kp::BandwidthRecord bw = kp::measure_copy_bandwidth(*memory, bandwidth_bytes, gemm_timing, world.get());
+
+  std::vector<kp::CollectiveRecord> collectives;
+  for (int g : group_sizes(place.world_size)) {
+    std::vector<std::vector<int>> groups;
+    for (int start = 0; start < place.world_size; start += g) {
+      std::vector<int> members;
+      for (int r = start; r < start + g; ++r) members.push_back(r);
+      groups.push_back(members);
+    }
+    auto sub = kernels::MpiCommunicator::from_groups(groups);
+    kp::CollectiveSweepOptions copt;
+    copt.max_bytes = max_bytes;
+    copt.timing = coll_timing;
+    copt.groups = place.world_size / g;
+    const std::string phase = fmt::format("collectives, groups of {}", g);
+    std::vector<kp::CollectiveRecord> recs;
+    if (backend == kernels::Backend::Cpu) {
+      recs = kp::run_collective_sweep(*sub, *memory, *sub, copt, progress.phase(phase));
+    } else {
+#if defined(STRATA_HAVE_CUDA) && STRATA_HAVE_CUDA
+      kernels::NcclCommunicator nccl(*sub, cuda_device);
+      recs = kp::run_collective_sweep(nccl, *memory, *sub, copt, progress.phase(phase));
+#endif
+    }
+    if (root) collectives.insert(collectives.end(), recs.begin(), recs.end());
+    world->barrier();
+  }
+  progress.finish();
+
+  // ---- Report and write (rank 0). ----
+  std::size_t failed = 0;
+  for (const auto& g : gemms)
+    if (!g.ok() && g.error.rfind("skipped", 0) != 0) ++failed;
+  for (const auto& c : collectives)
+    if (!c.ok()) ++failed;
+  if (root) {
+    const GemmDType main_dtype = backend == kernels::Backend::Cpu ? GemmDType::Fp32 : GemmDType::Bf16;
+    double gemm_eff = kp::median_gemm_efficiency(gemms, main_dtype);
+    double attn_eff = kp::median_gemm_efficiency(gemms, main_dtype, 0, "attention");
+    info.gemm_efficiency = gemm_eff > 0 ? std::min(gemm_eff, 1.0) : 0.8;
+    info.attention_efficiency = attn_eff > 0 ? std::min(attn_eff, 1.0) : info.gemm_efficiency / 2;
+    info.memory_efficiency = 1.0;
+    info.memory_bandwidth_gbps = bw.gbps;
+    info.efficiency_provenance = {
+        {"gemm", fmt::format("median achieved/peak of the measured {} GEMMs with >= 1 GFLOP{}", to_string(main_dtype),
+                             gemm_eff > 0 ? "" : " (none measured: default 0.8)")},
+        {"attention", attn_eff > 0 ? fmt::format("median achieved/peak of the per-head attention GEMMs "
+                                                 "(QK^T and AV of the --model shapes; softmax not included)")
+                                   : std::string("no --model given: half the GEMM efficiency (estimate)")},
+        {"memory", "1.0: memory_bandwidth_gbps is itself an achieved (measured) copy bandwidth"},
+        {"peak", ctx.peak}};
+    std::vector<std::string> model_names;
+    for (const auto& g : graphs) model_names.push_back(g.spec().name);
+    std::vector<std::string> tps;
+    for (int tp : f.tp_degrees) tps.push_back(std::to_string(tp));
+    info.provenance = {{"tool", "strata calibrate"},
+                       {"strata", ctx.strata_version},
+                       {"commit", ctx.commit},
+                       {"host", ctx.host},
+                       {"device", ctx.device},
+                       {"backend", ctx.backend}};
+    for (const auto& kv : libs) info.provenance.push_back(kv);
+    info.provenance.push_back({"ranks", fmt::format("{} x {} node(s)", ctx.ranks, ctx.nodes)});
+    if (backend == kernels::Backend::Cpu)
+      info.provenance.push_back({"blas_threads_per_rank", std::to_string(ctx.blas_threads)});
+    info.provenance.push_back({"date", ctx.date});
+    info.provenance.push_back(
+        {"command", fmt::format("strata calibrate --backend {} --out {}{}{}{}{}", ctx.backend, f.out,
+                                model_names.empty() ? "" : " --model " + join(model_names, ","),
+                                model_names.empty() ? "" : " --tp-degrees " + join(tps, ","),
+                                f.quick ? " --quick" : "",
+                                f.max_bytes.empty() ? "" : " --max-bytes " + f.max_bytes)});
+    info.provenance.push_back(
+        {"method", "validate-then-time: each GEMM is checked against a double-precision reference and each "
+                   "collective against a closed form before timing; warm-up, then timed repetitions after "
+                   "a barrier; time = median over repetitions of the slowest rank"});
+    info.gemm_provenance = {
+        {"shapes", fmt::format("square 128..{}{}", max_dim,
+                               model_names.empty() ? "" : fmt::format("; sharded fwd/dgrad/wgrad of {} at tp {}, micro-batch {}",
+                                                                      join(model_names, ", "), join(tps, ","), f.micro_batch))},
+        {"timing", fmt::format("warm-up up to {}, {}..{} reps within {} s, median", gemm_timing.warmup,
+                               gemm_timing.min_reps, gemm_timing.max_reps, gemm_timing.budget_s)},
+        {"concurrency", fmt::format("all {} rank(s) run the same GEMM at once", ctx.ranks)}};
+    info.collective_provenance = {
+        {"transport", ctx.transport},
+        {"sizes", fmt::format("8 B .. {}, powers of two, fp32", kp::human_bytes(max_bytes))},
+        {"busbw", "nccl-tests: all_reduce 2(n-1)/n, all_gather/reduce_scatter/all_to_all (n-1)/n, others 1"},
+        {"timing", fmt::format("warm-up up to {}, {}..{} reps within {} s, median", coll_timing.warmup,
+                               coll_timing.min_reps, coll_timing.max_reps, coll_timing.budget_s)}};
+    info.comments = {
+        fmt::format("Measured device profile written by `strata calibrate` ({}).", ctx.date),
+        fmt::format("{} on {} ({} rank(s) x {} node(s)); regenerate with the command in source.command.",
+                    ctx.device, ctx.host, ctx.ranks, ctx.nodes),
+        "Only rows that passed validation are listed; see source fields for method and libraries."};
+
+    std::string report;
+    if (f.format == "json") {
+      auto j = kp::sweep_json(ctx, gemms, collectives, bw);
+      j["profile"] = {{"name", info.name}, {"path", f.out}, {"gemm_efficiency", info.gemm_efficiency},
+                      {"attention_efficiency", info.attention_efficiency},
+                      {"memory_bandwidth_gbps", info.memory_bandwidth_gbps}};
+      report = j.dump(2) + "\n";
+    } else {
+      report = kp::format_gemm_table(ctx, gemms);
+      report += fmt::format("#\n# memory bandwidth per rank (copy of {}, all ranks at once): {:.2f} GB/s "
+                            "(median of {}, p10 {:.0f} us, p90 {:.0f} us)\n#\n",
+                            kp::human_bytes(bw.bytes), bw.gbps, bw.time.reps, bw.time.p10_us, bw.time.p90_us);
+      report += kp::format_collective_table(ctx, collectives);
+      report += fmt::format("# profile: {} -> {}\n", info.name, f.out);
+    }
+    const std::string yaml = kp::profile_to_yaml(info, gemms, collectives);
+    // Profile to stdout ("-"): the report goes to stderr so the YAML stays clean.
+    if (is_stdio(f.out)) {
+      std::fputs(report.c_str(), stderr);
+      write_output(f.out, yaml, "--out");
+    } else {
+      write_output(f.out, yaml, "--out");
+      print_stdout(report);
+    }
+    for (const auto& g : gemms)
+      if (!g.ok() && g.error.rfind("skipped", 0) != 0)
+        fmt::print(stderr, "error: gemm {}x{}x{} {}: {} (left out of the profile)\n", g.m, g.n, g.k,
+                   to_string(g.dtype), g.error);
+    for (const auto& c : collectives)
+      if (!c.ok())
+        fmt::print(stderr, "error: {} {} B on {} ranks: {} (left out of the profile)\n", to_string(c.collective),
+                   c.bytes, c.ranks, c.error);
+  }
+  // Every rank learns whether any row failed, so all exit with the same code.
+  float failed_all = static_cast<float>(failed);
+  world->all_reduce_sum(&failed_all, 1);
+  if (failed_all > 0)
+    throw DeviceError(fmt::format("{} measurement(s) failed validation and were left out of {}",
+                                  static_cast<long>(failed_all), f.out));
+}
+
+}  // namespace
+
 void add_calibrate_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("calibrate", "(not built yet)");
-  cmd->callback([] { throw InternalError("strata calibrate is not implemented in this build"); });
+  auto flags = std::make_shared<CalibrateFlags>();
+  auto* cmd = app.add_subcommand(
+      "calibrate", "Measure GEMM and collective kernels and write a measured device profile");
+  cmd->add_option("--backend", flags->backend, "Kernel backend: cpu (OpenBLAS + MPI) or cuda (cuBLASLt + NCCL)")
+      ->capture_default_str();
+  cmd->add_option("--out", flags->out, "Profile YAML to write (atomically), or - for stdout")->required();
+  cmd->add_option("--model", flags->models,
+                  "Model(s) whose sharded GEMM shapes to measure: catalog names or files (comma-separated)")
+      ->delimiter(',');
+  cmd->add_option("--tp-degrees", flags->tp_degrees, "Tensor-parallel degrees to shard the model's GEMMs for")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--micro-batch", flags->micro_batch, "Sequences per micro-batch (GEMM m = micro_batch * seq)")
+      ->capture_default_str();
+  cmd->add_flag("--quick", flags->quick,
+                "Fewer repetitions, square GEMMs up to 1024, collectives up to 64 MiB");
+  cmd->add_option("--max-bytes", flags->max_bytes,
+                  "Largest collective message (bytes, or with K/M/G); default 1G (64M with --quick)");
+  cmd->add_option("--max-gemm-dim", flags->max_gemm_dim,
+                  "Largest square GEMM of the size sweep; default 4096 (1024 with --quick)");
+  cmd->add_option("--dtypes", flags->dtypes, "GEMM dtypes (cpu: fp32; cuda default: bf16,fp16,tf32,fp32)")
+      ->delimiter(',');
+  cmd->add_option("--format", flags->format, "Output format of the measurement tables")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--name", flags->name, "Profile name (default: the --out file name without extension)");
+  cmd->callback([flags] { run_calibrate(*flags); });
 }
 
 }  // namespace strata::cli

@@ -1,12 +1,52 @@
-// Placeholder until the `export` command lands: registered so --help lists it.
+// `strata export --plan plan.yaml --to megatron|deepspeed|torchtitan [--out FILE]`: the plan
+// as Megatron-LM launch arguments, a DeepSpeed config JSON or a TorchTitan TOML fragment.
+// The text comes from cli/export_formats.h; files are written atomically, `-` is stdout.
+#include <memory>
+
+#include <fmt/format.h>
+
 #include "cli/commands.h"
+#include "cli/export_formats.h"
+#include "cli/output.h"
 #include "common/errors.h"
+#include "planner/plan.h"
 
 namespace strata::cli {
 
+namespace {
+
+struct ExportFlags {
+  std::string plan;
+  std::string to;
+  std::string out = "-";
+};
+
+void run_export(const ExportFlags& f) {
+  check_output_path(f.out, "--out");
+  const ExportTarget target = export_target_from_string(f.to);
+  planner::Plan plan;
+  try {
+    plan = planner::load_plan(f.plan);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--plan: {}", e.what()));
+  }
+  write_output(f.out, export_plan(plan, target), "--out");
+}
+
+}  // namespace
+
 void add_export_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("export", "(not built yet)");
-  cmd->callback([] { throw InternalError("strata export is not implemented in this build"); });
+  auto flags = std::make_shared<ExportFlags>();
+  auto* cmd = app.add_subcommand(
+      "export", "Export a plan to Megatron-LM arguments, a DeepSpeed config or TorchTitan TOML");
+  cmd->add_option("--plan", flags->plan, "Plan file written by `strata plan --out` (YAML)")
+      ->required();
+  cmd->add_option("--to", flags->to, "Target framework")
+      ->required()
+      ->check(CLI::IsMember(export_target_names()));
+  cmd->add_option("--out", flags->out, "Output file (written atomically), or - for stdout")
+      ->capture_default_str();
+  cmd->callback([flags] { run_export(*flags); });
 }
 
 }  // namespace strata::cli

@@ -1,12 +1,67 @@
-// Placeholder until the `models` command lands: registered so --help lists it.
+// `strata models`: the built-in model catalog; `strata models show NAME` prints one spec.
+#include <fmt/format.h>
+
 #include "cli/commands.h"
+#include "cli/format_json.h"
+#include "cli/format_table.h"
+#include "cli/format_yaml.h"
+#include "cli/options.h"
+#include "cli/output.h"
 #include "common/errors.h"
+#include "models/catalog.h"
+#include "models/model_graph.h"
+#include "models/model_spec.h"
 
 namespace strata::cli {
 
+namespace {
+
+std::vector<ModelRow> catalog_rows() {
+  std::vector<ModelRow> rows;
+  for (const auto& e : models::model_catalog()) {
+    ModelRow r;
+    r.spec = models::parse_model_yaml(e.yaml, "catalog:" + e.name);
+    r.params = models::ModelGraph::build(r.spec, 1).total_params();
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+void show_model(const std::string& name) {
+  if (auto text = models::find_catalog_model(name)) {
+    print_stdout(*text);
+    return;
+  }
+  // Not a catalog name: a file path, or a typo (the error suggests close names).
+  models::ModelSpec spec;
+  try {
+    spec = models::load_model(name);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("models show: {}", e.what()));
+  }
+  print_stdout(models::to_yaml(spec));
+}
+
+}  // namespace
+
 void add_models_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("models", "(not built yet)");
-  cmd->callback([] { throw InternalError("strata models is not implemented in this build"); });
+  auto format = std::make_shared<std::string>("table");
+  auto name = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("models", "List the built-in model catalog");
+  add_format_flag(*cmd, *format);
+  auto* show = cmd->add_subcommand("show", "Print one model's YAML (catalog name or file path)");
+  show->add_option("name", *name, "catalog name or file path")->required();
+  show->callback([name] { show_model(*name); });
+  cmd->callback([format, show] {
+    if (show->parsed()) return;
+    auto rows = catalog_rows();
+    if (*format == "json")
+      print_stdout(format_models_json(rows));
+    else if (*format == "yaml")
+      print_stdout(format_models_yaml(rows));
+    else
+      print_stdout(format_models_table(rows));
+  });
 }
 
 }  // namespace strata::cli

@@ -1,12 +1,238 @@
-// Placeholder until the `plan` command lands: registered so --help lists it.
+// `strata plan`: search every valid strategy for a model on a cluster, print the best
+// ones (table, JSON or YAML), optionally write the best as a plan file and its trace.
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <optional>
+
+#include <fmt/format.h>
+
 #include "cli/commands.h"
+#include "cli/format_json.h"
+#include "cli/format_table.h"
+#include "cli/format_yaml.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "cli/plan_report.h"
 #include "common/errors.h"
+#include "planner/plan.h"
+#include "planner/search.h"
+#include "planner/simulator.h"
 
 namespace strata::cli {
 
+namespace {
+
+struct PlanFlags {
+  ModelClusterFlags mc;
+  int gpus = kDefaultGpus;
+  std::int64_t global_batch = 0;
+  int top = 10;
+  std::string format = "table";
+  std::string out, trace;
+  // Restrictions of the search space.
+  int tp = 0, pp = 0, dp = 0, vpp = 0, zero = -1;
+  std::int64_t micro_batch = 0;
+  std::string recompute, schedule;
+  bool sequence_parallel = false;
+  CLI::Option* gpus_opt = nullptr;
+  CLI::Option* batch_opt = nullptr;
+  CLI::Option* sp_opt = nullptr;
+};
+
+// A one-line progress bar on stderr, redrawn at most every 100 ms and only once the
+// search has run for half a second (short searches print nothing).
+class ProgressBar {
+ public:
+  void update(std::int64_t done, std::int64_t total) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - start_ < std::chrono::milliseconds(500)) return;
+    if (drawn_ && now - last_ < std::chrono::milliseconds(100) && done < total) return;
+    last_ = now;
+    drawn_ = true;
+    const int width = 30;
+    double f = total > 0 ? std::clamp(static_cast<double>(done) / total, 0.0, 1.0) : 0.0;
+    int filled = static_cast<int>(f * width);
+    fmt::print(stderr, "\r[{}{}] {:3.0f}% {}/{} candidates", std::string(filled, '#'),
+               std::string(width - filled, ' '), f * 100, done, total);
+    std::fflush(stderr);
+  }
+  ~ProgressBar() {
+    if (drawn_) fmt::print(stderr, "\r{}\r", std::string(80, ' '));
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_{};
+  bool drawn_ = false;
+};
+
+planner::Plan to_plan(const models::ModelSpec& model, const std::string& cluster,
+                      const planner::Candidate& c) {
+  planner::Plan p;
+  p.model = model;
+  p.cluster = cluster;
+  p.strategy = c.strategy;
+  p.stage_layers = c.stage_layers;
+  p.prediction = c.prediction;
+  return p;
+}
+
+[[noreturn]] void no_feasible_plan(const PlanFlags& f, const models::ModelSpec& model,
+                                   const costmodel::ClusterSpec& cluster,
+                                   const planner::SearchResult& r) {
+  std::string what = fmt::format("no strategy for {} fits on {} GPUs of {}", model.name, f.gpus,
+                                 f.mc.cluster);
+  if (r.closest_infeasible) {
+    const auto& c = *r.closest_infeasible;
+    const auto& s = c.strategy;
+    double usable = cluster.device.memory_gib - cluster.device.reserve_gib;
+    throw NoFeasiblePlan(fmt::format(
+        "{}: the tightest constraint is memory: the smallest-memory candidate (tp={} pp={} "
+        "dp={} mbs={} zero={} recompute={}) needs {:.1f} GiB per GPU but {} has {:.0f} GiB "
+        "({:.0f} GiB usable after the {:.0f} GiB reserve); {} candidates over memory, {} "
+        "rejected by constraints; try more GPUs (--gpus) or a device with more memory",
+        what, s.tp, s.pp, s.dp, s.micro_batch, s.zero, planner::to_string(s.recompute),
+        c.prediction.peak_memory_gib, cluster.device.name, cluster.device.memory_gib, usable,
+        cluster.device.reserve_gib, r.infeasible_memory, r.invalid));
+  }
+  throw NoFeasiblePlan(fmt::format(
+      "{}: all {} candidates were rejected by constraints (heads and kv_heads divisible by "
+      "tp, layers >= pp*vpp, global batch divisible by micro-batch*dp); relax the "
+      "restrictions or change --gpus / --global-batch",
+      what, r.invalid));
+}
+
+void run_plan(PlanFlags& f) {
+  if (!f.out.empty()) check_output_path(f.out, "--out");
+  if (!f.trace.empty()) check_output_path(f.trace, "--trace");
+#ifndef NDEBUG
+  warn("Debug build: planner timings are not representative");
+#endif
+
+  PlanReport report;
+  report.command = "plan";
+  const models::ModelSpec model = load_model_flag(f.mc);
+  const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
+  if (!f.mc.model_given()) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
+  if (!f.mc.cluster_given())
+    report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
+  if (f.gpus_opt->count() == 0) {
+    if (f.mc.cluster_given() || cluster.total_gpus() < kDefaultGpus)
+      f.gpus = static_cast<int>(std::min<long long>(cluster.total_gpus(), INT_MAX));
+    report.defaults.push_back(fmt::format("{} GPUs", f.gpus));
+  }
+  if (f.batch_opt->count() == 0 && !f.mc.model_given()) {
+    f.global_batch = kDefaultGlobalBatch;
+    report.defaults.push_back(fmt::format("global batch {}", kDefaultGlobalBatch));
+  }
+
+  planner::SearchOptions opt;
+  opt.gpus = f.gpus;
+  opt.global_batch = f.global_batch;
+  opt.top_k = f.top;
+  if (f.tp > 0) opt.tp = f.tp;
+  if (f.pp > 0) opt.pp = f.pp;
+  if (f.dp > 0) opt.dp = f.dp;
+  if (f.vpp > 0) opt.vpp = f.vpp;
+  if (f.zero >= 0) opt.zero = f.zero;
+  if (f.micro_batch > 0) opt.micro_batch = f.micro_batch;
+  if (!f.recompute.empty()) opt.recompute = planner::recompute_from_string(f.recompute);
+  if (!f.schedule.empty()) opt.schedule = planner::schedule_from_string(f.schedule);
+  if (f.sp_opt->count() > 0) opt.sequence_parallel = f.sequence_parallel;
+  std::optional<ProgressBar> bar;
+  if (stderr_is_tty()) {
+    bar.emplace();
+    opt.progress = [&bar](std::int64_t done, std::int64_t total) { bar->update(done, total); };
+  }
+  planner::SearchResult result = planner::search(model, cluster, opt);
+  bar.reset();
+  if (result.ranked.empty()) no_feasible_plan(f, model, cluster, result);
+
+  report.model = model.name;
+  report.cluster = f.mc.cluster;
+  report.device = cluster.device.name;
+  report.gpus = f.gpus;
+  report.global_batch = result.ranked.front().strategy.global_batch;
+  report.memory_capacity_gib = cluster.device.memory_gib;
+  report.reserve_gib = cluster.device.reserve_gib;
+  report.notes = provenance_notes(cluster);
+  for (const auto& n : result.ranked.front().prediction.notes)
+    if (std::find(report.notes.begin(), report.notes.end(), n) == report.notes.end())
+      report.notes.push_back(n);
+  report.searched = true;
+  report.candidates_evaluated = result.candidates_evaluated;
+  report.infeasible_memory = result.infeasible_memory;
+  report.invalid = result.invalid;
+  report.search_s = result.search_s;
+  for (const auto& c : result.ranked) report.plans.push_back(to_plan(model, f.mc.cluster, c));
+
+  // Files first, so a failure to write one is reported before anything is printed.
+  if (!f.trace.empty()) {
+    planner::SimulateOptions so;
+    so.timeline = true;
+    so.stage_layers = report.plans.front().stage_layers;
+    auto sim = planner::simulate(model, cluster, report.plans.front().strategy, so);
+    write_output(f.trace,
+                 planner::chrome_trace_json(sim, fmt::format("strata plan: {} on {} GPUs of {}",
+                                                             model.name, f.gpus, f.mc.cluster)),
+                 "--trace");
+  }
+  if (!f.out.empty()) {
+    write_output(f.out, planner::plan_to_yaml(report.plans.front()), "--out");
+    if (f.out == "-") return;  // stdout carries the plan file only
+  }
+  if (f.format == "json")
+    print_stdout(format_plan_json(report));
+  else if (f.format == "yaml")
+    print_stdout(format_plan_yaml(report));
+  else
+    print_stdout(format_plan_table(report));
+}
+
+}  // namespace
+
 void add_plan_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("plan", "(not built yet)");
-  cmd->callback([] { throw InternalError("strata plan is not implemented in this build"); });
+  auto flags = std::make_shared<PlanFlags>();
+  PlanFlags& f = *flags;
+  auto* cmd = app.add_subcommand(
+      "plan", "Search every parallel layout of a model on a cluster and rank them");
+  cmd->footer(fmt::format(
+      "With no flags: {} on {} with {} GPUs, global batch {}.\nExample: strata plan --model "
+      "llama2-70b --cluster dgx-h100 --gpus 256 --global-batch 1024 --top 5",
+      kDefaultModel, kDefaultCluster, kDefaultGpus, kDefaultGlobalBatch));
+  add_model_cluster_flags(*cmd, f.mc);
+  f.gpus_opt = add_positive(*cmd, "--gpus,-g", f.gpus, "number of GPUs to use", INT_MAX)
+                   ->capture_default_str();
+  f.batch_opt = add_positive<std::int64_t>(*cmd, "--global-batch", f.global_batch,
+                                           "sequences per optimizer step (default: 1536 for the "
+                                           "default model, else the planner's default)",
+                                           std::int64_t{1} << 40);
+  add_positive(*cmd, "--top", f.top, "how many plans to show", 100000)->capture_default_str();
+  add_format_flag(*cmd, f.format);
+  cmd->add_option("--out,-o", f.out, "write the best plan as a plan YAML file (- for stdout)");
+  cmd->add_option("--trace", f.trace, "write the best plan's Chrome/Perfetto trace (JSON)");
+  auto* g = "Search restrictions";
+  add_positive(*cmd, "--tp", f.tp, "only this tensor-parallel size", 1 << 20)->group(g);
+  add_positive(*cmd, "--pp", f.pp, "only this pipeline-parallel size", 1 << 20)->group(g);
+  add_positive(*cmd, "--dp", f.dp, "only this data-parallel size", INT_MAX)->group(g);
+  add_positive(*cmd, "--vpp", f.vpp, "only this number of virtual stages per rank", 1 << 20)
+      ->group(g);
+  add_positive<std::int64_t>(*cmd, "--micro-batch", f.micro_batch, "only this micro-batch size",
+                             std::int64_t{1} << 40)
+      ->group(g);
+  cmd->add_option("--zero", f.zero, "only this ZeRO stage (0, or 1 = distributed optimizer)")
+      ->check(CLI::Range(0, 1))->group(g);
+  cmd->add_option("--recompute", f.recompute, "only this activation recompute")
+      ->check(CLI::IsMember(recompute_names()))
+      ->group(g);
+  cmd->add_option("--schedule", f.schedule, "only this pipeline schedule")
+      ->check(CLI::IsMember(schedule_names()))
+      ->group(g);
+  f.sp_opt = cmd->add_flag("--sequence-parallel,!--no-sequence-parallel", f.sequence_parallel,
+                           "only with (or without) sequence parallelism")
+                 ->group(g);
+  cmd->callback([flags] { run_plan(*flags); });
 }
 
 }  // namespace strata::cli

@@ -1,12 +1,192 @@
-// Placeholder until the `simulate` command lands: registered so --help lists it.
+// `strata simulate`: predict one strategy's step time and memory (table, JSON or YAML),
+// optionally write its Chrome trace and a plan file.
+#include <algorithm>
+#include <climits>
+
+#include <fmt/format.h>
+
 #include "cli/commands.h"
+#include "cli/format_json.h"
+#include "cli/format_table.h"
+#include "cli/format_yaml.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "cli/plan_report.h"
+#include "common/checked_math.h"
 #include "common/errors.h"
+#include "planner/plan.h"
+#include "planner/simulator.h"
+#include "planner/strategy.h"
 
 namespace strata::cli {
 
+namespace {
+
+struct SimulateFlags {
+  ModelClusterFlags mc;
+  int gpus = 0;
+  int tp = 1, pp = 1, dp = 0, vpp = 1, zero = 0;
+  std::int64_t micro_batch = 1, global_batch = 0;
+  std::string recompute = "none";
+  std::string schedule;
+  bool sequence_parallel = false;
+  std::string format = "table";
+  std::string out, trace;
+  CLI::Option* gpus_opt = nullptr;
+  CLI::Option* dp_opt = nullptr;
+  CLI::Option* batch_opt = nullptr;
+};
+
+std::string join(const std::vector<planner::Violation>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "; " : "") + v[i].message;
+  return out;
+}
+
+void run_simulate(SimulateFlags& f) {
+  if (!f.out.empty()) check_output_path(f.out, "--out");
+  if (!f.trace.empty()) check_output_path(f.trace, "--trace");
+
+  PlanReport report;
+  report.command = "simulate";
+  const models::ModelSpec model = load_model_flag(f.mc);
+  const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
+  if (!f.mc.model_given()) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
+  if (!f.mc.cluster_given())
+    report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
+
+  // dp: given, or what --gpus leaves after tp and pp, or 1.
+  const std::int64_t tp_pp = checked_mul(f.tp, f.pp, "tp x pp");
+  if (f.dp_opt->count() == 0) {
+    if (f.gpus_opt->count() > 0) {
+      if (f.gpus % tp_pp != 0)
+        input_error("--gpus ({}) must be divisible by tp x pp = {} x {} = {} to derive dp",
+                    f.gpus, f.tp, f.pp, tp_pp);
+      f.dp = static_cast<int>(f.gpus / tp_pp);
+    } else {
+      f.dp = 1;
+      report.defaults.push_back("dp 1");
+    }
+  }
+  const std::int64_t world = checked_mul(tp_pp, f.dp, "dp x tp x pp");
+  if (f.gpus_opt->count() > 0 && world != f.gpus)
+    input_error("--gpus ({}) must equal dp x tp x pp = {} x {} x {} = {}", f.gpus, f.dp, f.tp,
+                f.pp, world);
+  if (world > INT_MAX) input_error("dp x tp x pp ({}) exceeds {} GPUs", world, INT_MAX);
+
+  // Global batch: given, or the default rounded up to a multiple of micro-batch x dp.
+  if (f.batch_opt->count() == 0) {
+    const std::int64_t base = f.mc.model_given() ? 512 : kDefaultGlobalBatch;
+    const std::int64_t step = checked_mul(f.micro_batch, f.dp, "micro-batch x dp");
+    f.global_batch = checked_mul((base + step - 1) / step, step, "global batch");
+    report.defaults.push_back(fmt::format("global batch {}", f.global_batch));
+  }
+
+  planner::Strategy s;
+  s.dp = f.dp;
+  s.tp = f.tp;
+  s.pp = f.pp;
+  s.vpp = f.vpp;
+  s.micro_batch = f.micro_batch;
+  s.global_batch = f.global_batch;
+  s.zero = f.zero;
+  s.recompute = planner::recompute_from_string(f.recompute);
+  s.sequence_parallel = f.sequence_parallel;
+  s.schedule = !f.schedule.empty() ? planner::schedule_from_string(f.schedule)
+               : f.vpp > 1         ? planner::ScheduleKind::Interleaved
+                                   : planner::ScheduleKind::OneFOneB;
+  if (auto v = planner::validate(s, model); !v.empty())
+    throw InputError(fmt::format("invalid strategy for {}: {}", model.name, join(v)));
+  if (world > cluster.total_gpus())
+    input_error("dp x tp x pp ({}) exceeds cluster {} ({} GPUs = {} nodes x {})", world,
+                f.mc.cluster, cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
+
+  planner::SimulateOptions so;
+  so.timeline = !f.trace.empty();
+  planner::SimulationResult sim = planner::simulate(model, cluster, s, so);
+
+  planner::Plan plan;
+  plan.model = model;
+  plan.cluster = f.mc.cluster;
+  plan.strategy = s;
+  plan.stage_layers = sim.stage_layers;
+  plan.prediction = sim.prediction;
+
+  report.model = model.name;
+  report.cluster = f.mc.cluster;
+  report.device = cluster.device.name;
+  report.gpus = static_cast<int>(world);
+  report.global_batch = s.global_batch;
+  report.memory_capacity_gib = cluster.device.memory_gib;
+  report.reserve_gib = cluster.device.reserve_gib;
+  report.notes = provenance_notes(cluster);
+  for (const auto& n : sim.prediction.notes)
+    if (std::find(report.notes.begin(), report.notes.end(), n) == report.notes.end())
+      report.notes.push_back(n);
+  report.plans.push_back(plan);
+
+  if (!plan.prediction.fits_memory)
+    warn(fmt::format("this strategy does not fit: {:.1f} GiB per GPU needed, {} has {:.0f} GiB",
+                     plan.prediction.peak_memory_gib, cluster.device.name,
+                     cluster.device.memory_gib));
+  if (!f.trace.empty())
+    write_output(f.trace,
+                 planner::chrome_trace_json(
+                     sim, fmt::format("strata simulate: {} tp={} pp={} dp={}", model.name, s.tp,
+                                      s.pp, s.dp)),
+                 "--trace");
+  if (!f.out.empty()) {
+    write_output(f.out, planner::plan_to_yaml(plan), "--out");
+    if (f.out == "-") return;
+  }
+  if (f.format == "json")
+    print_stdout(format_simulation_json(report));
+  else if (f.format == "yaml")
+    print_stdout(format_simulation_yaml(report));
+  else
+    print_stdout(format_simulation_table(report));
+}
+
+}  // namespace
+
 void add_simulate_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("simulate", "(not built yet)");
-  cmd->callback([] { throw InternalError("strata simulate is not implemented in this build"); });
+  auto flags = std::make_shared<SimulateFlags>();
+  SimulateFlags& f = *flags;
+  auto* cmd = app.add_subcommand("simulate", "Predict step time and memory of one strategy");
+  cmd->footer(
+      "Example: strata simulate --model gpt3-175b --cluster dgx-a100 --tp 8 --pp 16 --dp 8 "
+      "--micro-batch 1 --global-batch 1536 --schedule interleaved --vpp 2");
+  add_model_cluster_flags(*cmd, f.mc);
+  f.gpus_opt = add_positive(*cmd, "--gpus,-g", f.gpus,
+                            "total GPUs; must equal dp x tp x pp (dp defaults to gpus/(tp x pp))",
+                            INT_MAX);
+  add_positive(*cmd, "--tp", f.tp, "tensor-parallel size", 1 << 20)->capture_default_str();
+  add_positive(*cmd, "--pp", f.pp, "pipeline-parallel size", 1 << 20)->capture_default_str();
+  f.dp_opt = add_positive(*cmd, "--dp", f.dp, "data-parallel size", INT_MAX);
+  add_positive(*cmd, "--vpp", f.vpp, "virtual stages (model chunks) per pipeline rank", 1 << 20)
+      ->capture_default_str();
+  add_positive<std::int64_t>(*cmd, "--micro-batch", f.micro_batch, "sequences per micro-batch",
+                             std::int64_t{1} << 40)
+      ->capture_default_str();
+  f.batch_opt = add_positive<std::int64_t>(
+      *cmd, "--global-batch", f.global_batch,
+      "sequences per optimizer step (default: 1536 for the default model, else 512, rounded up "
+      "to a multiple of micro-batch x dp)",
+      std::int64_t{1} << 40);
+  cmd->add_option("--zero", f.zero, "ZeRO stage (0, or 1 = distributed optimizer)")
+      ->check(CLI::Range(0, 1))
+      ->capture_default_str();
+  cmd->add_option("--recompute", f.recompute, "activation recompute")
+      ->check(CLI::IsMember(recompute_names()))
+      ->capture_default_str();
+  cmd->add_option("--schedule", f.schedule,
+                  "pipeline schedule (default: interleaved if --vpp > 1, else 1f1b)")
+      ->check(CLI::IsMember(schedule_names()));
+  cmd->add_flag("--sequence-parallel", f.sequence_parallel, "shard norms/dropout over tp");
+  add_format_flag(*cmd, f.format);
+  cmd->add_option("--out,-o", f.out, "write the strategy as a plan YAML file (- for stdout)");
+  cmd->add_option("--trace", f.trace, "write a Chrome/Perfetto trace (JSON) of the iteration");
+  cmd->callback([flags] { run_simulate(*flags); });
 }
 
 }  // namespace strata::cli

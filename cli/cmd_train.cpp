@@ -1,12 +1,249 @@
-// Placeholder until the `train` command lands: registered so --help lists it.
+// `strata train`: runs a plan with the CPU runtime under MPI
+// (`mpirun -np N strata train --plan plan.yaml`). Rank 0 prints one line per step and
+// writes the metrics JSONL; every rank trains its shard of the plan's layout.
+//
+// Errors and MPI: input errors found before training starts are the same on every rank
+// (the plan, the world size, data files and checkpoints are checked on each rank and the
+// ranks agree on any failure before going on), so they propagate to main.cpp, which prints
+// one `error:` line per rank and exits 2 on all of them. Once training runs, a failure may
+// hit one rank only while the others wait in a collective; that rank prints its `error:`
+// line here and calls MPI_Abort, which ends every rank of the job (exit 2 for input
+// errors, 1 otherwise). A rank killed outright is detected by mpirun, which ends the job.
+#include <mpi.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "common/atomic_file.h"
 #include "common/errors.h"
+#include "costmodel/rank_grid.h"
+#include "kernels/cpu/mpi_communicator.h"
+#include "planner/plan.h"
+#include "runtime/collective_error.h"
+#include "runtime/process_grid.h"
+#include "runtime/trainer.h"
 
 namespace strata::cli {
 
+namespace {
+
+struct TrainOptions {
+  std::string plan;
+  std::int64_t steps = 10;
+  std::uint64_t seed = 1234;
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1, grad_clip = 1.0;
+  bool synthetic = false;
+  std::string data, text, metrics;
+  std::string checkpoint_dir;
+  std::int64_t checkpoint_every = 0;
+  bool resume = false;
+  std::int64_t log_every = 1;
+  std::int64_t die_at_step = 0;  // hidden: SIGKILL rank die_rank before this step
+  int die_rank = 1;
+  std::string grad_norms;        // hidden: per-parameter gradient norms of the first step
+};
+
+runtime::TrainConfig make_config(const TrainOptions& o) {
+  if (o.steps < 0) input_error("--steps ({}) must be >= 0", o.steps);
+  if (!(o.lr > 0)) input_error("--lr ({}) must be > 0", o.lr);
+  if (!(o.beta1 >= 0 && o.beta1 < 1)) input_error("--beta1 ({}) must be in [0, 1)", o.beta1);
+  if (!(o.beta2 >= 0 && o.beta2 < 1)) input_error("--beta2 ({}) must be in [0, 1)", o.beta2);
+  if (!(o.eps > 0)) input_error("--eps ({}) must be > 0", o.eps);
+  if (!(o.weight_decay >= 0)) input_error("--weight-decay ({}) must be >= 0", o.weight_decay);
+  if (!(o.grad_clip >= 0)) input_error("--grad-clip ({}) must be >= 0 (0 = off)", o.grad_clip);
+  if (o.log_every < 1) input_error("--log-every ({}) must be >= 1", o.log_every);
+  if (o.checkpoint_every < 0) input_error("--checkpoint-every ({}) must be >= 0", o.checkpoint_every);
+  if ((o.checkpoint_every > 0 || o.resume) && o.checkpoint_dir.empty())
+    input_error("{} needs --checkpoint-dir", o.resume ? "--resume" : "--checkpoint-every");
+  runtime::TrainConfig c;
+  c.steps = o.steps;
+  c.seed = o.seed;
+  c.adamw.lr = o.lr;
+  c.adamw.beta1 = o.beta1;
+  c.adamw.beta2 = o.beta2;
+  c.adamw.eps = o.eps;
+  c.adamw.weight_decay = o.weight_decay;
+  c.grad_clip = o.grad_clip;
+  if (!o.data.empty()) {
+    c.data = runtime::DataKind::TokenFile;
+    c.data_path = o.data;
+  } else if (!o.text.empty()) {
+    c.data = runtime::DataKind::TextFile;
+    c.data_path = o.text;
+  }
+  c.checkpoint_dir = o.checkpoint_dir;
+  c.checkpoint_every = o.checkpoint_every;
+  c.resume = o.resume;
+  return c;
+}
+
+std::string data_name(const runtime::TrainConfig& c) {
+  switch (c.data) {
+    case runtime::DataKind::Synthetic: return "synthetic";
+    case runtime::DataKind::TokenFile: return "token file " + c.data_path;
+    case runtime::DataKind::TextFile: return "text file " + c.data_path;
+  }
+  return "?";
+}
+
+// One metrics line: the keys DESIGN.md / `strata validate` read, plus grad_norm and gemm_s.
+std::string metrics_line(const runtime::StepStats& s, double predicted_s) {
+  nlohmann::ordered_json j;
+  j["step"] = s.step;
+  j["loss"] = s.loss;
+  j["step_s"] = s.step_s;
+  j["tokens_per_s"] = s.tokens_per_s;
+  j["predicted_step_s"] = predicted_s;
+  j["grad_norm"] = s.grad_norm;
+  j["gemm_s"] = s.gemm_s;
+  return j.dump() + "\n";
+}
+
+[[noreturn]] void abort_job(runtime::ProcessGrid& grid, const char* kind, const std::string& what,
+                            int code) {
+  std::fflush(stdout);
+  if (grid.world_size() > 1) fmt::print(stderr, "error: {}rank {}: {}\n", kind, grid.world_rank(), what);
+  else fmt::print(stderr, "error: {}{}\n", kind, what);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort does not return
+}
+
+void train(const TrainOptions& o) {
+  // Before MPI: flags and the plan (the same on every rank).
+  const runtime::TrainConfig cfg = make_config(o);
+  const planner::Plan plan = planner::load_plan(o.plan);
+  const planner::Strategy& s = plan.strategy;
+  planner::require_valid(s, plan.model);
+  const costmodel::RankGrid rank_grid(s.dp, s.tp, s.pp, s.rank_order);
+
+  kernels::mpi_init_once(nullptr, nullptr);
+  runtime::ProcessGrid grid(rank_grid);  // InputError on every rank if the world size differs
+  const bool root = grid.world_rank() == 0;
+
+  // Set-up that may fail on some ranks only: agree before anyone continues.
+  std::unique_ptr<runtime::Trainer> trainer;
+  std::ofstream metrics;
+  runtime::throw_if_any_rank_failed(grid.world(), runtime::capture_error([&] {
+    trainer = std::make_unique<runtime::Trainer>(plan, cfg, grid);
+    if (root && !o.metrics.empty()) {
+      metrics.open(o.metrics, cfg.resume ? std::ios::app : std::ios::trunc);
+      if (!metrics) input_error("--metrics {}: cannot open for writing", o.metrics);
+    }
+  }));
+  if (cfg.resume) {
+    const std::int64_t at = trainer->resume();
+    if (root) fmt::print("resumed from {} at step {}\n", runtime::checkpoint_step_dir(cfg.checkpoint_dir, at), at);
+  }
+
+  if (root) {
+    fmt::print("strata train: model {} (layers {}, hidden {}, heads {}, vocab {}, seq {}), {} ranks\n",
+               plan.model.name, plan.model.layers, plan.model.hidden, plan.model.heads,
+               plan.model.vocab, plan.model.seq_len, grid.world_size());
+    fmt::print("  layout dp {} x tp {} x pp {} (vpp {}, {}), micro-batch {} x {} per rank, global "
+               "batch {} ({} tokens), zero {}, recompute {}, sequence parallel {}\n",
+               s.dp, s.tp, s.pp, s.vpp, planner::to_string(s.schedule), s.micro_batch,
+               s.num_microbatches(), s.global_batch, trainer->tokens_per_step(), s.zero,
+               planner::to_string(s.recompute), s.sequence_parallel ? "on" : "off");
+    fmt::print("  data {}, seed {}, lr {}, steps {}, predicted step {:.3f} ms\n", data_name(cfg),
+               cfg.seed, cfg.adamw.lr, cfg.steps, plan.prediction.iteration_s * 1e3);
+    std::fflush(stdout);
+  }
+
+  // Training: from here a failure may be on one rank only; it ends the whole job.
+  try {
+    bool first = true;
+    while (trainer->step() < cfg.steps) {
+      const std::int64_t next = trainer->step() + 1;
+      if (o.die_at_step > 0 && next == o.die_at_step &&
+          grid.world_rank() == std::min(o.die_rank, grid.world_size() - 1))
+        std::raise(SIGKILL);
+      const runtime::StepStats st = trainer->train_step();
+      if (root) {
+        if (st.step % o.log_every == 0 || st.step == cfg.steps) {
+          fmt::print("step {:5d}/{} | loss {:.6f} | grad norm {:.4f} | {:8.2f} ms | {:9.0f} tok/s | "
+                     "gemm {:3.0f}%\n",
+                     st.step, cfg.steps, st.loss, st.grad_norm, st.step_s * 1e3, st.tokens_per_s,
+                     st.step_s > 0 ? 100.0 * st.gemm_s / st.step_s : 0.0);
+          std::fflush(stdout);
+        }
+        if (metrics.is_open()) {
+          metrics << metrics_line(st, plan.prediction.iteration_s);
+          metrics.flush();
+          if (!metrics) input_error("--metrics {}: write failed", o.metrics);
+        }
+        if (first && !o.grad_norms.empty()) {
+          nlohmann::ordered_json j;
+          j["step"] = st.step;
+          j["grad_norm"] = st.grad_norm;
+          for (const auto& [name, norm] : trainer->param_grad_norms()) j["params"][name] = norm;
+          write_file_atomic(o.grad_norms, j.dump(2) + "\n");
+        }
+      }
+      first = false;
+      const bool last = trainer->step() == cfg.steps;
+      if (!cfg.checkpoint_dir.empty() &&
+          ((cfg.checkpoint_every > 0 && trainer->step() % cfg.checkpoint_every == 0) || last)) {
+        trainer->save_checkpoint();
+        if (root) {
+          fmt::print("checkpoint {}\n", runtime::checkpoint_step_dir(cfg.checkpoint_dir, trainer->step()));
+          std::fflush(stdout);
+        }
+      }
+    }
+  } catch (const InputError& e) {
+    abort_job(grid, "", e.what(), kExitInput);
+  } catch (const DeviceError& e) {
+    abort_job(grid, "device: ", e.what(), kExitInternal);
+  } catch (const std::exception& e) {
+    abort_job(grid, "internal: ", e.what(), kExitInternal);
+  }
+}
+
+}  // namespace
+
 void add_train_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("train", "(not built yet)");
-  cmd->callback([] { throw InternalError("strata train is not implemented in this build"); });
+  auto opts = std::make_shared<TrainOptions>();
+  auto* cmd = app.add_subcommand(
+      "train", "train a plan's model with its DP/TP/PP layout on CPU ranks (mpirun -np N strata train ...)");
+  cmd->add_option("--plan", opts->plan, "plan file (YAML) from `strata plan --out` or `strata simulate --out`")
+      ->required();
+  cmd->add_option("--steps", opts->steps, "optimizer steps to train to (default 10)");
+  cmd->add_option("--seed", opts->seed, "seed of the weights and the synthetic data (default 1234)");
+  cmd->add_option("--lr", opts->lr, "AdamW learning rate (default 1e-3)");
+  cmd->add_option("--beta1", opts->beta1, "AdamW beta1 (default 0.9)");
+  cmd->add_option("--beta2", opts->beta2, "AdamW beta2 (default 0.95)");
+  cmd->add_option("--eps", opts->eps, "AdamW epsilon (default 1e-8)");
+  cmd->add_option("--weight-decay", opts->weight_decay, "AdamW decoupled weight decay on matrices (default 0.1)");
+  cmd->add_option("--grad-clip", opts->grad_clip, "clip the global gradient norm to this (default 1.0, 0 = off)");
+  auto* syn = cmd->add_flag("--synthetic", opts->synthetic, "seeded synthetic token sequences (the default)");
+  auto* data = cmd->add_option("--data", opts->data, "token file (format in runtime/data_loader.h)");
+  auto* text = cmd->add_option("--text", opts->text, "text file, tokenized as bytes (vocab >= 256)");
+  syn->excludes(data)->excludes(text);
+  data->excludes(text);
+  cmd->add_option("--metrics", opts->metrics, "write one JSON line per step to this file (rank 0)");
+  cmd->add_option("--checkpoint-dir", opts->checkpoint_dir, "folder for sharded checkpoints");
+  cmd->add_option("--checkpoint-every", opts->checkpoint_every,
+                  "save every K steps (and at the last step) when --checkpoint-dir is given");
+  cmd->add_flag("--resume", opts->resume, "continue from the latest complete checkpoint in --checkpoint-dir");
+  cmd->add_option("--log-every", opts->log_every, "print a step line every K steps (default 1)");
+  cmd->add_option("--debug-die-at-step", opts->die_at_step, "test hook: SIGKILL one rank before this step")
+      ->group("");
+  cmd->add_option("--debug-die-rank", opts->die_rank, "test hook: the rank --debug-die-at-step kills")
+      ->group("");
+  cmd->add_option("--debug-grad-norms", opts->grad_norms,
+                  "test hook: write the first step's per-parameter gradient norms (JSON)")
+      ->group("");
+  cmd->callback([opts] { train(*opts); });
 }
 
 }  // namespace strata::cli

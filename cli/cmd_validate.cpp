@@ -1,12 +1,278 @@
-// Placeholder until the `validate` command lands: registered so --help lists it.
+// `strata validate`: predicted vs measured step time. For each plan (the planner's top
+// strategies plus the pure dp / tp / pp baselines, all ranked plans, or plan files) it
+// writes a plan YAML, runs `strata train` on it under mpirun, takes the median step
+// time after warm-up and reports the error per plan, the MAPE and the rank correlation.
+// A plan that fails to run is reported as failed, never dropped.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
 #include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "cli/report_data.h"
+#include "cli/validate_report.h"
+#include "cli/validate_runner.h"
+#include "cli/validate_stats.h"
+#include "common/atomic_file.h"
 #include "common/errors.h"
+#include "planner/plan.h"
+#include "planner/search.h"
+#include "planner/simulator.h"
 
 namespace strata::cli {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ValidateFlags {
+  ModelClusterFlags mc;
+  std::vector<std::string> plans{"top"};
+  int top = 4;
+  int np = 2;
+  int steps = 10;
+  int warmup = 2;
+  std::int64_t global_batch = 0;
+  std::string format = "table";
+  std::string strata;
+  std::string mpirun = "mpirun";
+  double timeout_s = 300;
+  std::string keep_dir;
+};
+
+struct PlanToRun {
+  std::string name;
+  planner::Plan plan;
+};
+
+void add_unique(std::vector<PlanToRun>& out, PlanToRun p) {
+  for (const auto& q : out)
+    if (q.plan.strategy == p.plan.strategy) return;
+  out.push_back(std::move(p));
+}
+
+planner::Plan to_plan(const models::ModelSpec& model, const std::string& cluster, const planner::Candidate& c) {
+  planner::Plan p;
+  p.model = model;
+  p.cluster = cluster;
+  p.strategy = c.strategy;
+  p.stage_layers = c.stage_layers;
+  p.prediction = c.prediction;
+  return p;
+}
+
+std::vector<PlanToRun> choose_plans(const ValidateFlags& f, const models::ModelSpec& model,
+                                    const costmodel::ClusterSpec& cluster) {
+  std::vector<PlanToRun> out;
+  auto search = [&](int top_k, auto restrict) {
+    planner::SearchOptions opt;
+    opt.gpus = f.np;
+    opt.global_batch = f.global_batch;
+    opt.top_k = top_k;
+    restrict(opt);
+    return planner::search(model, cluster, opt);
+  };
+  for (const auto& spec : f.plans) {
+    if (spec == "top" || spec == "all") {
+      const auto r = search(spec == "all" ? 100000 : f.top, [](planner::SearchOptions&) {});
+      if (r.ranked.empty())
+        throw NoFeasiblePlan(fmt::format("no strategy for {} fits on {} ranks of {} ({} over memory, {} invalid)",
+                                         model.name, f.np, f.mc.cluster, r.infeasible_memory, r.invalid));
+      for (std::size_t i = 0; i < r.ranked.size(); ++i)
+        add_unique(out, {fmt::format("{} {}", spec, i + 1), to_plan(model, f.mc.cluster, r.ranked[i])});
+      if (spec == "all") continue;
+      // The pure baselines that fit: all ranks on one axis, the planner's best of the rest.
+      const std::pair<const char*, void (*)(planner::SearchOptions&, int)> axes[] = {
+          {"dp", [](planner::SearchOptions& o, int n) { o.dp = n, o.tp = 1, o.pp = 1; }},
+          {"tp", [](planner::SearchOptions& o, int n) { o.dp = 1, o.tp = n, o.pp = 1; }},
+          {"pp", [](planner::SearchOptions& o, int n) { o.dp = 1, o.tp = 1, o.pp = n; }}};
+      for (const auto& [axis, set] : axes) {
+        planner::SearchResult b;
+        try {
+          b = search(1, [&, set = set](planner::SearchOptions& o) { set(o, f.np); });
+        } catch (const InputError& e) {
+          warn(fmt::format("baseline {}={} skipped: {}", axis, f.np, e.what()));
+          continue;
+        }
+        if (b.ranked.empty()) {
+          warn(fmt::format("baseline {}={} skipped: no such strategy fits {} on {}", axis, f.np, model.name,
+                           f.mc.cluster));
+          continue;
+        }
+        add_unique(out, {fmt::format("baseline {}", axis), to_plan(model, f.mc.cluster, b.ranked.front())});
+      }
+    } else {
+      planner::Plan p = planner::load_plan(spec);
+      if (p.strategy.gpus() != f.np)
+        input_error("--plans {}: the plan uses dp x tp x pp = {} ranks but --np is {}", spec, p.strategy.gpus(),
+                    f.np);
+      if (p.model.name != model.name)
+        warn(fmt::format("--plans {} is for model {}, not {}; it runs with its own model", spec, p.model.name,
+                         model.name));
+      // Predict on this cluster (the file's prediction may be for another one).
+      planner::SimulateOptions so;
+      so.stage_layers = p.stage_layers;
+      const auto sim = planner::simulate(p.model, cluster, p.strategy, so);
+      p.prediction = sim.prediction;
+      p.stage_layers = sim.stage_layers;
+      p.cluster = f.mc.cluster;
+      out.push_back({spec, std::move(p)});
+    }
+  }
+  return out;
+}
+
+std::string make_work_dir(const std::string& keep) {
+  if (!keep.empty()) {
+    std::error_code ec;
+    fs::create_directories(keep, ec);
+    if (ec) input_error("--keep-dir {}: cannot create it: {}", keep, ec.message());
+    return keep;
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = fmt::format("{}/strata-validate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(templ.data())) throw DeviceError(fmt::format("cannot create a temporary folder {}", templ));
+  return templ;
+}
+
+PlanRun run_one(const ValidateFlags& f, const PlanToRun& p, std::size_t index, const std::string& dir,
+                const std::string& strata) {
+  PlanRun r;
+  r.name = p.name;
+  r.strategy = p.plan.strategy;
+  r.predicted_s = p.plan.prediction.iteration_s;
+  const std::string stem = fmt::format("{}/plan-{}", dir, index + 1);
+  const std::string plan_path = stem + ".yaml", metrics = stem + ".jsonl", log = stem + ".log";
+  write_file_atomic(plan_path, planner::plan_to_yaml(p.plan));
+  std::error_code ec;
+  fs::remove(metrics, ec);
+  std::vector<std::pair<std::string, std::string>> env;
+  if (geteuid() == 0) env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  // One BLAS thread per rank, as `strata calibrate` measures the local-cpu profile.
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) env.emplace_back("OPENBLAS_NUM_THREADS", "1");
+  const std::vector<std::string> argv{f.mpirun,  "-np",     std::to_string(f.np), "--oversubscribe",
+                                      strata,    "train",   "--plan",             plan_path,
+                                      "--steps", std::to_string(f.steps),         "--synthetic",
+                                      "--metrics", metrics};
+  const ProcessResult pr = run_process(argv, env, f.timeout_s, log);
+  r.exit_code = pr.exit_code;
+  if (pr.timed_out) {
+    r.status = "timeout";
+    r.error = fmt::format("killed after {:.0f} s (--timeout)", f.timeout_s);
+    return r;
+  }
+  if (pr.exit_code != 0) {
+    r.status = "failed";
+    r.error = first_error_line(pr.log);
+    if (r.error.empty()) r.error = "no output";
+    return r;
+  }
+  std::vector<StepMetric> steps;
+  try {
+    steps = parse_metrics_jsonl(read_file(metrics), metrics);
+  } catch (const InputError& e) {
+    r.status = "failed";
+    r.error = e.what();
+    return r;
+  }
+  for (const auto& s : steps) r.step_times_s.push_back(s.step_s);
+  if (!steps.empty()) r.runtime_predicted_s = steps.back().predicted_step_s;
+  r.measured_s = median_after_warmup(r.step_times_s, f.warmup);
+  if (!(r.measured_s > 0)) {
+    r.status = "failed";
+    r.error = fmt::format("{} steps recorded, need more than the {} warm-up steps", steps.size(), f.warmup);
+    return r;
+  }
+  r.status = "ok";
+  return r;
+}
+
+void run_validate(ValidateFlags& f) {
+  if (f.steps <= f.warmup)
+    input_error("--steps ({}) must be greater than --warmup ({}) to leave steps to measure", f.steps, f.warmup);
+  const std::string strata = f.strata.empty() ? self_executable() : f.strata;
+  if (access(strata.c_str(), X_OK) != 0) input_error("--strata {}: not an executable file", strata);
+
+  const models::ModelSpec model = load_model_flag(f.mc);
+  const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
+  if (f.np > cluster.total_gpus())
+    input_error("--np ({}) exceeds cluster {} ({} ranks)", f.np, f.mc.cluster, cluster.total_gpus());
+  const auto plans = choose_plans(f, model, cluster);
+  for (const auto& n : provenance_notes(cluster)) warn(n);
+
+  const std::string dir = make_work_dir(f.keep_dir);
+  ValidateReport report;
+  report.model = model.name;
+  report.cluster = f.mc.cluster;
+  report.ranks = f.np;
+  report.steps = f.steps;
+  report.warmup = f.warmup;
+  try {
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      fmt::print(stderr, "[{}/{}] {} ({}): ", i + 1, plans.size(), plans[i].name,
+                 strategy_label(plans[i].plan.strategy));
+      std::fflush(stderr);
+      PlanRun r = run_one(f, plans[i], i, dir, strata);
+      if (r.status == "ok")
+        fmt::print(stderr, "measured {} predicted {} ({:+.1f}%)\n", format_seconds(r.measured_s),
+                   format_seconds(r.predicted_s), (r.predicted_s / r.measured_s - 1) * 100);
+      else
+        fmt::print(stderr, "{} (exit {}): {}\n", r.status, r.exit_code, r.error);
+      report.runs.push_back(std::move(r));
+    }
+  } catch (...) {
+    if (f.keep_dir.empty()) fs::remove_all(dir);
+    throw;
+  }
+  if (f.keep_dir.empty()) fs::remove_all(dir);
+  report.summary = summarize(report.runs);
+  if (report.summary.plans_failed > 0)
+    warn(fmt::format("{} of {} plans failed to run; they are listed, and left out of the MAPE",
+                     report.summary.plans_failed, report.runs.size()));
+  print_stdout(f.format == "json" ? validate_json(report) : validate_table(report));
+}
+
+}  // namespace
+
 void add_validate_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("validate", "(not built yet)");
-  cmd->callback([] { throw InternalError("strata validate is not implemented in this build"); });
+  auto flags = std::make_shared<ValidateFlags>();
+  ValidateFlags& f = *flags;
+  f.mc.model = "tiny";
+  f.mc.cluster = "local-cpu";
+  auto* cmd = app.add_subcommand("validate", "Run plans under mpirun and compare measured step times with predictions");
+  cmd->footer(
+      "Example: strata validate --cluster local-cpu --model tiny --np 2 --steps 12 --format json > v.json\n"
+      "         strata compare --model tiny --cluster local-cpu --measured v.json --report r.html\n"
+      "Each plan runs `mpirun -np N --oversubscribe strata train --plan P --steps S --synthetic --metrics M`;\n"
+      "the measured step time is the median after the warm-up steps.");
+  add_model_cluster_flags(*cmd, f.mc);
+  cmd->add_option("--plans", f.plans,
+                  "top (planner's best --top plus pure dp/tp/pp baselines), all (every plan that fits), "
+                  "or plan YAML files; several may be given")
+      ->capture_default_str();
+  add_positive(*cmd, "--top", f.top, "how many of the planner's best plans for --plans top", 1000)
+      ->capture_default_str();
+  add_positive(*cmd, "--np", f.np, "MPI ranks", 4096)->capture_default_str();
+  add_positive(*cmd, "--steps", f.steps, "training steps per plan", 1000000)->capture_default_str();
+  cmd->add_option("--warmup", f.warmup, "steps left out of the median")->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  add_positive<std::int64_t>(*cmd, "--global-batch", f.global_batch,
+                             "sequences per step (default: the planner's default)", std::int64_t{1} << 40);
+  cmd->add_option("--format,-f", f.format, "output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--strata", f.strata, "strata binary to launch (default: this one)");
+  cmd->add_option("--mpirun", f.mpirun, "mpirun to launch with")->capture_default_str();
+  cmd->add_option("--timeout", f.timeout_s, "seconds allowed per plan")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--keep-dir", f.keep_dir, "keep plan files, metrics and logs in this folder");
+  cmd->callback([flags] { run_validate(*flags); });
 }
 
 }  // namespace strata::cli

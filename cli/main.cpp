@@ -1,7 +1,10 @@
 // The strata executable. This is the only place that catches errors: each becomes one
-// `error:` line on stderr and an exit code (2 bad input, 3 no strategy fits, 1 bug).
+// `error:` line on stderr and an exit code (2 bad input, 3 no strategy fits, 1 bug or
+// device failure). Nothing escapes as an uncaught exception, abort or stack trace.
 #include <cstdio>
 #include <exception>
+#include <new>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -9,39 +12,101 @@
 #include "cli/commands.h"
 #include "common/errors.h"
 
+namespace {
+
+// One line, whatever the message holds: newlines (multi-line library or CLI11 messages)
+// become "; ", so scripts can rely on `error:` being exactly one line.
+std::string one_line(std::string s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '\n') {
+      if (!out.empty() && out.back() != ' ') out += "; ";
+    } else if (c != '\r') {
+      out += c;
+    }
+  }
+  while (!out.empty() && (out.back() == ' ' || out.back() == ';')) out.pop_back();
+  return out;
+}
+
+int report(const char* kind, const std::string& what, int code) {
+  std::fflush(stdout);
+  fmt::print(stderr, "error: {}{}\n", kind, one_line(what));
+  return code;
+}
+
+// The deepest subcommand that was being parsed, for the "see --help" hint.
+std::string command_path(const CLI::App& app) {
+  std::string path = "strata";
+  const CLI::App* cur = &app;
+  while (true) {
+    auto subs = cur->get_subcommands();
+    if (subs.empty()) break;
+    cur = subs.front();
+    path += " " + cur->get_name();
+  }
+  return path;
+}
+
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e, int argc,
+                                char** argv) {
+  std::string msg = e.what();
+  if (dynamic_cast<const CLI::RequiredError*>(&e) && app.get_subcommands().empty()) {
+    std::string names;
+    for (const auto* s : app.get_subcommands({}))
+      if (!s->get_name().empty()) names += (names.empty() ? "" : ", ") + s->get_name();
+    if (argc > 1 && argv[1][0] != '-')
+      msg = fmt::format("unknown command '{}', expected one of: {}", argv[1], names);
+    else
+      msg = "a command is required, one of: " + names;
+  }
+  return fmt::format("{} (see `{} --help`)", msg, command_path(app));
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  CLI::App app{"strata: plan, simulate and run hybrid-parallel training of transformers"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "strata 0.1.0");
-  strata::cli::add_plan_command(app);
-  strata::cli::add_simulate_command(app);
-  strata::cli::add_models_command(app);
-  strata::cli::add_clusters_command(app);
-  strata::cli::add_calibrate_command(app);
-  strata::cli::add_train_command(app);
-  strata::cli::add_validate_command(app);
-  strata::cli::add_compare_command(app);
-  strata::cli::add_export_command(app);
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return strata::kExitInput;
+    CLI::App app{"strata: plan, simulate and run hybrid-parallel training of transformers"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "strata 0.1.0");
+    strata::cli::add_plan_command(app);
+    strata::cli::add_simulate_command(app);
+    strata::cli::add_models_command(app);
+    strata::cli::add_clusters_command(app);
+    strata::cli::add_calibrate_command(app);
+    strata::cli::add_train_command(app);
+    strata::cli::add_validate_command(app);
+    strata::cli::add_compare_command(app);
+    strata::cli::add_export_command(app);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      return report("", parse_error_message(app, e, argc, argv), strata::kExitInput);
+    }
+    if (std::fflush(stdout) != 0) return report("", "cannot write to standard output", strata::kExitInput);
   } catch (const strata::InputError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return strata::kExitInput;
+    return report("", e.what(), strata::kExitInput);
   } catch (const strata::NoFeasiblePlan& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return strata::kExitNoPlan;
+    return report("", e.what(), strata::kExitNoPlan);
+  } catch (const strata::DeviceError& e) {
+    return report("device: ", e.what(), strata::kExitInternal);
+  } catch (const std::bad_alloc&) {
+    return report("internal: ", "out of memory", strata::kExitInternal);
+  } catch (const strata::InternalError& e) {
+    return report("internal: ", std::string(e.what()) + " (this is a bug in strata; please report it)",
+                  strata::kExitInternal);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "error: internal: {}\n", e.what());
-    return strata::kExitInternal;
+    return report("internal: ", e.what(), strata::kExitInternal);
+  } catch (...) {
+    return report("internal: ", "unknown exception", strata::kExitInternal);
   }
   return strata::kExitOk;
 }

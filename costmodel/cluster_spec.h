@@ -8,7 +8,8 @@
 //   nodes: 128                   # how many nodes exist (upper bound for --gpus)
 //   intra_node: {bandwidth_gbps: 450, latency_us: 3, source: {...}}   # per GPU, one direction
 //   inter_node: {bandwidth_gbps: 50,  latency_us: 8, source: {...}}   # per GPU (NIC) one direction
-//   profile: path/or/name        # optional measured profile overriding `device`
+//   profile: path/or/name        # optional measured profile overriding the device's tables
+//                                # (a relative path is relative to the cluster file)
 #pragma once
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ namespace strata::costmodel {
 struct LinkSpec {
   double bandwidth_gbps = 0;  // GB/s per GPU, one direction
   double latency_us = 0;
+  // Achievable fraction of bandwidth_gbps for collectives (busbw / link bandwidth);
+  // optional in YAML (default 1), states its own source when set.
+  double efficiency = 1.0;
   Provenance source;
 };
 
@@ -30,6 +34,8 @@ struct ClusterSpec {
   int nodes = 1;
   LinkSpec intra_node;
   LinkSpec inter_node;
+  // Name or path given by the cluster's `profile:` key (or apply_profile); empty if none.
+  std::string profile;
 
   long long total_gpus() const { return static_cast<long long>(gpus_per_node) * nodes; }
 };
@@ -37,6 +43,13 @@ struct ClusterSpec {
 ClusterSpec parse_cluster_spec(const std::string& yaml_text, const std::string& source);
 std::string to_yaml(const ClusterSpec& c);
 ClusterSpec load_cluster(const std::string& name_or_path);
+// Applies a measured profile (a cluster's `profile:` key, or `--profile FILE`):
+// its GEMM and collective tables (with their sources) replace the device's where
+// non-empty; when its top-level source kind is "measured", its memory bandwidth and
+// efficiencies (fitted by calibration) replace the device's too. Peaks, memory
+// capacity and reserve stay the device's. Records `profile_name` in cluster.profile.
+void apply_profile(ClusterSpec& cluster, const DeviceProfile& measured,
+                   const std::string& profile_name);
 std::vector<std::string> cluster_catalog_names();
 
 }  // namespace strata::costmodel

@@ -5,17 +5,25 @@
 // YAML format (costmodel/hardware/*.yaml):
 //   name: h100-sxm-80gb
 //   source: {kind: datasheet, ref: "NVIDIA H100 Tensor Core GPU datasheet, SXM5"}
+//   compute_dtype: bf16                   # optional (default bf16): dtype training runs in
 //   memory_gib: 80
 //   memory_bandwidth_gbps: 3350          # GB/s (1e9 B/s)
 //   peak_tflops: {bf16: 989.4, fp16: 989.4, tf32: 494.7, fp32: 66.9}
-//   efficiency: {gemm: 0.80, attention: 0.55, memory: 0.85}   # roofline fallback
-//   reserve_gib: 4                        # workspace, fragmentation, framework
+//   efficiency: {gemm: 0.80, attention: 0.55, memory: 0.85, source: {...}}  # roofline fallback;
+//                                         # optional, each in (0, 1]; source optional
+//   reserve_gib: 4                        # workspace, fragmentation, framework (optional, >= 0)
+//   reserve_source: {kind: estimate, ref: ...}   # optional
 //   gemm_table:                           # optional, measured
 //     source: {kind: measured, tool: "strata calibrate", host: ..., device: ..., date: ..., ...}
 //     rows: [{m: 2048, n: 2048, k: 2048, dtype: bf16, time_us: 25.1}, ...]
 //   collective_table:                     # optional, measured
 //     source: {...}
 //     rows: [{collective: all_reduce, ranks: 8, bytes: 1048576, time_us: 30.2, busbw_gbps: 60.1}, ...]
+//     # optional per row: nodes (default 1), trivial (default false); busbw_gbps optional,
+//     # checked against bytes * bus_factor / time when given (2% tolerance).
+// `source` maps need `kind` (datasheet | measured | estimate) and at least one more
+// field; other keys are free-form scalars (nested maps are flattened to "a.b").
+// Unknown top-level keys, non-positive sizes/bandwidths/peaks are errors naming the key.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -49,6 +57,7 @@ struct GemmSample {
 struct CollectiveSample {
   Collective collective = Collective::AllReduce;
   int ranks = 2;
+  int nodes = 1;         // nodes the measured group spanned (YAML optional, default 1)
   std::int64_t bytes = 0;
   double time_us = 0;
   double busbw_gbps = 0;
@@ -58,13 +67,16 @@ struct CollectiveSample {
 struct DeviceProfile {
   std::string name;
   Provenance source;
+  DType compute_dtype = DType::Bf16;  // dtype the runtime trains in on this device
   double memory_gib = 0;
   double memory_bandwidth_gbps = 0;
   std::map<DType, double> peak_tflops;
   double gemm_efficiency = 0.8;       // achieved/peak for roofline fallback
   double attention_efficiency = 0.5;
   double memory_efficiency = 0.85;
+  Provenance efficiency_source;       // empty kind: the built-in defaults above
   double reserve_gib = 0;
+  Provenance reserve_source;
   std::vector<GemmSample> gemm_table;
   Provenance gemm_source;
   std::vector<CollectiveSample> collective_table;
@@ -78,5 +90,7 @@ std::string to_yaml(const DeviceProfile& p);
 // Catalog name ("h100-sxm-80gb") or a YAML path.
 DeviceProfile load_device_profile(const std::string& name_or_path);
 std::vector<std::string> device_catalog_names();
+// Measured profiles shipped in costmodel/hardware/profiles (also loadable by name).
+std::vector<std::string> profile_catalog_names();
 
 }  // namespace strata::costmodel

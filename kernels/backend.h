@@ -35,6 +35,13 @@ class Communicator {
   virtual void send(const float* data, std::size_t count, int peer) = 0;
   virtual void recv(float* data, std::size_t count, int peer) = 0;
   virtual void barrier() = 0;
+  // Sends `count` floats to `dst` while receiving `count` floats from `src` (a ring
+  // shift when dst = rank+1, src = rank-1), without deadlock. The default pairs
+  // blocking send/recv by rank parity; backends override it with a fused call.
+  virtual void send_recv(const float* send_buf, int dst, float* recv_buf, int src,
+                         std::size_t count);
+  // Short name of the transport ("mpi", "nccl") for tables and provenance.
+  virtual const char* transport() const { return "unknown"; }
 };
 
 }  // namespace strata::kernels

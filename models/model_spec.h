@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+namespace strata {
+class YamlReader;
+}
+
 namespace strata::models {
 
 enum class Activation { Gelu, SwiGlu };
@@ -26,18 +30,48 @@ struct ModelSpec {
   bool tied_embeddings = true;
 
   std::int64_t head_dim() const { return hidden / heads; }
+  std::int64_t kv_dim() const { return kv_heads * head_dim(); }  // width of K (and of V)
+  bool operator==(const ModelSpec&) const = default;
 };
 
+// Linear layers carry biases in GPT-style (gelu) models and none in Llama-style
+// (swiglu) models; the graph, the closed forms and the runtime all use this rule.
+inline bool has_bias(const ModelSpec& spec) { return spec.activation == Activation::Gelu; }
+
+// Largest sizes accepted by validate() (beyond them FLOP and byte counts stop meaning
+// anything and int64 products can overflow).
+inline constexpr std::int64_t kMaxLayers = 1'000'000;
+inline constexpr std::int64_t kMaxHidden = 1'000'000;
+inline constexpr std::int64_t kMaxHeads = 100'000;
+inline constexpr std::int64_t kMaxFfn = 10'000'000;
+inline constexpr std::int64_t kMaxVocab = 100'000'000;
+inline constexpr std::int64_t kMaxSeqLen = 100'000'000;
+
 // Throws InputError naming the field when sizes are non-positive, absurd
-// (> 1e7 layers, hidden > 1e7, ...), or inconsistent (hidden % heads, heads % kv_heads).
+// (beyond the kMax* bounds above), or inconsistent (hidden % heads, heads % kv_heads):
+// "<source>: model.heads (0) must be > 0".
 void validate(const ModelSpec& spec, const std::string& source);
 
-// Parses the strata YAML model format (unknown keys rejected).
+// Parses the strata YAML model format (unknown keys rejected). Keys: name, layers,
+// hidden, heads, kv_heads (default heads), ffn (default 4*hidden), vocab, seq_len,
+// activation (gelu|swiglu), norm (layernorm|rmsnorm), positions (learned|rope; default
+// learned for gelu, rope for swiglu), tied_embeddings (default true), source (ignored).
+// `name` defaults to the file stem of `source`.
 ModelSpec parse_model_yaml(const std::string& text, const std::string& source);
+// Same, from a mapping already read (e.g. the `model:` section of a plan file); errors
+// carry the reader's file, line and key path.
+ModelSpec read_model(const YamlReader& reader);
 // Parses a HuggingFace config.json (LlamaConfig, MistralConfig, GPT2Config keys).
+// Llama-style (hidden_size, ...): hidden_act silu -> swiglu, rms_norm_eps -> rmsnorm,
+// rope, tie_word_embeddings default false. GPT2 (n_embd, ...): n_inner null -> 4h,
+// n_positions (or n_ctx), layernorm, learned, tied by default. Name: _name_or_path,
+// else the file stem (for config.json, its folder). Malformed JSON -> InputError with
+// the byte offset; missing keys are named.
 ModelSpec parse_hf_config(const std::string& text, const std::string& source);
-// Catalog name ("gpt3-175b") or a path to a .yaml/.yml/.json file. Unknown names give
-// InputError with the closest catalog names.
+// Catalog name ("gpt3-175b", case-insensitive) or a path: anything ending in
+// .yaml/.yml/.json or containing '/' is a file (.json = HF config.json; a folder means
+// its config.json), everything else a catalog name. Unknown names give InputError
+// with the closest catalog names; missing files name the path.
 ModelSpec load_model(const std::string& name_or_path);
 // Overrides seq_len (e.g. `--seq`) and re-validates.
 ModelSpec with_seq_len(ModelSpec spec, std::int64_t seq_len);

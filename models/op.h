@@ -44,23 +44,53 @@ struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;  // C(m,n) = A(m,k) B(k,n); m = micro_batch*seq tokens
 };
 
+// Shape of the attention core (set for OpKind::AttentionCore), unsharded: `batch`
+// sequences of `seq` tokens, `heads` query heads sharing `kv_heads` K/V heads.
+struct AttentionShape {
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
+};
+
 struct Op {
   std::string name;            // "layer3.qkv"
   OpKind kind = OpKind::Residual;
   int layer = 0;               // 0 = embedding group, 1..L = blocks, L+1 = head/loss group
   Sharding sharding = Sharding::Replicated;
   GemmShape gemm;              // set for GEMM ops, unsharded
-  double flops_fwd = 0;        // forward FLOPs (2mnk for GEMMs)
-  double flops_bwd = 0;        // backward FLOPs (dgrad + wgrad = 2x forward for GEMMs)
-  double bytes_fwd = 0;        // memory traffic of the forward (elementwise ops), 2-byte dtype
+  AttentionShape attention;    // set for the attention core, unsharded
+  double flops_fwd = 0;        // forward matmul FLOPs: 2mnk for GEMMs, 4*b*s^2*h for the
+                               // attention core (QK^T and AV, no causal halving: the model-FLOPs
+                               // convention of Megatron's formulas; the cost model applies the
+                               // causal factor). Elementwise ops count 0 (see bytes_fwd).
+  double flops_bwd = 0;        // backward FLOPs: 2x forward for GEMMs (dgrad + wgrad) and the
+                               // attention core
+  double bytes_fwd = 0;        // memory traffic of the forward (read + write), 2-byte dtype;
+                               // for GEMMs the operands A, B and C
+  double bytes_bwd = 0;        // memory traffic of the backward (elementwise: 2x forward)
   double params = 0;           // parameter count owned by this op
+  double shared_params = 0;    // parameters used but owned by another op (tied LM head uses
+                               // the embedding table): a pipeline stage that holds this op
+                               // without the owner keeps a copy; not in total_params()
   double activation_bytes = 0; // bytes saved for backward (Korthikanti terms), unsharded
+  double selective_recompute_bytes = 0;  // the part of activation_bytes that selective
+                                         // recompute drops (attention scores: 5*a*s^2*b)
   TpComm tp_comm = TpComm::None;  // collective *before or after* the op (see tp_comm_bytes)
   double tp_comm_bytes = 0;    // message size of that collective, unsharded activation bytes
 };
 
 const char* to_string(OpKind k);
+const char* to_string(Sharding s);
 const char* to_string(TpComm c);
+
+// The graph is built without sequence parallelism. With it, Megatron replaces the
+// all-reduce pair around each column/row-parallel region by all-gather / reduce-scatter
+// over the same (unsharded) bytes; this maps the tag accordingly.
+inline TpComm with_sequence_parallel(TpComm c) {
+  switch (c) {
+    case TpComm::CopyForwardAllReduceBackward: return TpComm::AllGatherForwardReduceScatterBackward;
+    case TpComm::AllReduceForwardCopyBackward: return TpComm::ReduceScatterForwardAllGatherBackward;
+    default: return c;
+  }
+}
 inline bool is_gemm(OpKind k) {
   return k == OpKind::Qkv || k == OpKind::OutProj || k == OpKind::MlpUp ||
          k == OpKind::MlpGate || k == OpKind::MlpDown || k == OpKind::LmHead;

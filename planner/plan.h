@@ -1,6 +1,7 @@
 // Plan: what `strata plan` decides and `strata train` / exports read: model,
 // cluster, strategy, layer->stage map, rank grid and the prediction. Plain data + I/O.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,10 +23,22 @@ struct Plan {
 };
 
 // The default even split (embedding with the first stage, head with the last).
+// When L is not a multiple of pp*vpp the extra blocks go to the middle virtual stages first.
+// InputError when model.layers < pp * vpp.
 std::vector<std::vector<int>> even_stage_layers(const models::ModelSpec& m, int pp, int vpp);
+// InputError (message starts "stage_layers") unless the map has pp*vpp non-empty virtual
+// stages listing layer groups 0..L+1 once each, in order.
+void check_stage_layers(const std::vector<std::vector<int>>& stage_layers,
+                        const models::ModelSpec& m, int pp, int vpp);
+// Transformer blocks (groups 1..L) per virtual stage, ignoring embedding and head groups.
+std::vector<std::int64_t> blocks_per_stage(const std::vector<std::vector<int>>& stage_layers,
+                                           const models::ModelSpec& m);
 
 std::string plan_to_yaml(const Plan& p);
-std::string plan_to_json(const Plan& p);   // the DESIGN.md JSON object (one plan)
+// The DESIGN.md JSON object (one plan): model (name), cluster, gpus, strategy{...},
+// prediction{..., breakdown_s{...}}, fits_memory, plus schema_version and stage_layers.
+// Non-finite numbers are written as null.
+std::string plan_to_json(const Plan& p);
 // Parses and checks consistency (strategy valid for the model, stage map covers each
 // layer group exactly once in order, sizes match); InputError names the field.
 Plan parse_plan_yaml(const std::string& text, const std::string& source);

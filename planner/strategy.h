@@ -36,6 +36,15 @@ struct Violation {
 // Structural constraints (divisibility, ranges, schedule/vpp consistency); memory
 // is checked by the planner. Empty = valid.
 std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m);
+// Throws InputError listing every violation ("a; b; c") when validate() is not empty.
+void require_valid(const Strategy& s, const models::ModelSpec& m);
+
+// True for the six orders of tp, dp, pp written innermost first ("tp-dp-pp").
+bool valid_rank_order(const std::string& order);
+// Vocabulary padded as Megatron-LM does (--make-vocab-size-divisible-by 128): the next
+// multiple of 128 * tp. tp need not divide model.vocab; the vocab-parallel embedding and
+// the cost model use this size.
+std::int64_t padded_vocab(std::int64_t vocab, int tp);
 
 const char* to_string(Recompute r);
 const char* to_string(ScheduleKind k);

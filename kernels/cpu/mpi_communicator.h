@@ -22,7 +22,10 @@ class MpiCommunicator : public Communicator {
   ~MpiCommunicator() override;
   static std::unique_ptr<MpiCommunicator> world();
   // New communicator over `ranks` (world ranks, in order); every world rank must call
-  // with its own group's list (MPI_Comm_split by color).
+  // with its own group's list (MPI_Comm_split by color). `groups` may list every group
+  // (a partition of the world) or only the caller's own; the caller's rank in the new
+  // communicator is its position in its group. Returns nullptr for a rank in no group.
+  // Collective over MPI_COMM_WORLD.
   static std::unique_ptr<MpiCommunicator> from_groups(const std::vector<std::vector<int>>& groups);
 
   MPI_Comm comm() const { return comm_; }
@@ -36,6 +39,9 @@ class MpiCommunicator : public Communicator {
   void send(const float* data, std::size_t count, int peer) override;
   void recv(float* data, std::size_t count, int peer) override;
   void barrier() override;
+  void send_recv(const float* send_buf, int dst, float* recv_buf, int src,
+                 std::size_t count) override;
+  const char* transport() const override { return "mpi"; }
 
  private:
   MPI_Comm comm_;

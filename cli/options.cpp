@@ -1,0 +1,115 @@
+#include "cli/options.h"
+
+#include <fmt/format.h>
+
+#include "common/errors.h"
+#include "costmodel/device_profile.h"
+#include "planner/strategy.h"
+
+namespace strata::cli {
+
+void add_model_cluster_flags(CLI::App& cmd, ModelClusterFlags& f) {
+  f.model_opt = cmd.add_option("--model,-m", f.model,
+                               "catalog name (see `strata models`) or a .yaml / HF config.json "
+                               "path")
+                    ->capture_default_str();
+  f.cluster_opt = cmd.add_option("--cluster,-c", f.cluster,
+                                 "catalog name (see `strata clusters`) or a cluster .yaml path")
+                      ->capture_default_str();
+  cmd.add_option("--profile", f.profile,
+                 "device profile (.yaml from `strata calibrate`, or a catalog name) replacing "
+                 "the cluster's device");
+  add_positive<std::int64_t>(cmd, "--seq", f.seq, "sequence length (default: the model's)",
+                             std::int64_t{1} << 24);
+}
+
+namespace {
+
+// Re-throws an InputError with the flag that supplied the value in front.
+template <typename F>
+auto with_flag(const char* flag, F&& load) {
+  try {
+    return load();
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", flag, e.what()));
+  }
+}
+
+}  // namespace
+
+models::ModelSpec load_model_flag(const ModelClusterFlags& f) {
+  models::ModelSpec m = with_flag("--model", [&] { return models::load_model(f.model); });
+  if (f.seq > 0) m = with_flag("--seq", [&] { return models::with_seq_len(m, f.seq); });
+  return m;
+}
+
+costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& f) {
+  costmodel::ClusterSpec c =
+      with_flag("--cluster", [&] { return costmodel::load_cluster(f.cluster); });
+  if (!f.profile.empty()) {
+    costmodel::DeviceProfile measured =
+        with_flag("--profile", [&] { return costmodel::load_device_profile(f.profile); });
+    with_flag("--profile", [&] {
+      costmodel::apply_profile(c, measured, f.profile);
+      return 0;
+    });
+  }
+  return c;
+}
+
+std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& c) {
+  std::vector<std::string> notes;
+  const auto& d = c.device;
+  auto ref = [](const costmodel::Provenance& p) {
+    for (const char* k : {"ref", "url", "host", "device"}) {
+      auto it = p.fields.find(k);
+      if (it != p.fields.end()) return fmt::format(" ({})", it->second);
+    }
+    return std::string();
+  };
+  if (d.gemm_table.empty() && d.collective_table.empty()) {
+    notes.push_back(fmt::format(
+        "profile `{}` is {}-only (not calibrated){}: GEMM, attention and collective times "
+        "are roofline estimates from its peaks and efficiencies",
+        d.name, d.source.kind.empty() ? "datasheet" : d.source.kind, ref(d.source)));
+  } else {
+    if (!d.gemm_table.empty())
+      notes.push_back(fmt::format("GEMM times interpolated from {} {} samples{}",
+                                  d.gemm_table.size(),
+                                  d.gemm_source.kind.empty() ? "measured" : d.gemm_source.kind,
+                                  ref(d.gemm_source)));
+    else
+      notes.push_back(fmt::format("GEMM times are roofline estimates ({} peaks)", d.name));
+    if (!d.collective_table.empty())
+      notes.push_back(fmt::format(
+          "collective times from {} {} samples{}", d.collective_table.size(),
+          d.collective_source.kind.empty() ? "measured" : d.collective_source.kind,
+          ref(d.collective_source)));
+    else
+      notes.push_back("collective times are alpha-beta estimates from the cluster's links");
+  }
+  if (!c.inter_node.source.kind.empty() && !c.inter_node.source.measured() && c.nodes > 1)
+    notes.push_back(fmt::format("network links of `{}` are {} numbers", c.name,
+                                c.inter_node.source.kind));
+  return notes;
+}
+
+CLI::Option* add_format_flag(CLI::App& cmd, std::string& format) {
+  return cmd.add_option("--format,-f", format, "output format")
+      ->check(CLI::IsMember({"table", "json", "yaml"}))
+      ->capture_default_str();
+}
+
+std::vector<std::string> recompute_names() {
+  using planner::Recompute;
+  return {planner::to_string(Recompute::None), planner::to_string(Recompute::Selective),
+          planner::to_string(Recompute::Full)};
+}
+
+std::vector<std::string> schedule_names() {
+  using planner::ScheduleKind;
+  return {planner::to_string(ScheduleKind::GPipe), planner::to_string(ScheduleKind::OneFOneB),
+          planner::to_string(ScheduleKind::Interleaved)};
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,52 @@
+// Flags shared by `strata plan` and `strata simulate`: which model, which cluster,
+// which device profile, output format and files. Loading wraps library errors with the
+// flag that supplied the value, so every `error:` line names the flag.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "costmodel/cluster_spec.h"
+#include "models/model_spec.h"
+
+namespace strata::cli {
+
+inline constexpr const char* kDefaultModel = "gpt3-175b";
+inline constexpr const char* kDefaultCluster = "dgx-a100";
+inline constexpr int kDefaultGpus = 1024;
+inline constexpr std::int64_t kDefaultGlobalBatch = 1536;  // GPT-3 175B (Brown et al. 2020)
+
+struct ModelClusterFlags {
+  std::string model = kDefaultModel;
+  std::string cluster = kDefaultCluster;
+  std::string profile;      // device profile overriding the cluster's device (optional)
+  std::int64_t seq = 0;     // 0: the model's own seq_len
+  CLI::Option* model_opt = nullptr;
+  CLI::Option* cluster_opt = nullptr;
+  bool model_given() const { return model_opt && model_opt->count() > 0; }
+  bool cluster_given() const { return cluster_opt && cluster_opt->count() > 0; }
+};
+
+void add_model_cluster_flags(CLI::App& cmd, ModelClusterFlags& flags);
+models::ModelSpec load_model_flag(const ModelClusterFlags& flags);
+costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& flags);
+
+// Provenance of the cluster's numbers, one sentence each ("datasheet-only", "measured on ...").
+std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& cluster);
+
+// --format table|json|yaml
+CLI::Option* add_format_flag(CLI::App& cmd, std::string& format);
+// Accepted spellings, taken from the planner so the CLI and plan files agree.
+std::vector<std::string> recompute_names();
+std::vector<std::string> schedule_names();
+
+// Positive integer flag with an upper bound; CLI11 names the flag on violation.
+template <typename T>
+CLI::Option* add_positive(CLI::App& cmd, const std::string& name, T& value,
+                          const std::string& help, T max) {
+  return cmd.add_option(name, value, help)->check(CLI::Range(T{1}, max));
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,23 @@
+// The compare report as one self-contained HTML page: inline CSS and inline SVG, no
+// scripts, no external assets. A table of the strategies side by side, a stacked
+// step-time breakdown per strategy, memory per pipeline stage against the device
+// capacity, and a Gantt chart of the simulated pipeline timeline (best strategy open,
+// the others in collapsed <details>).
+#pragma once
+#include <string>
+
+#include "cli/report_data.h"
+#include "cli/svg_chart.h"
+
+namespace strata::cli {
+
+std::string report_html(const ReportData& data);
+
+// The pieces, exposed for tests.
+svg::StackedBarChart breakdown_chart(const ReportData& data);
+svg::GroupedBarChart memory_chart(const ReportData& data);
+// Rows are (stage, stream) pairs that have events, stage-major, in the order
+// compute, tp_comm, pp_comm, dp_comm, optimizer, then any other stream name.
+svg::GanttChart timeline_chart(const ReportEntry& entry, const std::string& title);
+
+}  // namespace strata::cli

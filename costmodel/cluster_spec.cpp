@@ -1,0 +1,172 @@
+#include "costmodel/cluster_spec.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "common/atomic_file.h"
+#include "common/checked_math.h"
+#include "common/errors.h"
+#include "common/yaml_reader.h"
+#include "costmodel/detail/closest_names.h"
+#include "costmodel/detail/yaml_emit.h"
+
+namespace strata::costmodel {
+
+namespace detail {
+const std::vector<std::pair<std::string_view, std::string_view>>& embedded_clusters();
+}  // namespace detail
+
+namespace {
+
+LinkSpec parse_link(const YamlReader& r) {
+  r.expect_keys({"bandwidth_gbps", "latency_us", "efficiency", "source"});
+  LinkSpec l;
+  l.bandwidth_gbps = r.get_positive("bandwidth_gbps");
+  l.latency_us = r.get_double("latency_us");
+  if (l.latency_us < 0) r.fail("latency_us", fmt::format("{} must be >= 0", l.latency_us));
+  if (r.has("efficiency")) {
+    l.efficiency = r.get_double("efficiency");
+    if (!(l.efficiency > 0 && l.efficiency <= 1))
+      r.fail("efficiency", fmt::format("{} must be in (0, 1]", l.efficiency));
+  }
+  l.source = detail::parse_provenance(r.child("source"));
+  return l;
+}
+
+std::string link_yaml(const LinkSpec& l) {
+  std::string s = fmt::format("{{bandwidth_gbps: {}, latency_us: {}", detail::yaml_number(l.bandwidth_gbps),
+                              detail::yaml_number(l.latency_us));
+  if (l.efficiency != 1.0) s += ", efficiency: " + detail::yaml_number(l.efficiency);
+  return s + ",\n    source: " + detail::yaml_provenance(l.source) + "}";
+}
+
+// A relative path inside a cluster file is relative to that file's folder.
+std::string resolve_relative(const std::string& ref, const std::string& source) {
+  namespace fs = std::filesystem;
+  if (ref.find('/') == std::string::npos && ref.find(".yaml") == std::string::npos &&
+      ref.find(".yml") == std::string::npos)
+    return ref;  // a catalog name
+  fs::path p(ref);
+  if (p.is_absolute()) return ref;
+  std::error_code ec;
+  if (fs::is_regular_file(source, ec)) {
+    fs::path rel = fs::path(source).parent_path() / p;
+    if (fs::is_regular_file(rel, ec)) return rel.string();
+  }
+  return ref;
+}
+
+}  // namespace
+
+void apply_profile(ClusterSpec& cluster, const DeviceProfile& measured,
+                   const std::string& profile_name) {
+  DeviceProfile& d = cluster.device;
+  if (!measured.gemm_table.empty()) {
+    d.gemm_table = measured.gemm_table;
+    d.gemm_source = measured.gemm_source;
+  }
+  if (!measured.collective_table.empty()) {
+    d.collective_table = measured.collective_table;
+    d.collective_source = measured.collective_source;
+  }
+  if (measured.source.measured()) {
+    d.memory_bandwidth_gbps = measured.memory_bandwidth_gbps;
+    d.gemm_efficiency = measured.gemm_efficiency;
+    d.attention_efficiency = measured.attention_efficiency;
+    d.memory_efficiency = measured.memory_efficiency;
+    d.efficiency_source = measured.efficiency_source.kind.empty() ? measured.source
+                                                                  : measured.efficiency_source;
+  }
+  cluster.profile = profile_name;
+}
+
+ClusterSpec parse_cluster_spec(const std::string& yaml_text, const std::string& source) {
+  YamlReader r(parse_yaml(yaml_text, source), source);
+  r.expect_keys({"name", "device", "gpus_per_node", "nodes", "intra_node", "inter_node",
+                 "profile", "measured_profile", "description"});
+  ClusterSpec c;
+  c.name = r.get_string("name");
+  if (c.name.empty()) r.fail("name", "must not be empty");
+  c.gpus_per_node = static_cast<int>(r.get_int_in("gpus_per_node", 1, 1 << 20));
+  c.nodes = static_cast<int>(r.get_int_in("nodes", 1, 1 << 24));
+  if (checked_mul(c.gpus_per_node, c.nodes, "cluster gpus_per_node * nodes") > (1LL << 30))
+    r.fail("nodes", fmt::format("gpus_per_node * nodes ({} x {}) exceeds 2^30 ranks",
+                                c.gpus_per_node, c.nodes));
+
+  YAML::Node dev = r.node()["device"];
+  if (dev && dev.IsMap()) {
+    c.device = detail::parse_device_profile_node(r.child("device"));
+  } else {
+    std::string ref = r.get_string("device");
+    try {
+      c.device = load_device_profile(resolve_relative(ref, source));
+    } catch (const InputError& e) {
+      r.fail("device", e.what());
+    }
+  }
+  c.intra_node = parse_link(r.child("intra_node"));
+  if (r.has("inter_node")) {
+    c.inter_node = parse_link(r.child("inter_node"));
+  } else if (c.nodes > 1) {
+    r.fail("inter_node", fmt::format("missing required key (the cluster has {} nodes)", c.nodes));
+  }
+  if (r.has("profile")) {
+    std::string ref = r.get_string("profile");
+    DeviceProfile measured;
+    try {
+      measured = load_device_profile(resolve_relative(ref, source));
+    } catch (const InputError& e) {
+      r.fail("profile", e.what());
+    }
+    apply_profile(c, measured, ref);
+  } else if (r.has("measured_profile")) {
+    // Written by to_yaml: the tables are already merged into the inline device.
+    c.profile = r.get_string("measured_profile");
+  }
+  return c;
+}
+
+std::string to_yaml(const ClusterSpec& c) {
+  std::string o;
+  o += "name: " + detail::yaml_quote(c.name) + "\n";
+  o += fmt::format("gpus_per_node: {}\nnodes: {}\n", c.gpus_per_node, c.nodes);
+  o += "intra_node: " + link_yaml(c.intra_node) + "\n";
+  if (c.inter_node.bandwidth_gbps > 0) o += "inter_node: " + link_yaml(c.inter_node) + "\n";
+  if (!c.profile.empty())
+    o += "measured_profile: " + detail::yaml_quote(c.profile) + "  # merged into device below\n";
+  o += "device:\n" + detail::device_profile_yaml(c.device, 2);
+  return o;
+}
+
+std::vector<std::string> cluster_catalog_names() {
+  std::vector<std::string> out;
+  for (const auto& f : detail::embedded_clusters()) out.emplace_back(f.first);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+ClusterSpec load_cluster(const std::string& name_or_path) {
+  if (name_or_path.empty()) input_error("cluster name is empty (expected a catalog name or a path)");
+  bool path_like = name_or_path.find('/') != std::string::npos ||
+                   name_or_path.find(".yaml") != std::string::npos ||
+                   name_or_path.find(".yml") != std::string::npos;
+  if (!path_like) {
+    for (const auto& [stem, text] : detail::embedded_clusters())
+      if (stem == name_or_path)
+        return parse_cluster_spec(std::string(text),
+                                  fmt::format("costmodel/hardware/clusters/{}.yaml", stem));
+  }
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(name_or_path, ec))
+    return parse_cluster_spec(read_file(name_or_path), name_or_path);
+  if (path_like) input_error("cluster file '{}' not found", name_or_path);
+  input_error("unknown cluster '{}' (did you mean: {}?); known clusters: {}", name_or_path,
+              detail::join_names(detail::closest_names(name_or_path, cluster_catalog_names())),
+              detail::join_names(cluster_catalog_names()));
+}
+
+}  // namespace strata::costmodel

@@ -1,0 +1,72 @@
+// GemmCost: time of one GEMM C(m,n) = A(m,k) B(k,n) on one device, from the
+// profile's measured table where it covers the shape, else the roofline.
+//
+// Scheme (all in log space, per dtype; only rows of that dtype are used):
+//  1. Exact row (m, n, k, dtype) in the table -> its measured time (source Measured).
+//  2. Per-dimension: rows that share two of (m, n, k) with the query and bracket the
+//     third (one row below, one above) -> log(time) linear in log(that dimension)
+//     between the two nearest bracketing rows (source Interpolated). This is what
+//     `strata calibrate` sweeps (tokens m for a fixed weight shape; n or k for TP).
+//  3. Otherwise, if the query's FLOPs lie within the table's FLOP range: the table
+//     becomes a curve log(achieved FLOP/s) vs log(FLOPs) (rows with equal FLOPs
+//     averaged in log space), interpolated linearly between the two neighbouring
+//     FLOP counts (source Interpolated).
+//  4. Outside the table, or no rows for the dtype: roofline (source Roofline),
+//     max(flops / (peak(dtype) * gemm_efficiency),
+//         bytes / (memory_bandwidth * memory_efficiency)),
+//     flops = 2mnk, bytes = (mk + kn + mn) * dtype_bytes.
+// Steps 2 and 3 return the measured value at a measured point, and between two
+// measured points whose times are ordered the result is monotone (log-log linear).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "costmodel/device_profile.h"
+
+namespace strata::costmodel {
+
+// Where a predicted time came from; reported next to predictions.
+enum class TimeSource { Measured, Interpolated, Roofline };
+const char* to_string(TimeSource s);  // "measured" | "interpolated" | "roofline"
+
+struct GemmEstimate {
+  double time_s = 0;
+  TimeSource source = TimeSource::Roofline;
+};
+
+class GemmCost {
+ public:
+  // Copies what it needs from the profile (tables indexed once).
+  explicit GemmCost(const DeviceProfile& profile);
+
+  // Seconds for one GEMM of this shape; m, n, k >= 1 (InputError otherwise).
+  double time_s(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const;
+  GemmEstimate estimate(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const;
+  // True when (m, n, k, dtype) is a row of the measured table.
+  bool measured(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const;
+  // True when the table has rows for this dtype.
+  bool has_table(DType dtype) const;
+  // The roofline alone (step 4), for reports and tests.
+  double roofline_time_s(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const;
+
+ private:
+  struct Row {
+    std::int64_t m, n, k;
+    double time_s;
+  };
+  struct CurvePoint {
+    double log_flops;
+    double log_flops_per_s;
+  };
+  struct Table {
+    std::vector<Row> rows;
+    std::vector<CurvePoint> curve;  // sorted by log_flops, unique
+  };
+  std::map<DType, Table> tables_;
+  std::map<DType, double> peak_flops_;
+  double gemm_efficiency_ = 0;
+  double memory_bytes_per_s_ = 0;  // bandwidth * memory_efficiency
+};
+
+}  // namespace strata::costmodel

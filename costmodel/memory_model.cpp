@@ -1,0 +1,195 @@
+#include "costmodel/memory_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/errors.h"
+
+namespace strata::costmodel {
+
+const char* to_string(RecomputeMode r) {
+  switch (r) {
+    case RecomputeMode::None: return "none";
+    case RecomputeMode::Selective: return "selective";
+    case RecomputeMode::Full: return "full";
+  }
+  return "?";
+}
+
+RecomputeMode recompute_from_string(const std::string& s) {
+  for (RecomputeMode r : {RecomputeMode::None, RecomputeMode::Selective, RecomputeMode::Full})
+    if (s == to_string(r)) return r;
+  input_error("unknown recompute mode '{}' (expected one of: none, selective, full)", s);
+}
+
+double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
+                              bool sequence_parallel, RecomputeMode recompute) {
+  if (micro_batch < 1) input_error("micro_batch ({}) must be >= 1", micro_batch);
+  if (tp < 1) input_error("tp ({}) must be >= 1", tp);
+  const double s = static_cast<double>(spec.seq_len);
+  const double b = static_cast<double>(micro_batch);
+  const double h = static_cast<double>(spec.hidden);
+  const double a = static_cast<double>(spec.heads);
+  const double f = static_cast<double>(spec.ffn);
+  const double kv_heads = static_cast<double>(spec.kv_heads > 0 ? spec.kv_heads : spec.heads);
+  const double kv = kv_heads * (h / a);  // K and V width
+  const double t = tp;
+  const double sbh = s * b * h;
+
+  if (recompute == RecomputeMode::Full) return 2.0 * sbh / (sequence_parallel ? t : 1.0);
+
+  const double replicated = 10.0 * sbh;
+  // Q, K (2sb(h + kv)), V (2sb kv), out-proj input (2sbh): 8sbh for full multi-head attention.
+  const double attention_linear = 2.0 * s * b * (h + kv) + 2.0 * s * b * kv + 2.0 * sbh;
+  // GELU: its input and output (2sbf each); SwiGLU: gate, up and their product.
+  const double mlp = (spec.activation == models::Activation::SwiGlu ? 6.0 : 4.0) * s * b * f;
+  const double scores = recompute == RecomputeMode::Selective ? 0.0 : 5.0 * a * s * s * b;
+  const double sharded = attention_linear + mlp + scores;
+  return sequence_parallel ? (replicated + sharded) / t : replicated + sharded / t;
+}
+
+MemoryModel::MemoryModel(const models::ModelGraph& graph, const DeviceProfile& device)
+    : spec_(graph.spec()), reserve_bytes_(device.reserve_gib * 1024.0 * 1024.0 * 1024.0) {
+  const auto& groups = graph.groups();
+  group_params_sharded_.assign(groups.size(), 0.0);
+  group_params_replicated_.assign(groups.size(), 0.0);
+  group_params_shared_.assign(groups.size(), 0.0);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (std::size_t v : groups[g].ops) {
+      const models::Op& op = graph.op(v);
+      if (op.sharding == models::Sharding::Replicated) group_params_replicated_[g] += op.params;
+      else group_params_sharded_[g] += op.params;
+      group_params_shared_[g] += op.shared_params;
+    }
+  }
+}
+
+namespace {
+
+void check_inputs(const MemoryInputs& in, int num_groups) {
+  if (in.tp < 1) input_error("memory model tp ({}) must be >= 1", in.tp);
+  if (in.pp < 1) input_error("memory model pp ({}) must be >= 1", in.pp);
+  if (in.dp < 1) input_error("memory model dp ({}) must be >= 1", in.dp);
+  if (in.vpp < 1) input_error("memory model vpp ({}) must be >= 1", in.vpp);
+  if (in.micro_batch < 1) input_error("memory model micro_batch ({}) must be >= 1", in.micro_batch);
+  if (in.num_microbatches < 0)
+    input_error("memory model num_microbatches ({}) must be >= 0", in.num_microbatches);
+  if (in.zero < 0 || in.zero > 3) input_error("memory model zero ({}) must be 0, 1, 2 or 3", in.zero);
+  const std::size_t chunks = static_cast<std::size_t>(in.pp) * static_cast<std::size_t>(in.vpp);
+  if (!in.stage_layers.empty()) {
+    if (in.stage_layers.size() != chunks)
+      input_error("memory model stage_layers has {} entries, expected pp*vpp = {}",
+                  in.stage_layers.size(), chunks);
+    std::vector<int> seen(static_cast<std::size_t>(num_groups), 0);
+    for (std::size_t c = 0; c < chunks; ++c)
+      for (int g : in.stage_layers[c]) {
+        if (g < 0 || g >= num_groups)
+          input_error("memory model stage_layers[{}] names layer group {}, expected 0 .. {}", c, g,
+                      num_groups - 1);
+        if (seen[static_cast<std::size_t>(g)]++)
+          input_error("memory model stage_layers assigns layer group {} twice", g);
+      }
+    for (int g = 0; g < num_groups; ++g)
+      if (!seen[static_cast<std::size_t>(g)])
+        input_error("memory model stage_layers leaves layer group {} unassigned", g);
+  }
+  if (!in.in_flight.empty()) {
+    if (in.in_flight.size() != static_cast<std::size_t>(in.pp))
+      input_error("memory model in_flight has {} entries, expected pp = {}", in.in_flight.size(),
+                  in.pp);
+    for (std::size_t p = 0; p < in.in_flight.size(); ++p)
+      if (in.in_flight[p] < 0)
+        input_error("memory model in_flight[{}] ({}) must be >= 0", p, in.in_flight[p]);
+  }
+}
+
+}  // namespace
+
+std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
+  const int num_groups = static_cast<int>(group_params_sharded_.size());
+  check_inputs(in, num_groups);
+  const int chunks = in.pp * in.vpp;
+  const int head_group = num_groups - 1;
+
+  // Virtual stage -> layer groups.
+  std::vector<std::vector<int>> stage_layers = in.stage_layers;
+  if (stage_layers.empty()) {
+    stage_layers.assign(static_cast<std::size_t>(chunks), {});
+    const long long L = num_groups - 2;
+    for (int c = 0; c < chunks; ++c)
+      for (long long l = c * L / chunks; l < (c + 1) * L / chunks; ++l)
+        stage_layers[static_cast<std::size_t>(c)].push_back(static_cast<int>(l + 1));
+    stage_layers.front().insert(stage_layers.front().begin(), 0);
+    stage_layers.back().push_back(head_group);
+  }
+  auto rank_of_chunk = [&](int c) { return c % in.pp; };
+  int embedding_rank = 0, head_rank = in.pp - 1;
+  for (int c = 0; c < chunks; ++c)
+    for (int g : stage_layers[static_cast<std::size_t>(c)]) {
+      if (g == 0) embedding_rank = rank_of_chunk(c);
+      if (g == head_group) head_rank = rank_of_chunk(c);
+    }
+
+  const double t = in.tp;
+  const double s = static_cast<double>(spec_.seq_len);
+  const double b = static_cast<double>(in.micro_batch);
+  const double h = static_cast<double>(spec_.hidden);
+  const double sbh = s * b * h;
+  const double sp_div = in.sequence_parallel ? t : 1.0;
+  const double layer_act =
+      layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, in.recompute);
+
+  std::vector<StageMemory> out(static_cast<std::size_t>(in.pp));
+  std::vector<double> act_sum(static_cast<std::size_t>(in.pp), 0.0);
+  for (int c = 0; c < chunks; ++c) {
+    const int p = rank_of_chunk(c);
+    StageMemory& m = out[static_cast<std::size_t>(p)];
+    for (int g : stage_layers[static_cast<std::size_t>(c)]) {
+      const std::size_t gi = static_cast<std::size_t>(g);
+      m.params += group_params_sharded_[gi] / t + group_params_replicated_[gi];
+      // Tied embeddings: the LM head uses the embedding table (Op::shared_params). On
+      // the embedding's rank it is the same tensor; on another pipeline rank it is a
+      // vocab-parallel copy (Megatron all-reduces the two gradients).
+      if (p != embedding_rank) m.params += group_params_shared_[gi] / t;
+      double& act = act_sum[static_cast<std::size_t>(p)];
+      if (g == 0) act += sbh / sp_div;                 // embedding dropout mask (1 byte)
+      else if (g == head_group) act += 4.0 * sbh / sp_div;  // final-norm + LM-head inputs
+      else act += layer_act;
+    }
+  }
+
+  for (int p = 0; p < in.pp; ++p) {
+    StageMemory& m = out[static_cast<std::size_t>(p)];
+    const double dp = in.dp;
+    m.weights_bytes = 2.0 * m.params / (in.zero >= 3 ? dp : 1.0);
+    m.grads_bytes = 4.0 * m.params / (in.zero >= 2 ? dp : 1.0);
+    m.optimizer_bytes = 12.0 * m.params / (in.zero >= 1 ? dp : 1.0);
+
+    long long flight;
+    if (!in.in_flight.empty()) {
+      flight = in.in_flight[static_cast<std::size_t>(p)];
+    } else {
+      flight = in.vpp == 1 ? in.pp - p
+                           : 2LL * (in.pp - p - 1) + static_cast<long long>(in.vpp - 1) * in.pp + 1;
+      if (in.num_microbatches > 0)
+        flight = std::min<long long>(flight, in.num_microbatches * in.vpp);
+    }
+    m.activations_bytes = static_cast<double>(flight) * act_sum[static_cast<std::size_t>(p)] / in.vpp;
+    if (p == head_rank) {
+      const double logits_per_mb = 4.0 * b * s * static_cast<double>(spec_.vocab) / t;
+      m.logits_bytes = logits_per_mb * static_cast<double>((flight + in.vpp - 1) / in.vpp);
+    }
+    m.reserve_bytes = reserve_bytes_;
+    m.total_bytes = m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes +
+                    m.logits_bytes + m.reserve_bytes;
+  }
+  return out;
+}
+
+double MemoryModel::peak_bytes(const MemoryInputs& in) const {
+  double peak = 0;
+  for (const auto& m : per_stage(in)) peak = std::max(peak, m.total_bytes);
+  return peak;
+}
+
+}  // namespace strata::costmodel

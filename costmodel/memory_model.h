@@ -1,0 +1,100 @@
+// MemoryModel: bytes per rank for each pipeline stage of a strategy (DESIGN.md).
+// Inputs are plain fields so the cost model does not depend on the planner.
+//
+// Weights, gradients, optimizer (mixed-precision Adam, 18 bytes/param):
+//   2 (bf16 weights) + 4 (fp32 gradient accumulation buffer) + 12 (fp32 master
+//   weights, Adam m, Adam v). ZeRO-1 shards the 12 optimizer bytes over dp;
+//   ZeRO-2 also shards gradients; ZeRO-3 also weights. Parameters of TP-sharded ops
+//   (Column/Row/Head/VocabParallel) are divided by tp; replicated ops (norms, biases
+//   of row-parallel layers counted with their op) are not. With tied embeddings the
+//   LM head's Op::shared_params (the embedding table) is charged again, /tp, on a
+//   pipeline rank that does not also hold the embedding group.
+// Activations per transformer layer, one micro-batch (Korthikanti et al. 2022,
+//   "Reducing Activation Recomputation in Large Transformer Models", Table 2),
+//   s = seq, b = micro_batch, h = hidden, a = heads, t = tp, 2-byte activations:
+//   replicated part  R = 10 sbh  (2 LayerNorm inputs 4sbh, QKV input 2sbh, MLP input
+//                                 2sbh, 2 dropout masks 2sbh)
+//   sharded part     S = 24 sbh + 5 a s^2 b  (Q,K 4sbh, V 2sbh, out-proj input 2sbh,
+//                                 MLP 16sbh; softmax 2as^2b, its dropout mask as^2b
+//                                 and output 2as^2b)
+//   none:           R + S/t   (t = 1: sbh(34 + 5as/h); SP: (R + S)/t)
+//   with SP:        (R + S)/t = sbh(34/t + 5as/(ht))
+//   selective:      the 5as^2b term is recomputed (dropped)
+//   full:           2sbh per layer (the layer input), /t with SP
+//   Generalised shapes: Q,K,V use kv_heads (2sb(h + 2*kv_dim) for Q,K,V), the MLP term
+//   is 4sbf for GELU (f = ffn) and 6sbf for SwiGLU (gate, up, product).
+// Embedding group (first stage): the embedding dropout mask sbh (/t with SP).
+// Head group (last stage): final-norm input and LM-head input 4sbh (/t with SP);
+//   logits separately: 4 * b * s * V / t bytes (fp32 for the loss), for the
+//   micro-batches in flight on the last stage (ceil(in_flight / vpp)).
+// Activations of a stage = in-flight (micro-batch, chunk) forwards x the mean per-
+//   chunk activation of the rank's chunks. Default in-flight, if not given:
+//   vpp == 1: pp - p (1F1B); vpp > 1: Megatron interleaved warm-up
+//   2(pp - p - 1) + (vpp - 1) pp + 1; both capped at microbatches * vpp when known.
+//   GPipe holds all micro-batches: pass in_flight explicitly (schedule.h gives it).
+// Reserve: profile.reserve_gib (workspace, allocator fragmentation, framework).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "costmodel/device_profile.h"
+#include "models/model_graph.h"
+
+namespace strata::costmodel {
+
+enum class RecomputeMode { None, Selective, Full };
+const char* to_string(RecomputeMode r);                  // "none" | "selective" | "full"
+RecomputeMode recompute_from_string(const std::string& s);  // InputError on unknown
+
+struct MemoryInputs {
+  int tp = 1, pp = 1, dp = 1, vpp = 1;
+  std::int64_t micro_batch = 1;
+  std::int64_t num_microbatches = 0;  // per iteration per dp rank; 0 = unknown (no cap)
+  int zero = 0;                       // 0..3
+  RecomputeMode recompute = RecomputeMode::None;
+  bool sequence_parallel = false;
+  // Layer groups (0 = embedding, 1..L = blocks, L+1 = head) of each virtual stage,
+  // pp * vpp entries; pipeline rank p holds virtual stages p, p + pp, p + 2pp, ...
+  // Empty: an even split by layer count (embedding on the first, head on the last).
+  std::vector<std::vector<int>> stage_layers;
+  // Peak (micro-batch, chunk) forwards whose activations pipeline rank p holds; pp
+  // entries. Empty: the defaults above.
+  std::vector<int> in_flight;
+};
+
+struct StageMemory {
+  double weights_bytes = 0;
+  double grads_bytes = 0;
+  double optimizer_bytes = 0;
+  double activations_bytes = 0;
+  double logits_bytes = 0;
+  double reserve_bytes = 0;
+  double total_bytes = 0;   // sum of the above
+  double params = 0;        // parameters held by this rank (after TP sharding)
+};
+
+// Per-layer activation bytes of one micro-batch (the formulas above), exposed for
+// the planner's reports and for tests.
+double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
+                              bool sequence_parallel, RecomputeMode recompute);
+
+class MemoryModel {
+ public:
+  MemoryModel(const models::ModelGraph& graph, const DeviceProfile& device);
+
+  // One entry per pipeline rank (size pp). InputError on inconsistent inputs
+  // (non-positive sizes, stage_layers not covering every group exactly once, ...).
+  std::vector<StageMemory> per_stage(const MemoryInputs& in) const;
+  // Largest total over stages.
+  double peak_bytes(const MemoryInputs& in) const;
+
+ private:
+  models::ModelSpec spec_;
+  std::vector<double> group_params_sharded_;     // per layer group: TP-sharded op params
+  std::vector<double> group_params_replicated_;  // per layer group: replicated op params
+  std::vector<double> group_params_shared_;      // per layer group: tied params it uses (LM head)
+  double reserve_bytes_ = 0;
+};
+
+}  // namespace strata::costmodel

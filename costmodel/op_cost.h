@@ -1,0 +1,60 @@
+// OpCost: forward and backward time of one models::Op on one rank, given the
+// tensor-parallel degree, sequence parallelism and the compute dtype.
+//
+// GEMM ops (models::is_gemm) are sharded per Op::sharding (Megatron):
+//   ColumnParallel, VocabParallel, HeadParallel: n / tp;  RowParallel: k / tp;
+//   Replicated: full shape, m / tp with sequence parallelism.
+//   (divisions round up). forward = GEMM(m, n, k); backward = dgrad GEMM(m, k, n)
+//   + wgrad GEMM(k, n, m), each timed by GemmCost (measured table or roofline).
+// AttentionCore: flash-style. The model FLOPs of the op (QK^T and AV: 4*b*s^2*h
+//   forward, unsharded) are halved for the causal mask, divided by tp (heads/tp
+//   per rank), and run at peak(dtype) * attention_efficiency. Backward charges
+//   2.5x the forward FLOPs (flash backward recomputes QK^T: 5 matmuls vs 2;
+//   Dao 2023, FlashAttention-2 sec. 4), at the same efficiency.
+// Every other op is memory bound: bytes / (memory_bandwidth * memory_efficiency),
+//   backward bytes = Op::bytes_bwd, or kElementwiseBackwardBytesRatio x forward bytes
+//   when the op leaves it 0 (reads dy and the saved input, writes dx). Op bytes are for
+//   a 2-byte dtype and are doubled for fp32/tf32. Bytes are divided by tp for VocabParallel ops (the
+//   loss works on V/tp logits) and for HeadParallel ops; Replicated ops run on s/tp
+//   tokens (bytes / tp) with sequence parallelism; the Embedding lookup is not split.
+// TP communication (Op::tp_comm) is NOT included: CollectiveCost charges it.
+#pragma once
+#include <map>
+
+#include "costmodel/device_profile.h"
+#include "costmodel/gemm_cost.h"
+#include "models/op.h"
+
+namespace strata::costmodel {
+
+// Backward bytes of a memory-bound op relative to its forward bytes.
+inline constexpr double kElementwiseBackwardBytesRatio = 2.0;
+// Fraction of the full attention matrix a causal flash kernel computes.
+inline constexpr double kCausalAttentionFraction = 0.5;
+// Flash-attention backward FLOPs relative to its forward FLOPs.
+inline constexpr double kFlashBackwardFlopsRatio = 2.5;
+
+struct OpTime {
+  double fwd_s = 0;
+  double bwd_s = 0;
+  // Worst source among the parts (Roofline if any GEMM part came from the roofline;
+  // non-GEMM ops are always Roofline: datasheet bandwidth/efficiency).
+  TimeSource source = TimeSource::Roofline;
+};
+
+class OpCost {
+ public:
+  explicit OpCost(const DeviceProfile& profile);
+
+  // tp >= 1 (InputError otherwise). Op shapes are for one micro-batch, unsharded.
+  OpTime time(const models::Op& op, int tp, bool sequence_parallel, DType dtype) const;
+
+  const GemmCost& gemm() const { return gemm_; }
+
+ private:
+  GemmCost gemm_;
+  std::map<DType, double> attention_flops_per_s_;  // peak * attention_efficiency
+  double memory_bytes_per_s_ = 0;                  // bandwidth * memory_efficiency
+};
+
+}  // namespace strata::costmodel

@@ -1,0 +1,18 @@
+// libFuzzer target: the HuggingFace config.json reader (models::parse_hf_config).
+// What it accepts must write as strata YAML that loads back identically.
+#include "fuzz/fuzz_target.h"
+#include "models/model_spec.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  strata::models::ModelSpec spec;
+  try {
+    spec = strata::models::parse_hf_config(text, "fuzz-input");
+  } catch (const strata::InputError&) {
+    return 0;
+  }
+  const std::string yaml = strata::models::to_yaml(spec);
+  if (strata::models::to_yaml(strata::models::parse_model_yaml(yaml, "fuzz-roundtrip")) != yaml)
+    __builtin_trap();
+  return 0;
+}

@@ -1,0 +1,187 @@
+#include "kernels/cpu/mpi_communicator.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/errors.h"
+#include "kernels/cpu/detail/mpi_check.h"
+#include "kernels/cpu/mpi_placement.h"
+
+namespace strata::kernels {
+
+namespace detail {
+void throw_mpi_error(int code, const char* call, const char* file, int line) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS) len = 0;
+  throw DeviceError(fmt::format("{}:{}: {} failed: {}", file, line, call,
+                                len > 0 ? std::string(msg, static_cast<std::size_t>(len))
+                                        : fmt::format("MPI error {}", code)));
+}
+}  // namespace detail
+
+namespace {
+
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+int to_count(std::size_t n, const char* what) {
+  if (n > static_cast<std::size_t>(INT_MAX))
+    throw InternalError(fmt::format("{}: {} elements exceed MPI's int count", what, n));
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+void mpi_init_once(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return;
+  int provided = 0;
+  int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  if (rc != MPI_SUCCESS) throw DeviceError(fmt::format("MPI_Init_thread failed (code {})", rc));
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  std::atexit(finalize_at_exit);
+}
+
+bool mpi_initialized() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+  STRATA_CHECK(mpi_initialized(), "MpiCommunicator needs MPI (call mpi_init_once first)");
+  STRATA_CHECK(comm != MPI_COMM_NULL, "MpiCommunicator over MPI_COMM_NULL");
+  STRATA_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  STRATA_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  STRATA_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL && mpi_initialized()) MPI_Comm_free(&comm_);
+}
+
+std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
+  return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+}
+
+std::unique_ptr<MpiCommunicator> MpiCommunicator::from_groups(
+    const std::vector<std::vector<int>>& groups) {
+  STRATA_CHECK(mpi_initialized(), "from_groups needs MPI");
+  int world_rank = 0, world_size = 1;
+  STRATA_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  STRATA_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+  // Every group is checked the same way on every rank, so all ranks agree on errors.
+  std::set<int> seen;
+  int color = MPI_UNDEFINED, key = 0;
+  for (const auto& g : groups) {
+    if (g.empty()) throw InputError("communicator group is empty");
+    int lowest = INT_MAX;
+    for (int r : g) {
+      if (r < 0 || r >= world_size)
+        throw InputError(fmt::format("rank {} in a communicator group is outside the world (size {})",
+                                     r, world_size));
+      if (!seen.insert(r).second)
+        throw InputError(fmt::format("rank {} appears in two communicator groups", r));
+      lowest = std::min(lowest, r);
+    }
+    for (std::size_t i = 0; i < g.size(); ++i)
+      if (g[i] == world_rank) {
+        color = lowest;  // same for every member, distinct across disjoint groups
+        key = static_cast<int>(i);
+      }
+  }
+  MPI_Comm comm = MPI_COMM_NULL;
+  STRATA_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm));
+  if (comm == MPI_COMM_NULL) return nullptr;  // this rank is in no group
+  return std::make_unique<MpiCommunicator>(comm);
+}
+
+int MpiCommunicator::rank() const { return rank_; }
+int MpiCommunicator::size() const { return size_; }
+
+void MpiCommunicator::all_reduce_sum(float* data, std::size_t count) {
+  STRATA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, to_count(count, "all_reduce"), MPI_FLOAT,
+                                 MPI_SUM, comm_));
+}
+
+void MpiCommunicator::all_gather(const float* send, float* recv, std::size_t count_per_rank) {
+  const int c = to_count(count_per_rank, "all_gather");
+  const void* s = send == recv + static_cast<std::size_t>(rank_) * count_per_rank ? MPI_IN_PLACE : send;
+  STRATA_MPI_CHECK(MPI_Allgather(s, c, MPI_FLOAT, recv, c, MPI_FLOAT, comm_));
+}
+
+void MpiCommunicator::reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) {
+  STRATA_MPI_CHECK(MPI_Reduce_scatter_block(send, recv, to_count(count_per_rank, "reduce_scatter"),
+                                            MPI_FLOAT, MPI_SUM, comm_));
+}
+
+void MpiCommunicator::all_to_all(const float* send, float* recv, std::size_t count_per_rank) {
+  const int c = to_count(count_per_rank, "all_to_all");
+  STRATA_MPI_CHECK(MPI_Alltoall(send, c, MPI_FLOAT, recv, c, MPI_FLOAT, comm_));
+}
+
+void MpiCommunicator::broadcast(float* data, std::size_t count, int root) {
+  STRATA_MPI_CHECK(MPI_Bcast(data, to_count(count, "broadcast"), MPI_FLOAT, root, comm_));
+}
+
+void MpiCommunicator::send(const float* data, std::size_t count, int peer) {
+  STRATA_MPI_CHECK(MPI_Send(data, to_count(count, "send"), MPI_FLOAT, peer, 0, comm_));
+}
+
+void MpiCommunicator::recv(float* data, std::size_t count, int peer) {
+  STRATA_MPI_CHECK(
+      MPI_Recv(data, to_count(count, "recv"), MPI_FLOAT, peer, 0, comm_, MPI_STATUS_IGNORE));
+}
+
+void MpiCommunicator::send_recv(const float* send_buf, int dst, float* recv_buf, int src,
+                                std::size_t count) {
+  const int c = to_count(count, "send_recv");
+  STRATA_MPI_CHECK(MPI_Sendrecv(send_buf, c, MPI_FLOAT, dst, 1, recv_buf, c, MPI_FLOAT, src, 1,
+                                comm_, MPI_STATUS_IGNORE));
+}
+
+void MpiCommunicator::barrier() { STRATA_MPI_CHECK(MPI_Barrier(comm_)); }
+
+MpiPlacement mpi_placement() {
+  STRATA_CHECK(mpi_initialized(), "mpi_placement needs MPI");
+  MpiPlacement p;
+  STRATA_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &p.world_rank));
+  STRATA_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &p.world_size));
+  MPI_Comm node = MPI_COMM_NULL;
+  STRATA_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, p.world_rank,
+                                       MPI_INFO_NULL, &node));
+  MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
+  STRATA_MPI_CHECK(MPI_Comm_rank(node, &p.local_rank));
+  STRATA_MPI_CHECK(MPI_Comm_size(node, &p.local_size));
+  MPI_Comm_free(&node);
+  int leader = p.local_rank == 0 ? 1 : 0;
+  STRATA_MPI_CHECK(MPI_Allreduce(&leader, &p.nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  char name[MPI_MAX_PROCESSOR_NAME];
+  int len = 0;
+  STRATA_MPI_CHECK(MPI_Get_processor_name(name, &len));
+  p.host.assign(name, static_cast<std::size_t>(len));
+  return p;
+}
+
+std::string mpi_library_version() {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(v, &len);
+  std::string s(v, static_cast<std::size_t>(len));
+  auto nl = s.find_first_of("\r\n");
+  if (nl != std::string::npos) s.resize(nl);
+  while (!s.empty() && (s.back() == ' ' || s.back() == ',' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+}  // namespace strata::kernels

@@ -1,0 +1,105 @@
+#include "kernels/profiler/gemm_sweep.h"
+
+#include <chrono>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "kernels/backend.h"
+#include "kernels/profiler/detail/group_reduce.h"
+#include "kernels/profiler/gemm_runner.h"
+
+namespace strata::kernels::profiler {
+
+namespace {
+
+double operand_gib(const GemmProblem& p, GemmDType d) {
+  double elems = static_cast<double>(p.m) * p.k + static_cast<double>(p.k) * p.n +
+                 static_cast<double>(p.m) * p.n;
+  return elems * element_bytes(d) / (1024.0 * 1024.0 * 1024.0);
+}
+
+void barrier(Communicator* c) {
+  if (c && c->size() > 1) c->barrier();
+}
+
+}  // namespace
+
+std::vector<GemmRecord> run_gemm_sweep(GemmRunner& runner, const std::vector<GemmProblem>& problems,
+                                       const GemmSweepOptions& options, Communicator* sync,
+                                       const ProgressFn& progress) {
+  std::vector<GemmRecord> out;
+  const std::size_t total = problems.size() * options.dtypes.size();
+  std::size_t done = 0;
+  for (GemmDType dtype : options.dtypes) {
+    for (const GemmProblem& p : problems) {
+      GemmRecord rec;
+      rec.m = p.m;
+      rec.n = p.n;
+      rec.k = p.k;
+      rec.dtype = dtype;
+      rec.origin = p.origin;
+      const std::string label = fmt::format("gemm {}x{}x{} {}", p.m, p.n, p.k, to_string(dtype));
+      if (progress) progress(done, total, label);
+      ++done;
+      if (operand_gib(p, dtype) > options.max_operand_gib) {
+        rec.error = fmt::format("skipped: operands need {:.1f} GiB (> {:.1f} GiB per rank)",
+                                operand_gib(p, dtype), options.max_operand_gib);
+        out.push_back(rec);
+        continue;
+      }
+      // Validate (every rank), then agree on the outcome before any timing.
+      std::string local_error;
+      try {
+        runner.prepare(p, dtype);
+        rec.check = runner.validate();
+      } catch (const std::exception& e) {
+        local_error = e.what();
+      }
+      double failed = detail::sum_over_ranks(sync, local_error.empty() ? 0.0 : 1.0);
+      rec.check.checked = static_cast<std::int64_t>(detail::sum_over_ranks(sync, double(rec.check.checked)));
+      rec.check.wrong = static_cast<std::int64_t>(detail::sum_over_ranks(sync, double(rec.check.wrong)));
+      rec.check.max_error = detail::max_over_ranks(sync, rec.check.max_error);
+      if (failed > 0) {
+        rec.error = local_error.empty() ? fmt::format("failed on {} other rank(s)", failed) : local_error;
+      } else if (rec.check.wrong > 0) {
+        rec.error = fmt::format("{} of {} checked elements wrong (max error {:.3g} of sum|a*b|, "
+                                "tolerance {:.3g})",
+                                rec.check.wrong, rec.check.checked, rec.check.max_error,
+                                gemm_tolerance(dtype));
+      }
+      if (!rec.error.empty()) {
+        runner.release();
+        out.push_back(rec);
+        continue;
+      }
+      // Warm-up: up to `warmup` runs, fewer when one run is long.
+      double last_s = 0, warm_s = 0;
+      for (int w = 0; w < std::max(1, options.timing.warmup); ++w) {
+        barrier(sync);
+        last_s = detail::max_over_ranks(sync, runner.run_timed_us() * 1e-6);
+        warm_s += last_s;  // same value on every rank: all ranks stop together
+        if (warm_s > options.timing.budget_s / 2) break;
+      }
+      const int reps = choose_reps(options.timing, last_s);
+      std::vector<double> samples;
+      samples.reserve(static_cast<std::size_t>(reps));
+      for (int r = 0; r < reps; ++r) {
+        barrier(sync);
+        double us = runner.run_timed_us();
+        samples.push_back(detail::max_over_ranks(sync, us));
+      }
+      runner.release();
+      rec.time = summarize_us(samples);
+      double flop = 2.0 * static_cast<double>(p.m) * p.n * p.k;
+      rec.tflops = rec.time.median_us > 0 ? flop / (rec.time.median_us * 1e-6) / 1e12 : 0;
+      double peak = runner.peak_tflops(dtype);
+      rec.efficiency = peak > 0 ? rec.tflops / peak : 0;
+      out.push_back(rec);
+    }
+  }
+  if (progress) progress(total, total, "gemm done");
+  return out;
+}
+
+}  // namespace strata::kernels::profiler

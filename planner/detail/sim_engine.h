@@ -1,0 +1,101 @@
+// SimEngine (private to strata_planner): the iteration simulator with the caches the
+// search needs to stay fast. simulate() builds one engine per call; search() keeps one
+// engine for the whole space so that everything that does not depend on the whole
+// strategy is computed once:
+//   - ModelGraph per micro-batch (the Boost graph is built once per micro_batch),
+//   - per-layer-group costs per (micro_batch, tp, sequence_parallel, TP placement),
+//   - placements (TP / DP groups, pipeline neighbours) per (tp, pp, dp, order),
+//   - stage partitions per (costs, pp * vpp),
+//   - the pipeline walk per (stage times, schedule), reused across ZeRO stages.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "costmodel/cluster_spec.h"
+#include "costmodel/collective_cost.h"
+#include "costmodel/memory_model.h"
+#include "costmodel/op_cost.h"
+#include "models/model_graph.h"
+#include "models/model_spec.h"
+#include "planner/detail/pipeline_walk.h"
+#include "planner/schedule.h"
+#include "planner/simulator.h"
+#include "planner/strategy.h"
+
+namespace strata::planner::detail {
+
+// Costs of one layer group for one micro-batch on one rank (given tp and SP).
+struct GroupCost {
+  double fwd_s = 0, bwd_s = 0;        // compute (GEMM, attention, elementwise)
+  double tp_fwd_s = 0, tp_bwd_s = 0;  // TP collectives (not overlapped)
+  double attn_fwd_s = 0;              // attention core forward (selective recompute)
+  double flops_fwd = 0, flops_bwd = 0;  // model FLOPs, whole group, unsharded
+  double attn_flops_fwd = 0;
+  double params_rank = 0;             // parameters held by one TP rank
+};
+
+struct GroupCostTable {
+  std::vector<GroupCost> groups;      // L + 2
+  bool gemm_measured = false;         // any GEMM time from a measured table
+  bool gemm_roofline = false;         // any GEMM time from the roofline
+  bool tp_measured = false;           // TP collective time from a measured table
+};
+
+struct Placement {
+  costmodel::PlacedGroup tp, dp;
+  std::vector<costmodel::PlacedGroup> link;  // pipeline rank p -> (p + 1) % pp
+  costmodel::PlacedGroup first_last;         // tied-embedding sync pair (stage 0, pp - 1)
+};
+
+// Largest pipeline the simulator times: compute steps per iteration (2 * pp * m * vpp).
+inline constexpr double kMaxComputeSteps = 2e7;
+// Empty when the strategy is small enough to simulate, else why not (names the fields).
+std::string too_large_to_simulate(const Strategy& s);
+
+class SimEngine {
+ public:
+  SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster);
+
+  // Simulates a strategy that already passed validate(). stage_layers empty: partition.
+  SimulationResult run(const Strategy& s, bool timeline,
+                       const std::vector<std::vector<int>>& stage_layers = {});
+  // Notes on where the numbers came from, for a strategy (cheap to skip in search).
+  std::vector<std::string> notes(const Strategy& s);
+
+  costmodel::DType dtype() const { return dtype_; }
+  const models::ModelSpec& model() const { return model_; }
+  const costmodel::ClusterSpec& cluster() const { return cluster_; }
+
+ private:
+  struct Graph {
+    std::unique_ptr<models::ModelGraph> graph;
+    std::unique_ptr<costmodel::MemoryModel> memory;
+  };
+  const Graph& graph_for(std::int64_t micro_batch);
+  const Placement& placement_for(const Strategy& s);
+  const GroupCostTable& costs_for(const Strategy& s, const Placement& pl);
+  const std::vector<std::vector<int>>& partition_for(const Strategy& s, const GroupCostTable& t);
+
+  models::ModelSpec model_;
+  costmodel::ClusterSpec cluster_;
+  costmodel::OpCost op_cost_;
+  costmodel::CollectiveCost coll_;
+  costmodel::DType dtype_;
+  double act_bytes_ = 2;  // bytes per activation element (dtype)
+
+  std::map<std::int64_t, Graph> graphs_;
+  std::map<std::tuple<int, int, int, std::string>, Placement> placements_;
+  std::map<std::tuple<std::int64_t, int, bool, int, int, int>, GroupCostTable> costs_;
+  std::map<std::tuple<const GroupCostTable*, int, int>, std::vector<std::vector<int>>>
+      partitions_;
+
+  // Reused buffers and the last pipeline walk (see simulator.cpp).
+  std::unique_ptr<PipelineWalk> walk_;
+  costmodel::MemoryInputs mem_in_;
+};
+
+}  // namespace strata::planner::detail

@@ -1,0 +1,243 @@
+#include "planner/detail/pipeline_walk.h"
+
+#include <algorithm>
+
+#include "common/errors.h"
+
+namespace strata::planner::detail {
+
+struct PipelineWalk::Program {
+  ScheduleKind kind;
+  int pp, m, vpp;
+  std::vector<OpInfo> ops;    // dependency-respecting order
+  std::vector<OpLabel> labels;  // same order
+  std::vector<MsgInfo> msgs;
+  std::vector<std::int32_t> deps;                  // receives per step (CSR, see OpInfo)
+  std::vector<std::int32_t> last_op;               // per rank
+  std::vector<int> peak_chunks;                    // per rank
+  std::vector<std::vector<std::int32_t>> last_bwd;  // [rank][chunk]
+};
+
+namespace {
+
+// The search visits candidates grouped by schedule, so a few recent programs suffice.
+constexpr std::size_t kProgramCacheSize = 4;
+
+// Walks the step lists once, in an order that respects every dependency (a rank blocked
+// on a receive resumes when the matching send is posted), and records the compute steps
+// and messages with their links.
+std::shared_ptr<const PipelineWalk::Program> compile(ScheduleKind kind, int pp, int m, int vpp) {
+  using Program = PipelineWalk::Program;
+  // Not shared_schedules(): the search visits each schedule once (candidates are grouped by
+  // schedule) and keeps the compiled program, so a process-wide copy would only hold memory.
+  const std::vector<std::vector<ScheduleStep>> lists = build_all_schedules(kind, pp, m, vpp);
+  auto prog = std::make_shared<Program>();
+  Program& P = *prog;
+  P.kind = kind;
+  P.pp = pp;
+  P.m = m;
+  P.vpp = vpp;
+  std::size_t steps = 0;
+  for (const auto& l : lists) steps += l.size();
+  P.ops.reserve(2 * static_cast<std::size_t>(pp) * m * vpp);
+  P.labels.reserve(2 * static_cast<std::size_t>(pp) * m * vpp);
+  P.msgs.reserve(steps / 2);
+  P.last_op.assign(pp, -1);
+  P.peak_chunks.assign(pp, 0);
+  P.last_bwd.assign(pp, std::vector<std::int32_t>(vpp, -1));
+
+  std::vector<std::size_t> pos(pp, 0), read(2 * static_cast<std::size_t>(pp), 0);
+  std::vector<std::vector<std::int32_t>> chans(2 * static_cast<std::size_t>(pp));
+  std::vector<std::int32_t> last_msg(pp, -1);
+  std::vector<std::vector<std::int32_t>> pending(pp);
+  std::vector<int> alive(pp, 0), waiting(pp, -1), work;
+  work.reserve(pp);
+  for (int s = pp - 1; s >= 0; --s) work.push_back(s);
+
+  while (!work.empty()) {
+    const int s = work.back();
+    work.pop_back();
+    const auto& list = lists[s];
+    while (pos[s] < list.size()) {
+      const ScheduleStep& st = list[pos[s]];
+      if (st.kind == StepKind::Forward || st.kind == StepKind::Backward) {
+        const bool fw = st.kind == StepKind::Forward;
+        const int v = st.chunk * pp + s;
+        const auto idx = static_cast<std::int32_t>(P.ops.size());
+        const auto dep_begin = static_cast<std::int32_t>(P.deps.size());
+        P.deps.insert(P.deps.end(), pending[s].begin(), pending[s].end());
+        P.ops.push_back(PipelineWalk::OpInfo{s, 2 * v + (fw ? 0 : 1), P.last_op[s], dep_begin,
+                                             static_cast<std::int32_t>(P.deps.size()), -1});
+        P.labels.push_back(PipelineWalk::OpLabel{st.microbatch, st.chunk, fw});
+        P.last_op[s] = idx;
+        pending[s].clear();
+        if (fw) {
+          P.peak_chunks[s] = std::max(P.peak_chunks[s], ++alive[s]);
+        } else {
+          --alive[s];
+          P.last_bwd[s][st.chunk] = idx;
+        }
+      } else if (st.kind == StepKind::SendActivation || st.kind == StepKind::SendGrad) {
+        const bool act = st.kind == StepKind::SendActivation;
+        const int ch = (act ? 0 : pp) + s;
+        const int dst = st.peer_stage;
+        const std::int32_t src_op = P.last_op[s];
+        STRATA_CHECK(src_op >= 0 && P.ops[src_op].out < 0,
+                     "schedule: stage {} sends without a compute step to send from", s);
+        const auto id = static_cast<std::int32_t>(P.msgs.size());
+        P.msgs.push_back(PipelineWalk::MsgInfo{src_op, last_msg[s], act ? s : dst, act});
+        P.ops[src_op].out = id;
+        last_msg[s] = id;
+        chans[ch].push_back(id);
+        if (waiting[dst] == ch) {
+          waiting[dst] = -1;
+          work.push_back(dst);
+        }
+      } else {  // receive
+        const bool act = st.kind == StepKind::RecvActivation;
+        const int ch = (act ? 0 : pp) + st.peer_stage;
+        if (read[ch] >= chans[ch].size()) {
+          waiting[s] = ch;
+          break;
+        }
+        const std::int32_t id = chans[ch][read[ch]++];
+        STRATA_CHECK(P.labels[P.msgs[id].src_op].mb == st.microbatch,
+                     "pipeline walk: stage {} expected micro-batch {} from stage {}, got {}", s,
+                     st.microbatch, st.peer_stage, P.labels[P.msgs[id].src_op].mb);
+        pending[s].push_back(id);
+      }
+      ++pos[s];
+    }
+  }
+  for (int s = 0; s < pp; ++s)
+    STRATA_CHECK(pos[s] == lists[s].size(), "pipeline walk deadlocked at stage {} step {}", s,
+                 pos[s]);
+  return prog;
+}
+
+}  // namespace
+
+bool PipelineWalk::same_inputs(ScheduleKind kind, int pp, int m, int vpp,
+                               const std::vector<double>& fwd, const std::vector<double>& bwd,
+                               const std::vector<double>& link) const {
+  return valid_ && kind == kind_ && pp == pp_ && m == m_ && vpp == vpp_ && fwd == fwd_ &&
+         bwd == bwd_ && link == link_;
+}
+
+void PipelineWalk::run(ScheduleKind kind, int pp, int m, int vpp, const std::vector<double>& fwd,
+                       const std::vector<double>& bwd, const std::vector<double>& link) {
+  STRATA_CHECK(static_cast<int>(fwd.size()) == pp * vpp &&
+                   static_cast<int>(bwd.size()) == pp * vpp,
+               "pipeline walk: {} / {} stage times for pp {} x vpp {}", fwd.size(), bwd.size(),
+               pp, vpp);
+  STRATA_CHECK(pp == 1 || static_cast<int>(link.size()) == pp,
+               "pipeline walk: {} links for pp {}", link.size(), pp);
+  valid_ = false;
+  prog_.reset();
+  for (const auto& p : cache_)
+    if (p->kind == kind && p->pp == pp && p->m == m && p->vpp == vpp) prog_ = p;
+  if (!prog_) {
+    prog_ = compile(kind, pp, m, vpp);
+    if (cache_.size() >= kProgramCacheSize) cache_.erase(cache_.begin());
+    cache_.push_back(prog_);
+  }
+  kind_ = kind;
+  pp_ = pp;
+  m_ = m;
+  vpp_ = vpp;
+  fwd_ = fwd;
+  bwd_ = bwd;
+  link_ = link;
+
+  const Program& P = *prog_;
+  const std::size_t nops = P.ops.size(), nmsgs = P.msgs.size();
+  dur_.resize(2 * static_cast<std::size_t>(pp) * vpp);
+  for (int v = 0; v < pp * vpp; ++v) {
+    dur_[2 * v] = fwd[v];
+    dur_[2 * v + 1] = bwd[v];
+  }
+  start_.resize(nops);
+  end_.resize(nops);
+  waited_.resize(nops);
+  msg_start_.resize(nmsgs);
+  msg_end_.resize(nmsgs);
+  idle.assign(pp, 0.0);
+
+  const OpInfo* ops = P.ops.data();
+  const std::int32_t* deps = P.deps.data();
+  const MsgInfo* msgs = P.msgs.data();
+  const double* dur = dur_.data();
+  const double* lk = link.data();
+  double* start = start_.data();
+  double* end = end_.data();
+  double* mstart = msg_start_.data();
+  double* mend = msg_end_.data();
+  std::int32_t* waited = waited_.data();
+  double* idl = idle.data();
+  for (std::size_t k = 0; k < nops; ++k) {
+    const OpInfo& o = ops[k];
+    double t = o.prev >= 0 ? end[o.prev] : 0.0;
+    const double ready = t;
+    std::int32_t w = -1;
+    for (std::int32_t d = o.dep_begin; d < o.dep_end; ++d) {
+      const double a = mend[deps[d]];
+      if (a > t) {
+        t = a;
+        w = deps[d];
+      }
+    }
+    idl[o.stage] += t - ready;
+    const double e = t + dur[o.dur];
+    start[k] = t;
+    end[k] = e;
+    waited[k] = w;
+    if (o.out >= 0) {
+      const MsgInfo& mi = msgs[o.out];
+      double st = e;
+      if (mi.prev >= 0 && mend[mi.prev] > st) st = mend[mi.prev];
+      mstart[o.out] = st;
+      mend[o.out] = st + lk[mi.link];
+    }
+  }
+
+  compute_end.assign(pp, 0.0);
+  busy_fwd.assign(pp, 0.0);
+  busy_bwd.assign(pp, 0.0);
+  for (int s = 0; s < pp; ++s) {
+    if (P.last_op[s] >= 0) compute_end[s] = end[P.last_op[s]];
+    for (int c = 0; c < vpp; ++c) {
+      busy_fwd[s] += m * fwd[c * pp + s];
+      busy_bwd[s] += m * bwd[c * pp + s];
+    }
+  }
+  peak_chunks = P.peak_chunks;
+  valid_ = true;
+}
+
+double PipelineWalk::chain_p2p(int s) const {
+  const Program& P = *prog_;
+  double p2p = 0;
+  std::int32_t k = P.last_op[s];
+  while (k >= 0) {
+    const OpInfo& o = P.ops[k];
+    if (waited_[k] >= 0) {
+      const MsgInfo& mi = P.msgs[waited_[k]];
+      p2p += msg_end_[waited_[k]] - end_[mi.src_op];
+      k = mi.src_op;
+    } else {
+      k = o.prev;
+    }
+  }
+  return p2p;
+}
+
+int PipelineWalk::last_backward(int stage, int chunk) const {
+  return prog_->last_bwd[stage][chunk];
+}
+std::size_t PipelineWalk::num_ops() const { return prog_ ? prog_->ops.size() : 0; }
+const PipelineWalk::OpInfo& PipelineWalk::op(std::size_t i) const { return prog_->ops[i]; }
+const PipelineWalk::OpLabel& PipelineWalk::label(std::size_t i) const { return prog_->labels[i]; }
+std::size_t PipelineWalk::num_msgs() const { return prog_ ? prog_->msgs.size() : 0; }
+const PipelineWalk::MsgInfo& PipelineWalk::msg(std::size_t i) const { return prog_->msgs[i]; }
+
+}  // namespace strata::planner::detail

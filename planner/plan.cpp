@@ -1,0 +1,414 @@
+// Plan I/O: YAML (what `strata plan --out` writes and `strata train` / `strata export`
+// read) and the DESIGN.md JSON object. Reading is strict: unknown keys are rejected and
+// every cross-field rule (strategy valid for the model, rank grid = dp x tp x pp, the
+// stage map covers layer groups 0..L+1 once each, in order) is checked with an error
+// naming the file, line and field.
+#include "planner/plan.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "common/atomic_file.h"
+#include "common/errors.h"
+#include "common/yaml_reader.h"
+
+namespace strata::planner {
+
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+// Shortest text that reads back to the same double; YAML spellings for non-finite values.
+std::string yaml_double(double x) {
+  if (std::isnan(x)) return ".nan";
+  if (std::isinf(x)) return x > 0 ? ".inf" : "-.inf";
+  return fmt::format("{}", x);
+}
+
+double read_double(const YamlReader& r, const std::string& key, double dflt) {
+  if (!r.has(key)) return dflt;
+  YAML::Node v = r.node()[key];
+  if (v.IsScalar()) {
+    const std::string& s = v.Scalar();
+    if (s == ".nan" || s == ".NaN" || s == ".NAN") return std::numeric_limits<double>::quiet_NaN();
+    if (s == ".inf" || s == ".Inf" || s == "+.inf") return std::numeric_limits<double>::infinity();
+    if (s == "-.inf" || s == "-.Inf") return -std::numeric_limits<double>::infinity();
+  }
+  return r.get_double(key);
+}
+
+int read_int(const YamlReader& r, const std::string& key, int dflt, bool required) {
+  constexpr std::int64_t lo = std::numeric_limits<int>::min(), hi = std::numeric_limits<int>::max();
+  if (required) return static_cast<int>(r.get_int_in(key, lo, hi));
+  return static_cast<int>(r.get_int_in(key, lo, hi, dflt));
+}
+
+Strategy read_strategy(const YamlReader& r) {
+  r.expect_keys({"dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "zero", "recompute",
+                 "sequence_parallel", "schedule", "rank_order"});
+  Strategy s;
+  s.dp = read_int(r, "dp", 1, true);
+  s.tp = read_int(r, "tp", 1, true);
+  s.pp = read_int(r, "pp", 1, true);
+  s.vpp = read_int(r, "vpp", 1, false);
+  s.micro_batch = r.get_int("micro_batch");
+  s.global_batch = r.get_int("global_batch");
+  s.zero = read_int(r, "zero", 0, false);
+  s.recompute = recompute_from_string(
+      r.get_enum("recompute", {"none", "selective", "full"}, "none"));
+  s.sequence_parallel = r.get_bool("sequence_parallel", false);
+  s.schedule = schedule_from_string(r.get_enum(
+      "schedule", {"gpipe", "1f1b", "interleaved"}, s.vpp > 1 ? "interleaved" : "1f1b"));
+  s.rank_order = r.get_string("rank_order", "tp-dp-pp");
+  return s;
+}
+
+Prediction read_prediction(const YamlReader& r) {
+  r.expect_keys({"iteration_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
+                 "mfu", "peak_memory_gib", "stage_memory_gib", "bubble_fraction", "breakdown_s",
+                 "notes"});
+  Prediction p;
+  p.iteration_s = read_double(r, "iteration_s", 0);
+  p.tokens_per_s = read_double(r, "tokens_per_s", 0);
+  p.model_tflops_per_gpu = read_double(r, "model_tflops_per_gpu", 0);
+  p.hardware_tflops_per_gpu = read_double(r, "hardware_tflops_per_gpu", 0);
+  p.mfu = read_double(r, "mfu", 0);
+  p.peak_memory_gib = read_double(r, "peak_memory_gib", 0);
+  p.bubble_fraction = read_double(r, "bubble_fraction", 0);
+  if (r.has("stage_memory_gib")) {
+    YamlReader l = r.child("stage_memory_gib");
+    l.expect_sequence();
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      YamlReader e = l.element(i);
+      if (!e.node().IsScalar()) e.fail("", "expected a number");
+      try {
+        p.stage_memory_gib.push_back(e.node().as<double>());
+      } catch (const YAML::Exception&) {
+        e.fail("", fmt::format("expected a number, got '{}'", e.node().Scalar()));
+      }
+    }
+  }
+  if (r.has("breakdown_s")) {
+    YamlReader b = r.child("breakdown_s");
+    b.expect_keys({"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "bubble"});
+    Breakdown& d = p.breakdown_s;
+    d.compute = read_double(b, "compute", 0);
+    d.tp_comm = read_double(b, "tp_comm", 0);
+    d.pp_comm = read_double(b, "pp_comm", 0);
+    d.dp_comm = read_double(b, "dp_comm", 0);
+    d.optimizer = read_double(b, "optimizer", 0);
+    d.bubble = read_double(b, "bubble", 0);
+  }
+  if (r.has("notes")) {
+    YamlReader l = r.child("notes");
+    l.expect_sequence();
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      YamlReader e = l.element(i);
+      if (!e.node().IsScalar()) e.fail("", "expected a string");
+      p.notes.push_back(e.node().Scalar());
+    }
+  }
+  return p;
+}
+
+std::vector<std::vector<int>> read_stage_layers(const YamlReader& r) {
+  r.expect_sequence();
+  std::vector<std::vector<int>> out;
+  for (std::size_t v = 0; v < r.size(); ++v) {
+    YamlReader s = r.element(v);
+    s.expect_sequence();
+    std::vector<int> groups;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      YamlReader g = s.element(i);
+      const YAML::Node& n = g.node();
+      long long x = 0;
+      bool ok = n.IsScalar();
+      if (ok) {
+        try {
+          std::size_t pos = 0;
+          x = std::stoll(n.Scalar(), &pos, 10);
+          ok = pos == n.Scalar().size() && x >= 0 && x <= std::numeric_limits<int>::max();
+        } catch (...) {
+          ok = false;
+        }
+      }
+      if (!ok)
+        g.fail("", fmt::format("expected a layer group index (0 = embedding, 1..L blocks, L+1 "
+                               "head), got '{}'",
+                               n.IsScalar() ? n.Scalar() : std::string("a non-scalar")));
+      groups.push_back(static_cast<int>(x));
+    }
+    out.push_back(std::move(groups));
+  }
+  return out;
+}
+
+void emit_strategy(YAML::Emitter& e, const Strategy& s) {
+  e << YAML::BeginMap;
+  e << YAML::Key << "dp" << YAML::Value << s.dp;
+  e << YAML::Key << "tp" << YAML::Value << s.tp;
+  e << YAML::Key << "pp" << YAML::Value << s.pp;
+  e << YAML::Key << "vpp" << YAML::Value << s.vpp;
+  e << YAML::Key << "micro_batch" << YAML::Value << s.micro_batch;
+  e << YAML::Key << "global_batch" << YAML::Value << s.global_batch;
+  e << YAML::Key << "zero" << YAML::Value << s.zero;
+  e << YAML::Key << "recompute" << YAML::Value << to_string(s.recompute);
+  e << YAML::Key << "sequence_parallel" << YAML::Value << s.sequence_parallel;
+  e << YAML::Key << "schedule" << YAML::Value << to_string(s.schedule);
+  e << YAML::Key << "rank_order" << YAML::Value << s.rank_order;
+  e << YAML::EndMap;
+}
+
+void emit_prediction(YAML::Emitter& e, const Prediction& p) {
+  e << YAML::BeginMap;
+  e << YAML::Key << "iteration_s" << YAML::Value << yaml_double(p.iteration_s);
+  e << YAML::Key << "tokens_per_s" << YAML::Value << yaml_double(p.tokens_per_s);
+  e << YAML::Key << "model_tflops_per_gpu" << YAML::Value << yaml_double(p.model_tflops_per_gpu);
+  e << YAML::Key << "hardware_tflops_per_gpu" << YAML::Value
+    << yaml_double(p.hardware_tflops_per_gpu);
+  e << YAML::Key << "mfu" << YAML::Value << yaml_double(p.mfu);
+  e << YAML::Key << "peak_memory_gib" << YAML::Value << yaml_double(p.peak_memory_gib);
+  e << YAML::Key << "stage_memory_gib" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double x : p.stage_memory_gib) e << yaml_double(x);
+  e << YAML::EndSeq;
+  e << YAML::Key << "bubble_fraction" << YAML::Value << yaml_double(p.bubble_fraction);
+  e << YAML::Key << "breakdown_s" << YAML::Value << YAML::BeginMap;
+  const Breakdown& b = p.breakdown_s;
+  e << YAML::Key << "compute" << YAML::Value << yaml_double(b.compute);
+  e << YAML::Key << "tp_comm" << YAML::Value << yaml_double(b.tp_comm);
+  e << YAML::Key << "pp_comm" << YAML::Value << yaml_double(b.pp_comm);
+  e << YAML::Key << "dp_comm" << YAML::Value << yaml_double(b.dp_comm);
+  e << YAML::Key << "optimizer" << YAML::Value << yaml_double(b.optimizer);
+  e << YAML::Key << "bubble" << YAML::Value << yaml_double(b.bubble);
+  e << YAML::EndMap;
+  e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
+  for (const auto& n : p.notes) e << YAML::DoubleQuoted << n;
+  e << YAML::EndSeq;
+  e << YAML::EndMap;
+}
+
+// nlohmann writes NaN/inf as null; keep that (JSON has no spelling for them).
+nlohmann::ordered_json json_number(double x) {
+  if (!std::isfinite(x)) return nullptr;
+  return x;
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> even_stage_layers(const models::ModelSpec& m, int pp, int vpp) {
+  if (pp < 1) input_error("strategy.pp ({}) must be >= 1", pp);
+  if (vpp < 1) input_error("strategy.vpp ({}) must be >= 1", vpp);
+  const std::int64_t nv = static_cast<std::int64_t>(pp) * vpp;
+  if (m.layers < nv)
+    input_error("model.layers ({}) must be >= strategy.pp ({}) x strategy.vpp ({})", m.layers, pp,
+                vpp);
+  const int stages = static_cast<int>(nv);
+  const std::int64_t base = m.layers / stages;
+  std::int64_t extra = m.layers % stages;
+  // Extra blocks go to the middle stages first (1, 2, ...), then the first, then the
+  // last: the first stage also holds the embedding and the last the LM head.
+  std::vector<std::int64_t> count(stages, base);
+  for (int v = 1; v < stages - 1 && extra > 0; ++v, --extra) ++count[v];
+  if (extra > 0) {
+    ++count[0];
+    --extra;
+  }
+  if (extra > 0) ++count[stages - 1];
+  std::vector<std::vector<int>> out(stages);
+  int next = 1;
+  for (int v = 0; v < stages; ++v) {
+    if (v == 0) out[v].push_back(0);
+    for (std::int64_t i = 0; i < count[v]; ++i) out[v].push_back(next++);
+    if (v == stages - 1) out[v].push_back(next);
+  }
+  return out;
+}
+
+void check_stage_layers(const std::vector<std::vector<int>>& stage_layers,
+                        const models::ModelSpec& m, int pp, int vpp) {
+  const std::int64_t nv = static_cast<std::int64_t>(pp) * vpp;
+  if (static_cast<std::int64_t>(stage_layers.size()) != nv)
+    input_error("stage_layers has {} virtual stages, expected strategy.pp ({}) x strategy.vpp "
+                "({}) = {}",
+                stage_layers.size(), pp, vpp, nv);
+  const std::int64_t last = m.layers + 1;
+  std::int64_t expected = 0;
+  for (std::size_t v = 0; v < stage_layers.size(); ++v) {
+    if (stage_layers[v].empty())
+      input_error("stage_layers[{}] is empty: every virtual stage needs at least one layer group",
+                  v);
+    for (std::size_t i = 0; i < stage_layers[v].size(); ++i) {
+      const int g = stage_layers[v][i];
+      if (g != expected)
+        input_error("stage_layers[{}][{}] is {}, expected {}: layer groups 0 (embedding), 1..{} "
+                    "(blocks) and {} (LM head) must appear once each, in order, contiguous per "
+                    "virtual stage",
+                    v, i, g, expected, m.layers, last);
+      ++expected;
+    }
+  }
+  if (expected != last + 1)
+    input_error("stage_layers ends at layer group {}, expected {} (the LM head of a {}-layer model)",
+                expected - 1, last, m.layers);
+}
+
+std::vector<std::int64_t> blocks_per_stage(const std::vector<std::vector<int>>& stage_layers,
+                                           const models::ModelSpec& m) {
+  std::vector<std::int64_t> out;
+  for (const auto& s : stage_layers) {
+    std::int64_t n = 0;
+    for (int g : s) n += (g >= 1 && g <= m.layers) ? 1 : 0;
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::string plan_to_yaml(const Plan& p) {
+  YAML::Emitter e;
+  e << YAML::Comment(
+      "strata plan: model, cluster, strategy, layer->stage map, rank grid, prediction.\n"
+      "stage_layers[v] lists the layer groups of virtual stage v = chunk * pp + stage\n"
+      "(group 0 = embedding, 1..L = transformer blocks, L+1 = final norm + LM head).");
+  e << YAML::BeginMap;
+  e << YAML::Key << "schema_version" << YAML::Value << p.schema_version;
+  e << YAML::Key << "model" << YAML::Value << YAML::Load(models::to_yaml(p.model));
+  e << YAML::Key << "cluster" << YAML::Value << p.cluster;
+  e << YAML::Key << "gpus" << YAML::Value << p.strategy.gpus();
+  e << YAML::Key << "strategy" << YAML::Value;
+  emit_strategy(e, p.strategy);
+  e << YAML::Key << "rank_grid" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  e << YAML::Key << "dp" << YAML::Value << p.strategy.dp;
+  e << YAML::Key << "tp" << YAML::Value << p.strategy.tp;
+  e << YAML::Key << "pp" << YAML::Value << p.strategy.pp;
+  e << YAML::Key << "order" << YAML::Value << p.strategy.rank_order;
+  e << YAML::EndMap;
+  e << YAML::Key << "stage_layers" << YAML::Value << YAML::BeginSeq;
+  for (const auto& s : p.stage_layers) {
+    e << YAML::Flow << YAML::BeginSeq;
+    for (int g : s) e << g;
+    e << YAML::EndSeq;
+  }
+  e << YAML::EndSeq;
+  e << YAML::Key << "prediction" << YAML::Value;
+  emit_prediction(e, p.prediction);
+  e << YAML::Key << "fits_memory" << YAML::Value << p.prediction.fits_memory;
+  e << YAML::EndMap;
+  STRATA_CHECK(e.good(), "YAML emitter failed: {}", e.GetLastError());
+  return std::string(e.c_str()) + "\n";
+}
+
+std::string plan_to_json(const Plan& p) {
+  using J = nlohmann::ordered_json;
+  const Strategy& s = p.strategy;
+  const Prediction& q = p.prediction;
+  J j;
+  j["schema_version"] = p.schema_version;
+  j["model"] = p.model.name;
+  j["cluster"] = p.cluster;
+  j["gpus"] = s.gpus();
+  j["strategy"] = J{{"dp", s.dp},
+                    {"tp", s.tp},
+                    {"pp", s.pp},
+                    {"vpp", s.vpp},
+                    {"micro_batch", s.micro_batch},
+                    {"global_batch", s.global_batch},
+                    {"zero", s.zero},
+                    {"recompute", to_string(s.recompute)},
+                    {"sequence_parallel", s.sequence_parallel},
+                    {"schedule", to_string(s.schedule)}};
+  const Breakdown& b = q.breakdown_s;
+  j["prediction"] = J{{"iteration_s", json_number(q.iteration_s)},
+                      {"tokens_per_s", json_number(q.tokens_per_s)},
+                      {"model_tflops_per_gpu", json_number(q.model_tflops_per_gpu)},
+                      {"hardware_tflops_per_gpu", json_number(q.hardware_tflops_per_gpu)},
+                      {"mfu", json_number(q.mfu)},
+                      {"peak_memory_gib", json_number(q.peak_memory_gib)},
+                      {"bubble_fraction", json_number(q.bubble_fraction)},
+                      {"breakdown_s", J{{"compute", json_number(b.compute)},
+                                        {"tp_comm", json_number(b.tp_comm)},
+                                        {"pp_comm", json_number(b.pp_comm)},
+                                        {"dp_comm", json_number(b.dp_comm)},
+                                        {"optimizer", json_number(b.optimizer)},
+                                        {"bubble", json_number(b.bubble)}}}};
+  j["fits_memory"] = q.fits_memory;
+  j["stage_layers"] = p.stage_layers;
+  return j.dump(2);
+}
+
+Plan parse_plan_yaml(const std::string& text, const std::string& source) {
+  YamlReader r(parse_yaml(text, source), source);
+  r.expect_map();
+  r.expect_keys({"schema_version", "model", "cluster", "gpus", "strategy", "rank_grid",
+                 "stage_layers", "prediction", "fits_memory"});
+  Plan p;
+  p.schema_version = static_cast<int>(r.get_int("schema_version"));
+  if (p.schema_version != kSchemaVersion)
+    r.fail("schema_version", fmt::format("{} is not supported (this strata reads schema_version {})",
+                                         p.schema_version, kSchemaVersion));
+  p.model = models::read_model(r.child("model"));
+  p.cluster = r.get_string("cluster");
+  if (p.cluster.empty()) r.fail("cluster", "must name the cluster the plan was made for");
+
+  YamlReader sr = r.child("strategy");
+  p.strategy = read_strategy(sr);
+  if (auto v = validate(p.strategy, p.model); !v.empty()) {
+    std::string msg;
+    for (const auto& x : v) msg += (msg.empty() ? "" : "; ") + x.message;
+    const std::string key = v.front().field.rfind("strategy.", 0) == 0
+                                ? v.front().field.substr(std::string("strategy.").size())
+                                : std::string();
+    sr.fail(sr.has(key) ? key : "", msg);
+  }
+  const Strategy& s = p.strategy;
+  if (r.has("gpus")) {
+    const std::int64_t g = r.get_int("gpus");
+    if (g != s.gpus())
+      r.fail("gpus", fmt::format("{} must equal strategy.dp x tp x pp = {} x {} x {} = {}", g, s.dp,
+                                 s.tp, s.pp, s.gpus()));
+  }
+  if (r.has("rank_grid")) {
+    YamlReader g = r.child("rank_grid");
+    g.expect_keys({"dp", "tp", "pp", "order"});
+    const std::pair<const char*, int> axes[] = {{"dp", s.dp}, {"tp", s.tp}, {"pp", s.pp}};
+    std::int64_t product = 1;
+    for (const auto& [k, want] : axes) {
+      const std::int64_t got = g.get_int(k);
+      if (got != want)
+        g.fail(k, fmt::format("{} must equal strategy.{} ({})", got, k, want));
+      product *= got;
+    }
+    if (product != s.gpus())
+      g.fail("", fmt::format("dp x tp x pp = {} must equal the GPU count {}", product, s.gpus()));
+    const std::string order = g.get_string("order", s.rank_order);
+    if (order != s.rank_order)
+      g.fail("order", fmt::format("'{}' must equal strategy.rank_order ('{}')", order, s.rank_order));
+  }
+  if (r.has("stage_layers")) {
+    YamlReader sl = r.child("stage_layers");
+    p.stage_layers = read_stage_layers(sl);
+    try {
+      check_stage_layers(p.stage_layers, p.model, s.pp, s.vpp);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}:{}: {}", source, sl.node().Mark().line + 1, e.what()));
+    }
+  } else {
+    p.stage_layers = even_stage_layers(p.model, s.pp, s.vpp);
+  }
+  if (r.has("prediction")) p.prediction = read_prediction(r.child("prediction"));
+  p.prediction.fits_memory = r.get_bool("fits_memory", true);
+  if (!p.prediction.stage_memory_gib.empty() &&
+      static_cast<int>(p.prediction.stage_memory_gib.size()) != s.pp)
+    r.child("prediction").fail("stage_memory_gib",
+                               fmt::format("has {} entries, expected one per pipeline stage ({})",
+                                           p.prediction.stage_memory_gib.size(), s.pp));
+  return p;
+}
+
+Plan load_plan(const std::string& path) { return parse_plan_yaml(read_file(path), path); }
+
+}  // namespace strata::planner

@@ -1,0 +1,562 @@
+// The iteration simulator.
+//
+// What it charges (one iteration = global_batch / (micro_batch * dp) micro-batches per
+// data-parallel replica):
+//  * Compute of each layer group for one micro-batch from costmodel::OpCost (measured
+//    GEMM tables where the device profile has them, roofline otherwise). Compute dtype:
+//    the device profile's compute_dtype (bf16 on the GPU profiles, fp32 on cpu-host).
+//  * TP collectives per op from its models::TpComm tag: message = Op::tp_comm_bytes (one
+//    micro-batch), on the TP group placed by RankGrid (CollectiveCost: NVLink inside a
+//    node, hierarchical across nodes). Not overlapped with compute: they lengthen the
+//    forward/backward steps. With sequence parallelism f/g become all-gather /
+//    reduce-scatter pairs (Korthikanti et al. 2022).
+//  * Recompute: full re-runs each block's forward (compute + its TP collectives) inside
+//    the backward; selective re-runs the attention core's forward only.
+//  * Pipeline p2p: each TP rank sends its 1/tp slice of the b*s*h activation (or
+//    gradient) to the same TP rank of the neighbouring stage: with sequence parallelism
+//    the tensor is already scattered; without it Megatron's scatter/gather optimisation
+//    (Narayanan et al. 2021, sec. 4.1) splits it and the receiver all-gathers it over the
+//    TP group, which is charged too. The pair is placed by RankGrid (inter-node when the
+//    stages sit on different nodes). Sends run on a per-stage communication stream and
+//    do not block the sender; a receive blocks the compute stream until the matching send
+//    has arrived (k-th send from a to b matches the k-th receive on b from a).
+//  * The pipeline: a discrete-event walk of every stage's build_schedule() list.
+//  * DP gradient reduction: fp32 gradients (Megatron-LM all-reduces bf16 runs' gradients in
+//    fp32: accumulate_allreduce_grads_in_fp32), in buckets of max(40M, 1M * dp) parameters
+//    (Megatron DDP's default bucket size) launched as the backward of the last
+//    micro-batch finishes their layers, on a DP stream that overlaps the rest of the
+//    backward; all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1). With tied embeddings and
+//    pp > 1 the first and last stage then all-reduce the embedding gradient.
+//  * Optimizer: gradient clipping makes every rank wait for the slowest one (global
+//    norm), then Adam is memory-bound: params * kAdamBytesPerParam / (memory bandwidth *
+//    efficiency), over params / dp under ZeRO-1, which then all-gathers the updated
+//    parameters (bf16) over the DP group, not overlapped.
+//
+// Breakdown (critical-path attribution; the parts sum to iteration_s up to rounding):
+// let q be the stage that finishes its gradients last (it gates the optimizer) and r the
+// stage whose optimizer (+ ZeRO-1 all-gather) ends last. compute and tp_comm are q's busy
+// time on its compute stream; the idle time of that stream (waiting on receives) is split
+// into pp_comm = the p2p transfer time (incl. queueing behind earlier sends) along the
+// dependency chain that ends at q's last compute step, capped by that idle time, and
+// bubble = the rest; dp_comm = q's exposed gradient reduction (after its last backward)
+// + r's ZeRO-1 parameter all-gather; optimizer = r's Adam step.
+// bubble_fraction = bubble / iteration_s.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "common/errors.h"
+#include "costmodel/rank_grid.h"
+#include "planner/detail/sim_engine.h"
+#include "planner/simulator.h"
+#include "planner/stage_partition.h"
+
+namespace strata::planner {
+
+namespace detail {
+
+namespace {
+
+using costmodel::Collective;
+using costmodel::DType;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// Gradients are reduced in fp32 (see top of file).
+constexpr double kGradBytes = 4;
+// Megatron DDP bucket size: max(40M, 1M * dp) parameters.
+constexpr double kBucketParamsMin = 40e6;
+constexpr double kBucketParamsPerDp = 1e6;
+
+// Bytes Adam moves per parameter. Mixed precision: read fp32 grad, master, m, v (16),
+// write master, m, v (12) and the bf16 weight (2) = 30. fp32: no separate master:
+// read grad, weight, m, v (16), write weight, m, v (12) = 28.
+double adam_bytes_per_param(DType d) { return costmodel::dtype_bytes(d) == 2 ? 30.0 : 28.0; }
+
+costmodel::RecomputeMode memory_recompute(Recompute r) {
+  switch (r) {
+    case Recompute::None: return costmodel::RecomputeMode::None;
+    case Recompute::Selective: return costmodel::RecomputeMode::Selective;
+    case Recompute::Full: return costmodel::RecomputeMode::Full;
+  }
+  return costmodel::RecomputeMode::None;
+}
+
+bool is_block(int group, int layers) { return group >= 1 && group <= layers; }
+
+}  // namespace
+
+std::string too_large_to_simulate(const Strategy& s) {
+  const double m = static_cast<double>(s.num_microbatches());
+  const double steps = 2.0 * s.pp * m * s.vpp;
+  if (steps <= kMaxComputeSteps) return {};
+  return fmt::format("strategy.global_batch ({}) gives {} micro-batches per replica; with pp {} "
+                     "x vpp {} that is {:.3g} pipeline steps, more than the simulator's limit of "
+                     "{:.0g} (use a larger micro_batch or a smaller global_batch)",
+                     s.global_batch, s.num_microbatches(), s.pp, s.vpp, steps, kMaxComputeSteps);
+}
+
+SimEngine::SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster)
+    : model_(model),
+      cluster_(cluster),
+      op_cost_(cluster.device),
+      coll_(cluster),
+      dtype_(cluster.device.compute_dtype),
+      walk_(std::make_unique<PipelineWalk>()) {
+  act_bytes_ = costmodel::dtype_bytes(dtype_);
+}
+
+const SimEngine::Graph& SimEngine::graph_for(std::int64_t micro_batch) {
+  auto it = graphs_.find(micro_batch);
+  if (it != graphs_.end()) return it->second;
+  Graph g;
+  g.graph = std::make_unique<models::ModelGraph>(models::ModelGraph::build(model_, micro_batch));
+  g.memory = std::make_unique<costmodel::MemoryModel>(*g.graph, cluster_.device);
+  return graphs_.emplace(micro_batch, std::move(g)).first->second;
+}
+
+const Placement& SimEngine::placement_for(const Strategy& s) {
+  const auto key = std::make_tuple(s.tp, s.pp, s.dp, s.rank_order);
+  auto it = placements_.find(key);
+  if (it != placements_.end()) return it->second;
+  const costmodel::RankGrid grid(s.dp, s.tp, s.pp, s.rank_order);
+  const int gpn = cluster_.gpus_per_node;
+  Placement pl;
+  pl.tp = costmodel::placed_group(grid, costmodel::Axis::Tp, gpn);
+  pl.dp = costmodel::placed_group(grid, costmodel::Axis::Dp, gpn);
+  if (s.pp > 1) {
+    for (int p = 0; p + 1 < s.pp; ++p) pl.link.push_back(costmodel::placed_pp_pair(grid, p, gpn));
+    pl.first_last = costmodel::placed_ranks(
+        {grid.rank(costmodel::RankCoords{0, 0, s.pp - 1}), grid.rank(costmodel::RankCoords{0, 0, 0})},
+        gpn);
+    pl.link.push_back(pl.first_last);  // wrap-around link of interleaved schedules
+  }
+  return placements_.emplace(key, std::move(pl)).first->second;
+}
+
+const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& pl) {
+  const auto key = std::make_tuple(s.micro_batch, s.tp, s.sequence_parallel, pl.tp.size,
+                                   pl.tp.nodes_spanned, pl.tp.ranks_per_node_in_group);
+  auto it = costs_.find(key);
+  if (it != costs_.end()) return it->second;
+
+  const models::ModelGraph& g = *graph_for(s.micro_batch).graph;
+  const int tp = s.tp;
+  const bool sp = s.sequence_parallel;
+  GroupCostTable t;
+  t.groups.resize(g.groups().size());
+  auto coll = [&](Collective c, double bytes) {
+    const auto e = coll_.estimate(c, bytes, pl.tp);
+    if (e.source != costmodel::TimeSource::Roofline) t.tp_measured = true;
+    return e.time_s;
+  };
+  for (std::size_t gi = 0; gi < g.groups().size(); ++gi) {
+    const models::LayerGroup& lg = g.groups()[gi];
+    GroupCost& c = t.groups[gi];
+    c.flops_fwd = lg.flops_fwd;
+    c.flops_bwd = lg.flops_bwd;
+    for (std::size_t v : lg.ops) {
+      const models::Op& op = g.op(v);
+      const costmodel::OpTime ot = op_cost_.time(op, tp, sp, dtype_);
+      c.fwd_s += ot.fwd_s;
+      c.bwd_s += ot.bwd_s;
+      if (models::is_gemm(op.kind)) {
+        if (ot.source == costmodel::TimeSource::Roofline) t.gemm_roofline = true;
+        else t.gemm_measured = true;
+      }
+      if (op.kind == models::OpKind::AttentionCore) {
+        c.attn_fwd_s += ot.fwd_s;
+        c.attn_flops_fwd += op.flops_fwd;
+      }
+      c.params_rank += op.sharding == models::Sharding::Replicated ? op.params : op.params / tp;
+      if (tp == 1 || op.tp_comm == models::TpComm::None) continue;
+      // tp_comm_bytes assume 2-byte activations; the loss' reductions are fp32 already.
+      const double bytes = op.kind == models::OpKind::Loss ? op.tp_comm_bytes
+                                                           : op.tp_comm_bytes * act_bytes_ / 2.0;
+      switch (op.tp_comm) {
+        case models::TpComm::CopyForwardAllReduceBackward:
+        case models::TpComm::AllGatherForwardReduceScatterBackward:
+          if (sp) {
+            c.tp_fwd_s += coll(Collective::AllGather, bytes);
+            c.tp_bwd_s += coll(Collective::ReduceScatter, bytes);
+          } else {
+            c.tp_bwd_s += coll(Collective::AllReduce, bytes);
+          }
+          break;
+        case models::TpComm::AllReduceForwardCopyBackward:
+        case models::TpComm::ReduceScatterForwardAllGatherBackward:
+          if (sp) {
+            c.tp_fwd_s += coll(Collective::ReduceScatter, bytes);
+            c.tp_bwd_s += coll(Collective::AllGather, bytes);
+          } else {
+            c.tp_fwd_s += coll(Collective::AllReduce, bytes);
+          }
+          break;
+        case models::TpComm::VocabAllReduce:
+          // The embedding's partial sums go to the sequence-parallel region with SP.
+          c.tp_fwd_s += coll(sp && op.kind == models::OpKind::Embedding ? Collective::ReduceScatter
+                                                                       : Collective::AllReduce,
+                             bytes);
+          break;
+        case models::TpComm::None: break;
+      }
+    }
+  }
+  return costs_.emplace(key, std::move(t)).first->second;
+}
+
+namespace {
+
+// Backward duration of one group including the recompute of its forward.
+void group_times(const GroupCost& c, int group, int layers, Recompute rc, double* fwd_compute,
+                 double* fwd_tp, double* bwd_compute, double* bwd_tp) {
+  *fwd_compute = c.fwd_s;
+  *fwd_tp = c.tp_fwd_s;
+  *bwd_compute = c.bwd_s;
+  *bwd_tp = c.tp_bwd_s;
+  if (rc == Recompute::Full && is_block(group, layers)) {
+    *bwd_compute += c.fwd_s;
+    *bwd_tp += c.tp_fwd_s;
+  } else if (rc == Recompute::Selective) {
+    *bwd_compute += c.attn_fwd_s;
+  }
+}
+
+}  // namespace
+
+const std::vector<std::vector<int>>& SimEngine::partition_for(const Strategy& s,
+                                                              const GroupCostTable& t) {
+  const int stages = s.pp * s.vpp;
+  const auto key = std::make_tuple(&t, stages, static_cast<int>(s.recompute));
+  auto it = partitions_.find(key);
+  if (it != partitions_.end()) return it->second;
+  std::vector<double> cost(t.groups.size());
+  const int layers = static_cast<int>(model_.layers);
+  for (std::size_t g = 0; g < t.groups.size(); ++g) {
+    double fc, ft, bc, bt;
+    group_times(t.groups[g], static_cast<int>(g), layers, s.recompute, &fc, &ft, &bc, &bt);
+    cost[g] = fc + ft + bc + bt;
+  }
+  return partitions_.emplace(key, StagePartition::balance(cost, stages).stages()).first->second;
+}
+
+namespace {
+
+void check_stage_layers(const std::vector<std::vector<int>>& sl, int stages, int groups) {
+  if (static_cast<int>(sl.size()) != stages)
+    input_error("stage_layers has {} virtual stages, expected pp x vpp = {}", sl.size(), stages);
+  int next = 0;
+  for (std::size_t v = 0; v < sl.size(); ++v) {
+    if (sl[v].empty()) input_error("stage_layers[{}] is empty", v);
+    for (int g : sl[v]) {
+      if (g != next)
+        input_error("stage_layers[{}] lists layer group {} where {} was expected (groups must "
+                    "cover 0..{} once, in order)",
+                    v, g, next, groups - 1);
+      ++next;
+    }
+  }
+  if (next != groups)
+    input_error("stage_layers covers layer groups 0..{}, expected 0..{}", next - 1, groups - 1);
+}
+
+}  // namespace
+
+SimulationResult SimEngine::run(const Strategy& s, bool timeline,
+                                const std::vector<std::vector<int>>& stage_layers_in) {
+  const Graph& gr = graph_for(s.micro_batch);
+  const Placement& pl = placement_for(s);
+  const GroupCostTable& t = costs_for(s, pl);
+  const int layers = static_cast<int>(model_.layers);
+  const int pp = s.pp, vpp = s.vpp, stages = pp * vpp;
+  const int m = static_cast<int>(s.num_microbatches());
+
+  SimulationResult res;
+  if (stage_layers_in.empty()) {
+    res.stage_layers = partition_for(s, t);
+  } else {
+    check_stage_layers(stage_layers_in, stages, static_cast<int>(t.groups.size()));
+    res.stage_layers = stage_layers_in;
+  }
+  const auto& sl = res.stage_layers;
+
+  // Per virtual stage: forward / backward duration and their compute / TP parts.
+  std::vector<double> fwd(stages), bwd(stages), fwd_tp(stages), bwd_tp(stages);
+  double recompute_flops = 0;  // per micro-batch, whole model
+  for (int v = 0; v < stages; ++v) {
+    double f = 0, ftp = 0, b = 0, btp = 0;
+    for (int g : sl[v]) {
+      double fc, ft, bc, bt;
+      group_times(t.groups[g], g, layers, s.recompute, &fc, &ft, &bc, &bt);
+      f += fc + ft;
+      ftp += ft;
+      b += bc + bt;
+      btp += bt;
+    }
+    fwd[v] = f;
+    bwd[v] = b;
+    fwd_tp[v] = ftp;
+    bwd_tp[v] = btp;
+  }
+  double model_flops_mb = 0;
+  for (std::size_t g = 0; g < t.groups.size(); ++g) {
+    const GroupCost& c = t.groups[g];
+    model_flops_mb += c.flops_fwd + c.flops_bwd;
+    if (s.recompute == Recompute::Full && is_block(static_cast<int>(g), layers))
+      recompute_flops += c.flops_fwd;
+    else if (s.recompute == Recompute::Selective)
+      recompute_flops += c.attn_flops_fwd;
+  }
+
+  // Pipeline links: p2p of the per-TP-rank slice (+ receiver all-gather without SP).
+  std::vector<double> link(pp > 1 ? pp : 0, 0.0);
+  if (pp > 1) {
+    const double full = static_cast<double>(s.micro_batch) * static_cast<double>(model_.seq_len) *
+                        static_cast<double>(model_.hidden) * act_bytes_;
+    const double gather =
+        (s.tp > 1 && !s.sequence_parallel) ? coll_.time_s(Collective::AllGather, full, pl.tp) : 0.0;
+    for (int p = 0; p < pp; ++p)
+      link[p] = coll_.time_s(Collective::SendRecv, full / s.tp, pl.link[p]) + gather;
+  }
+
+  // Pipeline walk (reused when only ZeRO / DP-side settings changed).
+  PipelineWalk& w = *walk_;
+  if (!w.same_inputs(s.schedule, pp, m, vpp, fwd, bwd, link))
+    w.run(s.schedule, pp, m, vpp, fwd, bwd, link);
+
+  // Memory per pipeline rank.
+  mem_in_.tp = s.tp;
+  mem_in_.pp = pp;
+  mem_in_.dp = s.dp;
+  mem_in_.vpp = vpp;
+  mem_in_.micro_batch = s.micro_batch;
+  mem_in_.num_microbatches = m;
+  mem_in_.zero = s.zero;
+  mem_in_.recompute = memory_recompute(s.recompute);
+  mem_in_.sequence_parallel = s.sequence_parallel;
+  mem_in_.stage_layers = sl;
+  mem_in_.in_flight = w.peak_chunks;
+  const std::vector<costmodel::StageMemory> mem = gr.memory->per_stage(mem_in_);
+
+  // DP gradient reduction, per pipeline rank.
+  const bool dp_comm = s.dp > 1;
+  const Collective grad_coll = s.zero >= 1 ? Collective::ReduceScatter : Collective::AllReduce;
+  const double bucket_cap = std::max(kBucketParamsMin, kBucketParamsPerDp * s.dp);
+  std::vector<double> ready(pp), dp_end(pp, 0.0);
+  struct Bucket {
+    double ready, params;
+    int stage, chunk;
+  };
+  std::vector<Bucket> buckets;
+  std::vector<TimelineEvent> events;
+  const bool tied_sync = model_.tied_embeddings && pp > 1;
+  for (int p = 0; p < pp; ++p) {
+    double stage_params = 0;
+    buckets.clear();
+    if (dp_comm) {
+      for (int c = 0; c < vpp; ++c) {
+        const int v = c * pp + p;
+        const int oi = w.last_backward(p, c);
+        STRATA_CHECK(oi >= 0, "no backward for chunk {} on stage {}", c, p);
+        const double op_start = w.op_start(oi), op_end = w.op_end(oi);
+        // Groups finish in reverse order; durations in proportion to their backward time.
+        double at = op_start, acc = 0;
+        const double scale = bwd[v] > 0 ? (op_end - op_start) / bwd[v] : 0.0;
+        for (auto it = sl[v].rbegin(); it != sl[v].rend(); ++it) {
+          double fc, ft, bc, bt;
+          group_times(t.groups[*it], *it, layers, s.recompute, &fc, &ft, &bc, &bt);
+          at += (bc + bt) * scale;
+          acc += t.groups[*it].params_rank;
+          stage_params += t.groups[*it].params_rank;
+          if (acc >= bucket_cap) {
+            buckets.push_back(Bucket{at, acc, p, c});
+            acc = 0;
+          }
+        }
+        if (acc > 0) buckets.push_back(Bucket{op_end, acc, p, c});
+      }
+      // The tied embedding copy on the last stage reduces with the last bucket.
+      if (!buckets.empty() && mem[p].params > stage_params)
+        buckets.back().params += mem[p].params - stage_params;
+      std::stable_sort(buckets.begin(), buckets.end(),
+                       [](const Bucket& a, const Bucket& b) { return a.ready < b.ready; });
+      double stream = 0;
+      for (std::size_t k = 0; k < buckets.size(); ++k) {
+        const double start = std::max(stream, buckets[k].ready);
+        stream = start + coll_.time_s(grad_coll, buckets[k].params * kGradBytes, pl.dp);
+        if (timeline)
+          events.push_back(TimelineEvent{p, "dp_comm",
+                                         fmt::format("{} bucket {}",
+                                                     s.zero >= 1 ? "reduce-scatter" : "all-reduce", k),
+                                         -1, buckets[k].chunk, start, stream});
+      }
+      dp_end[p] = stream;
+    }
+    ready[p] = std::max(w.compute_end[p], dp_end[p]);
+  }
+  if (tied_sync) {
+    const double emb_params = static_cast<double>(model_.vocab) * model_.hidden / s.tp;
+    const double t_sync = coll_.time_s(Collective::AllReduce, emb_params * kGradBytes, pl.first_last);
+    const double start = std::max(ready[0], ready[pp - 1]);
+    for (int p : {0, pp - 1}) {
+      if (timeline && t_sync > 0)
+        events.push_back(TimelineEvent{p, "dp_comm", "embedding grad all-reduce", -1, 0, start,
+                                       start + t_sync});
+      ready[p] = start + t_sync;
+    }
+  }
+  int q = 0;
+  for (int p = 1; p < pp; ++p)
+    if (ready[p] > ready[q]) q = p;
+  const double sync = ready[q];
+
+  // Optimizer (+ ZeRO-1 parameter all-gather).
+  const double mem_bw =
+      cluster_.device.memory_bandwidth_gbps * 1e9 * cluster_.device.memory_efficiency;
+  int r = 0;
+  double iteration = 0, opt_r = 0, ag_r = 0;
+  for (int p = 0; p < pp; ++p) {
+    const double shard = s.zero >= 1 ? static_cast<double>(s.dp) : 1.0;
+    const double opt = mem_bw > 0 ? mem[p].params / shard * adam_bytes_per_param(dtype_) / mem_bw : 0;
+    const double ag = (s.zero >= 1 && dp_comm)
+                          ? coll_.time_s(Collective::AllGather, mem[p].params * act_bytes_, pl.dp)
+                          : 0.0;
+    const double end = sync + opt + ag;
+    if (timeline) {
+      events.push_back(TimelineEvent{p, "optimizer", "adam step", -1, 0, sync, sync + opt});
+      if (ag > 0)
+        events.push_back(
+            TimelineEvent{p, "dp_comm", "param all-gather", -1, 0, sync + opt, end});
+    }
+    if (end > iteration || p == 0) {
+      iteration = end;
+      r = p;
+      opt_r = opt;
+      ag_r = ag;
+    }
+  }
+
+  Prediction& pr = res.prediction;
+  pr.iteration_s = iteration;
+  const double tokens = static_cast<double>(s.global_batch) * static_cast<double>(model_.seq_len);
+  pr.tokens_per_s = iteration > 0 ? tokens / iteration : 0;
+  const double mbs_total = static_cast<double>(s.global_batch) / static_cast<double>(s.micro_batch);
+  const double gpus = static_cast<double>(s.gpus());
+  const double model_flops = model_flops_mb * mbs_total;
+  const double hw_flops = (model_flops_mb + recompute_flops) * mbs_total;
+  pr.model_tflops_per_gpu = iteration > 0 ? model_flops / iteration / gpus / 1e12 : 0;
+  pr.hardware_tflops_per_gpu = iteration > 0 ? hw_flops / iteration / gpus / 1e12 : 0;
+  const double peak = cluster_.device.peak_flops(dtype_);
+  pr.mfu = peak > 0 ? pr.model_tflops_per_gpu * 1e12 / peak : 0;
+
+  pr.stage_memory_gib.resize(pp);
+  pr.peak_memory_gib = 0;
+  for (int p = 0; p < pp; ++p) {
+    pr.stage_memory_gib[p] = mem[p].total_bytes / kGiB;
+    pr.peak_memory_gib = std::max(pr.peak_memory_gib, pr.stage_memory_gib[p]);
+  }
+  pr.fits_memory = pr.peak_memory_gib <= cluster_.device.memory_gib;
+
+  Breakdown& bd = pr.breakdown_s;
+  double tp_q = 0;
+  for (int c = 0; c < vpp; ++c) tp_q += m * (fwd_tp[c * pp + q] + bwd_tp[c * pp + q]);
+  const double busy_q = w.busy_fwd[q] + w.busy_bwd[q];
+  bd.tp_comm = tp_q;
+  bd.compute = busy_q - tp_q;
+  const double idle_q = w.idle[q];
+  bd.pp_comm = pp > 1 ? std::min(idle_q, w.chain_p2p(q)) : 0.0;
+  bd.bubble = idle_q - bd.pp_comm;
+  bd.dp_comm = (ready[q] - w.compute_end[q]) + ag_r;
+  bd.optimizer = opt_r;
+  (void)r;
+  pr.bubble_fraction = iteration > 0 ? bd.bubble / iteration : 0;
+
+  if (timeline) {
+    for (std::size_t i = 0; i < w.num_ops(); ++i) {
+      const auto& l = w.label(i);
+      events.push_back(TimelineEvent{w.op(i).stage, "compute",
+                                     fmt::format("{} m{} c{}", l.forward ? "F" : "B", l.mb, l.chunk),
+                                     l.mb, l.chunk, w.op_start(i), w.op_end(i)});
+    }
+    for (std::size_t i = 0; i < w.num_msgs(); ++i) {
+      const auto& mi = w.msg(i);
+      const auto src = static_cast<std::size_t>(mi.src_op);
+      const auto& l = w.label(src);
+      events.push_back(TimelineEvent{w.op(src).stage, "pp_comm",
+                                     fmt::format("send {} m{}", mi.activation ? "act" : "grad", l.mb),
+                                     l.mb, l.chunk, w.msg_start(i), w.msg_end(i)});
+    }
+    std::stable_sort(events.begin(), events.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
+      return a.stage != b.stage ? a.stage < b.stage : a.start_s < b.start_s;
+    });
+    res.timeline = std::move(events);
+  }
+  return res;
+}
+
+std::vector<std::string> SimEngine::notes(const Strategy& s) {
+  const Placement& pl = placement_for(s);
+  const GroupCostTable& t = costs_for(s, pl);
+  const auto& dev = cluster_.device;
+  auto ref = [](const costmodel::Provenance& p) {
+    for (const char* k : {"ref", "url", "tool", "host"}) {
+      auto it = p.fields.find(k);
+      if (it != p.fields.end()) return it->second;
+    }
+    return std::string(p.kind.empty() ? "unspecified" : p.kind);
+  };
+  std::vector<std::string> n;
+  n.push_back(fmt::format("compute dtype {} on {} ({} peak {:.4g} TFLOP/s: {})",
+                          costmodel::to_string(dtype_), dev.name, costmodel::to_string(dtype_),
+                          dev.peak_flops(dtype_) / 1e12, ref(dev.source)));
+  if (t.gemm_measured && !t.gemm_roofline)
+    n.push_back(fmt::format("GEMM times: measured table ({})", ref(dev.gemm_source)));
+  else if (t.gemm_measured)
+    n.push_back(fmt::format("GEMM times: measured table ({}) where it covers the shape, else "
+                            "roofline at {:.0f}% of datasheet peak",
+                            ref(dev.gemm_source), dev.gemm_efficiency * 100));
+  else
+    n.push_back(fmt::format("GEMM times: roofline at {:.0f}% of datasheet peak (no measured table)",
+                            dev.gemm_efficiency * 100));
+  n.push_back(fmt::format("attention at {:.0f}% of peak, elementwise/optimizer at {:.0f}% of "
+                          "{:.0f} GB/s (datasheet)",
+                          dev.attention_efficiency * 100, dev.memory_efficiency * 100,
+                          dev.memory_bandwidth_gbps));
+  std::string links = fmt::format("intra-node {:.4g} GB/s: {}", cluster_.intra_node.bandwidth_gbps,
+                                  ref(cluster_.intra_node.source));
+  if (cluster_.nodes > 1)
+    links += fmt::format("; inter-node {:.4g} GB/s: {}", cluster_.inter_node.bandwidth_gbps,
+                         ref(cluster_.inter_node.source));
+  n.push_back(fmt::format(
+      "collectives: {} ({})",
+      (t.tp_measured ||
+       coll_.estimate(Collective::AllReduce, 64.0 * 1024 * 1024, pl.dp).source !=
+           costmodel::TimeSource::Roofline)
+          ? "measured table where available, alpha-beta otherwise"
+          : "alpha-beta model",
+      links));
+  n.push_back("memory: Korthikanti et al. 2022 activations, 18 B/param mixed-precision Adam, "
+              "reserve from the device profile");
+  return n;
+}
+
+}  // namespace detail
+
+SimulationResult simulate(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
+                          const Strategy& strategy, const SimulateOptions& options) {
+  require_valid(strategy, model);
+  if (const std::string why = detail::too_large_to_simulate(strategy); !why.empty())
+    throw InputError(why);
+  if (strategy.gpus() > cluster.total_gpus())
+    input_error("strategy uses {} GPUs (dp {} x tp {} x pp {}) but cluster {} has {} ({} nodes x "
+                "{})",
+                strategy.gpus(), strategy.dp, strategy.tp, strategy.pp, cluster.name,
+                cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
+  detail::SimEngine engine(model, cluster);
+  SimulationResult r = engine.run(strategy, options.timeline, options.stage_layers);
+  r.prediction.notes = engine.notes(strategy);
+  return r;
+}
+
+}  // namespace strata::planner

@@ -1,0 +1,178 @@
+// Strategy validation: every structural rule a layout must satisfy for a model, each
+// reported as a Violation naming the field, its value and the rule (never the first only).
+//
+// Decisions (documented here and in the rules below):
+// - sequence_parallel with tp == 1 is rejected (Megatron-LM silently turns it off; we say so
+//   instead of planning a flag that does nothing).
+// - vocab need not be divisible by tp: Megatron-LM pads the vocabulary to a multiple of
+//   128 * tp (--make-vocab-size-divisible-by); padded_vocab() gives the padded size that the
+//   vocab-parallel embedding and the cost model should use.
+// - zero is 0 or 1 (1 = distributed optimizer, ZeRO-1); higher stages are not modelled yet.
+// - vpp > 1 if and only if the schedule is interleaved; interleaved needs pp > 1 and
+//   num_microbatches % pp == 0 (Megatron-LM's rule).
+#include "planner/strategy.h"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "common/errors.h"
+
+namespace strata::planner {
+
+namespace {
+
+// Megatron-LM's default padding multiple (--make-vocab-size-divisible-by 128).
+constexpr std::int64_t kVocabPadMultiple = 128;
+
+}  // namespace
+
+bool valid_rank_order(const std::string& order) {
+  static const std::array<const char*, 6> kOrders = {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp",
+                                                     "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"};
+  return std::find_if(kOrders.begin(), kOrders.end(),
+                      [&](const char* o) { return order == o; }) != kOrders.end();
+}
+
+std::int64_t padded_vocab(std::int64_t vocab, int tp) {
+  if (vocab <= 0 || tp <= 0) return vocab;
+  const std::int64_t mult = kVocabPadMultiple * tp;
+  return (vocab + mult - 1) / mult * mult;
+}
+
+std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
+  std::vector<Violation> out;
+  auto add = [&](std::string field, std::string msg) {
+    out.push_back(Violation{std::move(field), std::move(msg)});
+  };
+
+  // Sizes.
+  const bool dp_ok = s.dp >= 1, tp_ok = s.tp >= 1, pp_ok = s.pp >= 1, vpp_ok = s.vpp >= 1;
+  if (!dp_ok) add("strategy.dp", fmt::format("strategy.dp ({}) must be >= 1", s.dp));
+  if (!tp_ok) add("strategy.tp", fmt::format("strategy.tp ({}) must be >= 1", s.tp));
+  if (!pp_ok) add("strategy.pp", fmt::format("strategy.pp ({}) must be >= 1", s.pp));
+  if (!vpp_ok) add("strategy.vpp", fmt::format("strategy.vpp ({}) must be >= 1", s.vpp));
+  const bool mb_ok = s.micro_batch >= 1, gb_ok = s.global_batch >= 1;
+  if (!mb_ok)
+    add("strategy.micro_batch",
+        fmt::format("strategy.micro_batch ({}) must be >= 1", s.micro_batch));
+  if (!gb_ok)
+    add("strategy.global_batch",
+        fmt::format("strategy.global_batch ({}) must be >= 1", s.global_batch));
+  if (s.zero != 0 && s.zero != 1)
+    add("strategy.zero",
+        fmt::format("strategy.zero ({}) must be 0 or 1 (1 = distributed optimizer)", s.zero));
+  if (!valid_rank_order(s.rank_order))
+    add("strategy.rank_order",
+        fmt::format("strategy.rank_order ('{}') must name tp, dp and pp once each, innermost "
+                    "first (e.g. tp-dp-pp)",
+                    s.rank_order));
+
+  // Tensor parallel divisibility.
+  if (tp_ok) {
+    if (m.heads > 0 && m.heads % s.tp != 0)
+      add("strategy.tp", fmt::format("strategy.tp ({}) must divide model.heads ({})", s.tp, m.heads));
+    if (m.kv_heads > 0 && m.kv_heads % s.tp != 0)
+      add("strategy.tp",
+          fmt::format("strategy.tp ({}) must divide model.kv_heads ({})", s.tp, m.kv_heads));
+    if (m.hidden > 0 && m.hidden % s.tp != 0)
+      add("strategy.tp",
+          fmt::format("strategy.tp ({}) must divide model.hidden ({})", s.tp, m.hidden));
+    if (m.ffn > 0 && m.ffn % s.tp != 0)
+      add("strategy.tp", fmt::format("strategy.tp ({}) must divide model.ffn ({})", s.tp, m.ffn));
+    if (s.sequence_parallel && s.tp == 1)
+      add("strategy.sequence_parallel",
+          "strategy.sequence_parallel (true) requires strategy.tp > 1 (it shards activations "
+          "over the tensor-parallel group)");
+    if (s.sequence_parallel && m.seq_len > 0 && m.seq_len % s.tp != 0)
+      add("strategy.sequence_parallel",
+          fmt::format("strategy.sequence_parallel needs strategy.tp ({}) to divide "
+                      "model.seq_len ({})",
+                      s.tp, m.seq_len));
+  }
+
+  // Batch: global = micro_batch * dp * num_microbatches.
+  if (mb_ok && gb_ok && dp_ok) {
+    __int128 per_step = static_cast<__int128>(s.micro_batch) * s.dp;
+    if (per_step > s.global_batch || s.global_batch % static_cast<std::int64_t>(per_step) != 0)
+      add("strategy.global_batch",
+          fmt::format("strategy.global_batch ({}) must be divisible by strategy.micro_batch ({}) "
+                      "x strategy.dp ({})",
+                      s.global_batch, s.micro_batch, s.dp));
+  }
+
+  // Pipeline.
+  if (pp_ok && vpp_ok && m.layers > 0) {
+    __int128 stages = static_cast<__int128>(s.pp) * s.vpp;
+    if (stages > m.layers)
+      add("strategy.pp",
+          fmt::format("model.layers ({}) must be >= strategy.pp ({}) x strategy.vpp ({})",
+                      m.layers, s.pp, s.vpp));
+  }
+  const bool interleaved = s.schedule == ScheduleKind::Interleaved;
+  if (vpp_ok && s.vpp > 1 && !interleaved)
+    add("strategy.vpp",
+        fmt::format("strategy.vpp ({}) > 1 requires strategy.schedule interleaved (got {})", s.vpp,
+                    to_string(s.schedule)));
+  if (interleaved) {
+    if (vpp_ok && s.vpp == 1)
+      add("strategy.vpp", "strategy.schedule interleaved requires strategy.vpp > 1 (got 1)");
+    if (pp_ok && s.pp == 1)
+      add("strategy.pp", "strategy.schedule interleaved requires strategy.pp > 1 (got 1)");
+    if (pp_ok && mb_ok && gb_ok && dp_ok && s.pp > 1) {
+      std::int64_t per_step = s.micro_batch * s.dp;
+      if (per_step > 0 && s.global_batch % per_step == 0) {
+        std::int64_t nmb = s.global_batch / per_step;
+        if (nmb % s.pp != 0)
+          add("strategy.schedule",
+              fmt::format("strategy.schedule interleaved needs the number of micro-batches ({} = "
+                          "global_batch / (micro_batch x dp)) to be a multiple of strategy.pp ({})",
+                          nmb, s.pp));
+      }
+    }
+  }
+  return out;
+}
+
+void require_valid(const Strategy& s, const models::ModelSpec& m) {
+  auto v = validate(s, m);
+  if (v.empty()) return;
+  std::string msg;
+  for (const auto& x : v) msg += (msg.empty() ? "" : "; ") + x.message;
+  throw InputError(msg);
+}
+
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::None: return "none";
+    case Recompute::Selective: return "selective";
+    case Recompute::Full: return "full";
+  }
+  return "?";
+}
+
+const char* to_string(ScheduleKind k) {
+  switch (k) {
+    case ScheduleKind::GPipe: return "gpipe";
+    case ScheduleKind::OneFOneB: return "1f1b";
+    case ScheduleKind::Interleaved: return "interleaved";
+  }
+  return "?";
+}
+
+Recompute recompute_from_string(const std::string& s) {
+  if (s == "none") return Recompute::None;
+  if (s == "selective") return Recompute::Selective;
+  if (s == "full") return Recompute::Full;
+  input_error("recompute '{}' is not one of: none, selective, full", s);
+}
+
+ScheduleKind schedule_from_string(const std::string& s) {
+  if (s == "gpipe") return ScheduleKind::GPipe;
+  if (s == "1f1b") return ScheduleKind::OneFOneB;
+  if (s == "interleaved") return ScheduleKind::Interleaved;
+  input_error("schedule '{}' is not one of: gpipe, 1f1b, interleaved", s);
+}
+
+}  // namespace strata::planner

@@ -1,0 +1,63 @@
+// ModelChunk: the layers of one virtual pipeline stage (a plan's stage_layers[v]):
+// optionally the embedding (layer group 0), a run of transformer blocks (groups 1..L),
+// optionally the final norm + LM head + loss (group L+1). One forward/backward per
+// micro-batch; the pipeline executor moves activations (Nl, C) between chunks.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "runtime/language_model_head.h"
+#include "runtime/model_dims.h"
+#include "runtime/parameter_store.h"
+#include "runtime/transformer_block.h"
+#include "runtime/vocab_parallel_embedding.h"
+
+namespace strata::runtime {
+
+struct ChunkLayout {
+  bool embedding = false;
+  std::vector<int> blocks;  // 0-based block indices (= plan layer group - 1)
+  bool head = false;
+};
+
+// From a plan's layer groups (0 = embedding, 1..L blocks, L+1 head); InputError on a
+// group outside 0..L+1.
+ChunkLayout chunk_layout(const std::vector<int>& layer_groups, int layers);
+
+template <typename T>
+struct ChunkActivations {
+  std::vector<std::int32_t> tokens;           // embedding input (B*S)
+  std::vector<BlockActivations<T>> blocks;
+  HeadActivations<T> head;
+};
+
+template <typename T>
+class ModelChunk {
+ public:
+  static std::vector<ParamSpec> param_specs(const ModelDims& d, const ChunkLayout& layout);
+  ModelChunk(const ModelDims& d, const ChunkLayout& layout, ParameterStore<T>& store,
+             const TpGroup& tp);
+
+  // Forward of one micro-batch. Input: `tokens` (B*S) when the chunk has the embedding,
+  // else x_in (Nl, C). Output: the loss contribution (sum of token losses * token_weight)
+  // when it has the head, else x_out (Nl, C) and 0.
+  double forward(ChunkActivations<T>& acts, const std::int32_t* tokens,
+                 const std::int32_t* targets, const T* x_in, T* x_out, T token_weight) const;
+  // Backward: dx_out (Nl, C) unless the chunk has the head; writes dx_in (Nl, C) unless it
+  // has the embedding. Accumulates parameter gradients and releases `acts`.
+  void backward(ChunkActivations<T>& acts, const T* dx_out, T* dx_in) const;
+
+  const ChunkLayout& layout() const { return layout_; }
+  std::size_t activation_size() const { return d_.local_rows() * d_.hidden; }  // Nl * C
+
+ private:
+  ModelDims d_;
+  ChunkLayout layout_;
+  std::optional<VocabParallelEmbedding<T>> embedding_;
+  std::vector<TransformerBlock<T>> blocks_;
+  std::optional<LanguageModelHead<T>> head_;
+};
+
+}  // namespace strata::runtime

@@ -1,0 +1,49 @@
+#include "runtime/model_dims.h"
+
+#include <algorithm>
+
+#include "common/errors.h"
+
+namespace strata::runtime {
+
+ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
+                          int tp_rank, bool sequence_parallel, planner::Recompute recompute) {
+  if (tp < 1) input_error("strategy.tp ({}) must be >= 1", tp);
+  if (micro_batch < 1) input_error("strategy.micro_batch ({}) must be >= 1", micro_batch);
+  if (spec.heads <= 0 || spec.hidden % spec.heads != 0)
+    input_error("model.hidden ({}) must be divisible by model.heads ({})", spec.hidden, spec.heads);
+  const std::int64_t kv = spec.kv_heads > 0 ? spec.kv_heads : spec.heads;
+  if (spec.heads % kv != 0)
+    input_error("model.kv_heads ({}) must divide model.heads ({})", kv, spec.heads);
+  if (spec.heads % tp != 0) input_error("strategy.tp ({}) must divide model.heads ({})", tp, spec.heads);
+  if (kv % tp != 0) input_error("strategy.tp ({}) must divide model.kv_heads ({})", tp, kv);
+  if (spec.ffn % tp != 0) input_error("strategy.tp ({}) must divide model.ffn ({})", tp, spec.ffn);
+  if (spec.positions == models::Positions::Rope && spec.head_dim() % 2 != 0)
+    input_error("model head_dim ({} = hidden / heads) must be even for rope positions",
+                spec.head_dim());
+  if (sequence_parallel && (micro_batch * spec.seq_len) % tp != 0)
+    input_error("strategy.sequence_parallel needs strategy.tp ({}) to divide the tokens of a "
+                "micro-batch ({})", tp, micro_batch * spec.seq_len);
+  ModelDims d;
+  d.spec = spec;
+  d.spec.kv_heads = kv;
+  d.batch = static_cast<std::size_t>(micro_batch);
+  d.seq = static_cast<std::size_t>(spec.seq_len);
+  d.hidden = static_cast<std::size_t>(spec.hidden);
+  d.heads = static_cast<std::size_t>(spec.heads);
+  d.kv_heads = static_cast<std::size_t>(kv);
+  d.head_dim = static_cast<std::size_t>(spec.head_dim());
+  d.ffn = static_cast<std::size_t>(spec.ffn);
+  d.vocab = static_cast<std::size_t>(spec.vocab);
+  d.layers = static_cast<std::size_t>(spec.layers);
+  d.tp = tp;
+  d.tp_rank = tp_rank;
+  d.sequence_parallel = sequence_parallel && tp > 1;
+  d.recompute = recompute;
+  const std::int64_t per_rank = planner::padded_vocab(spec.vocab, tp) / tp;
+  d.vocab_begin = std::min<std::int64_t>(spec.vocab, per_rank * tp_rank);
+  d.vocab_local = std::clamp<std::int64_t>(spec.vocab - per_rank * tp_rank, 0, per_rank);
+  return d;
+}
+
+}  // namespace strata::runtime

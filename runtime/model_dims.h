@@ -1,0 +1,47 @@
+// ModelDims: the sizes one tensor-parallel rank works with for one micro-batch, derived
+// from the model spec and the strategy. Full sizes (hidden, heads, ...) and this rank's
+// shards (heads_local, ffn_local, the vocabulary rows [vocab_begin, +vocab_local)).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "models/model_spec.h"
+#include "planner/strategy.h"
+
+namespace strata::runtime {
+
+struct ModelDims {
+  models::ModelSpec spec;
+  std::size_t batch = 1;     // sequences per micro-batch
+  std::size_t seq = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
+  std::size_t layers = 0;
+  int tp = 1, tp_rank = 0;
+  bool sequence_parallel = false;
+  planner::Recompute recompute = planner::Recompute::None;
+  // Vocabulary shard (Megatron pads the vocabulary to planner::padded_vocab(vocab, tp) and
+  // gives each rank padded/tp rows; rows past the real vocabulary are not materialized).
+  std::int64_t vocab_begin = 0, vocab_local = 0;
+
+  std::size_t heads_local() const { return heads / tp; }
+  std::size_t kv_heads_local() const { return kv_heads / tp; }
+  std::size_t ffn_local() const { return ffn / tp; }
+  std::size_t q_width_local() const { return heads_local() * head_dim; }
+  std::size_t kv_width_local() const { return kv_heads_local() * head_dim; }
+  std::size_t qkv_width_local() const { return q_width_local() + 2 * kv_width_local(); }
+  std::size_t rows() const { return batch * seq; }  // tokens of the micro-batch
+  // Token rows this rank holds outside the column/row-parallel regions.
+  std::size_t local_rows() const { return sequence_parallel ? rows() / tp : rows(); }
+  bool has_bias() const { return models::has_bias(spec); }
+  bool layernorm() const { return spec.norm == models::Norm::LayerNorm; }
+  bool gelu() const { return spec.activation == models::Activation::Gelu; }
+  bool rope() const { return spec.positions == models::Positions::Rope; }
+  bool learned_positions() const { return spec.positions == models::Positions::Learned; }
+  bool tied() const { return spec.tied_embeddings; }
+};
+
+// InputError when the model cannot be split this way (heads, kv_heads, ffn, hidden not
+// divisible by tp; odd head_dim with RoPE; tokens not divisible by tp with SP).
+ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
+                          int tp_rank, bool sequence_parallel, planner::Recompute recompute);
+
+}  // namespace strata::runtime

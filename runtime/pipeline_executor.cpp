@@ -1,0 +1,97 @@
+#include "runtime/pipeline_executor.h"
+
+#include <fmt/format.h>
+
+#include "common/errors.h"
+
+namespace strata::runtime {
+
+PipelineExecutor::PipelineExecutor(std::vector<ModelChunk<float>*> chunks,
+                                   kernels::Communicator* pp_comm)
+    : chunks_(std::move(chunks)), pp_(pp_comm) {}
+
+namespace {
+
+std::vector<float> take(std::map<std::pair<int, int>, std::vector<float>>& m, std::pair<int, int> key,
+                        const char* what) {
+  auto it = m.find(key);
+  STRATA_CHECK(it != m.end(), "pipeline: no {} for micro-batch {} chunk {}", what, key.first, key.second);
+  std::vector<float> v = std::move(it->second);
+  m.erase(it);
+  return v;
+}
+
+}  // namespace
+
+double PipelineExecutor::run(const std::vector<planner::ScheduleStep>& steps,
+                             const MicroBatchFn& data, float token_weight) {
+  double loss = 0;
+  std::vector<std::int32_t> tokens, targets;
+  for (const planner::ScheduleStep& s : steps) {
+    STRATA_CHECK(s.chunk >= 0 && static_cast<std::size_t>(s.chunk) < chunks_.size(),
+                 "schedule names chunk {} of {}", s.chunk, chunks_.size());
+    ModelChunk<float>& chunk = *chunks_[static_cast<std::size_t>(s.chunk)];
+    const Key key{s.microbatch, s.chunk};
+    const std::size_t n = chunk.activation_size();
+    switch (s.kind) {
+      case planner::StepKind::RecvActivation: {
+        STRATA_CHECK(pp_ != nullptr, "pipeline receive without a pipeline group");
+        std::vector<float> buf(n);
+        pp_->recv(buf.data(), n, s.peer_stage);
+        inputs_[key] = std::move(buf);
+        break;
+      }
+      case planner::StepKind::Forward: {
+        const ChunkLayout& l = chunk.layout();
+        if (l.embedding || l.head) data(s.microbatch, tokens, targets);
+        std::vector<float> in;
+        if (!l.embedding) in = take(inputs_, key, "received activation");
+        std::vector<float> out(l.head ? 0 : n);
+        loss += chunk.forward(acts_[key], tokens.data(), targets.data(), in.data(), out.data(),
+                              token_weight);
+        if (!l.head) outputs_[key] = std::move(out);
+        break;
+      }
+      case planner::StepKind::SendActivation: {
+        STRATA_CHECK(pp_ != nullptr, "pipeline send without a pipeline group");
+        std::vector<float> out = take(outputs_, key, "activation to send");
+        pp_->send(out.data(), out.size(), s.peer_stage);
+        break;
+      }
+      case planner::StepKind::RecvGrad: {
+        STRATA_CHECK(pp_ != nullptr, "pipeline receive without a pipeline group");
+        std::vector<float> buf(n);
+        pp_->recv(buf.data(), n, s.peer_stage);
+        grad_outputs_[key] = std::move(buf);
+        break;
+      }
+      case planner::StepKind::Backward: {
+        const ChunkLayout& l = chunk.layout();
+        std::vector<float> dout;
+        if (!l.head) dout = take(grad_outputs_, key, "received gradient");
+        std::vector<float> din(l.embedding ? 0 : n);
+        auto it = acts_.find(key);
+        STRATA_CHECK(it != acts_.end(), "backward of micro-batch {} chunk {} before its forward",
+                     s.microbatch, s.chunk);
+        chunk.backward(it->second, dout.data(), din.data());
+        acts_.erase(it);
+        if (!l.embedding) grad_inputs_[key] = std::move(din);
+        break;
+      }
+      case planner::StepKind::SendGrad: {
+        STRATA_CHECK(pp_ != nullptr, "pipeline send without a pipeline group");
+        std::vector<float> g = take(grad_inputs_, key, "gradient to send");
+        pp_->send(g.data(), g.size(), s.peer_stage);
+        break;
+      }
+    }
+  }
+  // Outputs whose next stage is on this rank never appear (pp == 1 has one chunk holding
+  // the whole model); anything left is a schedule bug.
+  STRATA_CHECK(inputs_.empty() && outputs_.empty() && grad_outputs_.empty() &&
+                   grad_inputs_.empty() && acts_.empty(),
+               "pipeline step list left unconsumed buffers");
+  return loss;
+}
+
+}  // namespace strata::runtime

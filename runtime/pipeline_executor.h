@@ -1,0 +1,42 @@
+// PipelineExecutor: runs one training step's forward and backward passes on this
+// pipeline rank by walking the step list of planner::build_schedule (GPipe, 1F1B or
+// interleaved 1F1B) -- the same list the simulator times. Activations and gradients
+// (Nl x C floats per micro-batch) move with blocking send/recv on the pipeline group,
+// whose rank i is pipeline stage i.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "planner/schedule.h"
+#include "runtime/model_chunk.h"
+
+namespace strata::runtime {
+
+// tokens and targets (micro_batch * seq each) of micro-batch `mb` of this step.
+using MicroBatchFn = std::function<void(int mb, std::vector<std::int32_t>& tokens,
+                                        std::vector<std::int32_t>& targets)>;
+
+class PipelineExecutor {
+ public:
+  // chunks[c] = model chunk c of this rank (virtual stage c * pp + stage). `pp_comm` may
+  // be null when pp == 1.
+  PipelineExecutor(std::vector<ModelChunk<float>*> chunks, kernels::Communicator* pp_comm);
+
+  // Executes `steps`; returns the sum of the loss contributions computed here (non-zero
+  // only on the rank holding the head). Gradients accumulate into the parameter store.
+  double run(const std::vector<planner::ScheduleStep>& steps, const MicroBatchFn& data,
+             float token_weight);
+
+ private:
+  using Key = std::pair<int, int>;  // (micro-batch, chunk)
+  std::vector<ModelChunk<float>*> chunks_;
+  kernels::Communicator* pp_;
+  std::map<Key, std::vector<float>> inputs_, outputs_, grad_outputs_, grad_inputs_;
+  std::map<Key, ChunkActivations<float>> acts_;
+};
+
+}  // namespace strata::runtime

@@ -1,0 +1,35 @@
+#include "runtime/process_grid.h"
+
+#include <fmt/format.h>
+
+#include "common/errors.h"
+
+namespace strata::runtime {
+
+ProcessGrid::ProcessGrid(const costmodel::RankGrid& grid) : grid_(grid) {
+  world_ = kernels::MpiCommunicator::world();
+  const int world_size = world_->size();
+  if (world_size != grid.world_size())
+    input_error("the plan needs dp x tp x pp = {} x {} x {} = {} ranks but MPI started {} (run "
+                "`mpirun -np {} strata train ...`)",
+                grid.dp(), grid.tp(), grid.pp(), grid.world_size(), world_size, grid.world_size());
+  world_rank_ = world_->rank();
+  coords_ = grid.coords(world_rank_);
+  // MPI_Comm_split is collective over the world: every rank creates every axis in the
+  // same order.
+  tp_ = kernels::MpiCommunicator::from_groups(grid.all_groups(costmodel::Axis::Tp));
+  pp_ = kernels::MpiCommunicator::from_groups(grid.all_groups(costmodel::Axis::Pp));
+  dp_ = kernels::MpiCommunicator::from_groups(grid.all_groups(costmodel::Axis::Dp));
+  std::vector<std::vector<int>> embedding_groups;
+  if (grid.pp() > 1)
+    for (int d = 0; d < grid.dp(); ++d)
+      for (int t = 0; t < grid.tp(); ++t)
+        embedding_groups.push_back({grid.rank({d, t, 0}), grid.rank({d, t, grid.pp() - 1})});
+  embedding_ = kernels::MpiCommunicator::from_groups(embedding_groups);
+  STRATA_CHECK(tp_ && pp_ && dp_, "rank {} is missing from an axis group", world_rank_);
+  STRATA_CHECK(tp_->rank() == coords_.tp && tp_->size() == grid.tp(), "tp group order");
+  STRATA_CHECK(pp_->rank() == coords_.pp && pp_->size() == grid.pp(), "pp group order");
+  STRATA_CHECK(dp_->rank() == coords_.dp && dp_->size() == grid.dp(), "dp group order");
+}
+
+}  // namespace strata::runtime

@@ -1,0 +1,43 @@
+// ProcessGrid: this rank's place in the plan's (dp, tp, pp) grid and one communicator
+// per axis, created from the pure RankGrid arithmetic (costmodel/rank_grid.h) so the
+// runtime and the cost model agree on which world ranks form each group (lesson 2).
+// Also the embedding group (first and last pipeline stage of each (dp, tp)), which
+// all-reduces the gradient of a tied embedding held by both.
+#pragma once
+#include <memory>
+
+#include "costmodel/rank_grid.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/mpi_communicator.h"
+
+namespace strata::runtime {
+
+class ProcessGrid {
+ public:
+  // Collective over MPI_COMM_WORLD (MPI must be initialized). Throws InputError on every
+  // rank when the world size differs from grid.world_size().
+  explicit ProcessGrid(const costmodel::RankGrid& grid);
+
+  const costmodel::RankGrid& grid() const { return grid_; }
+  costmodel::RankCoords coords() const { return coords_; }
+  int world_rank() const { return world_rank_; }
+  int world_size() const { return grid_.world_size(); }
+  bool first_stage() const { return coords_.pp == 0; }
+  bool last_stage() const { return coords_.pp == grid_.pp() - 1; }
+
+  kernels::Communicator& world() { return *world_; }
+  kernels::Communicator& tp() { return *tp_; }   // rank in group = coords().tp
+  kernels::Communicator& pp() { return *pp_; }   // rank in group = coords().pp (the stage)
+  kernels::Communicator& dp() { return *dp_; }   // rank in group = coords().dp
+  // {first stage, last stage} of this (dp, tp) when pp > 1 and this rank is one of them;
+  // null otherwise.
+  kernels::Communicator* embedding() { return embedding_.get(); }
+
+ private:
+  costmodel::RankGrid grid_;
+  int world_rank_ = 0;
+  costmodel::RankCoords coords_;
+  std::unique_ptr<kernels::MpiCommunicator> world_, tp_, pp_, dp_, embedding_;
+};
+
+}  // namespace strata::runtime

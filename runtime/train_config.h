@@ -1,0 +1,25 @@
+// TrainConfig: everything about a training run that is not the plan (the plan fixes the
+// model and the layout): steps, seed, optimizer hyperparameters, data source, checkpoints.
+// Set by `strata train` flags.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "runtime/adamw.h"
+#include "runtime/data_loader.h"
+
+namespace strata::runtime {
+
+struct TrainConfig {
+  std::int64_t steps = 10;
+  std::uint64_t seed = 1234;       // weights and synthetic data
+  AdamWConfig adamw;
+  double grad_clip = 1.0;          // global L2 norm; 0 = off
+  DataKind data = DataKind::Synthetic;
+  std::string data_path;           // token file or text file
+  std::string checkpoint_dir;
+  std::int64_t checkpoint_every = 0;  // 0 = only at the end when a directory is given
+  bool resume = false;
+};
+
+}  // namespace strata::runtime

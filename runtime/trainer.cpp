@@ -1,0 +1,229 @@
+#include "runtime/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/errors.h"
+#include "runtime/matmul.h"
+
+namespace strata::runtime {
+
+namespace {
+
+std::string stage_layers_string(const std::vector<std::vector<int>>& s) {
+  std::string out;
+  for (const auto& v : s) {
+    out += out.empty() ? "[" : ",[";
+    out += fmt::format("{}", fmt::join(v, ","));
+    out += "]";
+  }
+  return out;
+}
+
+}  // namespace
+
+Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid& grid)
+    : plan_(plan), cfg_(cfg), grid_(grid) {
+  const planner::Strategy& s = plan.strategy;
+  planner::require_valid(s, plan.model);
+  const auto coords = grid.coords();
+  if (cfg.steps < 0) input_error("--steps ({}) must be >= 0", cfg.steps);
+  const int virtual_stages = s.pp * s.vpp;
+  if (static_cast<int>(plan.stage_layers.size()) != virtual_stages)
+    input_error("plan stage_layers has {} entries but strategy.pp x strategy.vpp = {}",
+                plan.stage_layers.size(), virtual_stages);
+
+  dims_ = make_model_dims(plan.model, s.micro_batch, s.tp, coords.tp, s.sequence_parallel,
+                          s.recompute);
+  tp_ = TpGroup{s.tp > 1 ? &grid.tp() : nullptr, s.tp, coords.tp, dims_.sequence_parallel};
+  const int layers = static_cast<int>(plan.model.layers);
+
+  // This rank's chunks: virtual stages c * pp + stage.
+  std::vector<ChunkLayout> layouts;
+  for (int c = 0; c < s.vpp; ++c) {
+    const auto v = static_cast<std::size_t>(c * s.pp + coords.pp);
+    layouts.push_back(chunk_layout(plan.stage_layers[v], layers));
+    holds_embedding_ |= layouts.back().embedding;
+    holds_head_ |= layouts.back().head;
+    for (const auto& spec : ModelChunk<float>::param_specs(dims_, layouts.back())) store_.add(spec);
+  }
+  store_.finalize(s.zero == 1 ? static_cast<std::size_t>(s.dp) : 1);
+  store_.init(cfg.seed);
+  std::vector<ModelChunk<float>*> raw;
+  for (const auto& l : layouts) {
+    chunks_.push_back(std::make_unique<ModelChunk<float>>(dims_, l, store_, tp_));
+    raw.push_back(chunks_.back().get());
+  }
+  executor_ = std::make_unique<PipelineExecutor>(raw, s.pp > 1 ? &grid.pp() : nullptr);
+  optimizer_ = std::make_unique<DistributedOptimizer>(store_, s.dp > 1 ? &grid.dp() : nullptr,
+                                                      s.zero, cfg.adamw);
+  schedule_ = planner::build_schedule(s.schedule, s.pp, coords.pp,
+                                      static_cast<int>(s.num_microbatches()), s.vpp);
+
+  // Every parameter of the model in a fixed order (names do not depend on the TP rank).
+  std::set<std::string> seen;
+  for (int v = 0; v < virtual_stages; ++v)
+    for (const auto& spec : ModelChunk<float>::param_specs(
+             dims_, chunk_layout(plan.stage_layers[static_cast<std::size_t>(v)], layers)))
+      if (seen.insert(spec.name).second) global_names_.push_back(spec.name);
+
+  switch (cfg.data) {
+    case DataKind::Synthetic:
+      data_ = std::make_unique<DataLoader>(DataLoader::synthetic(plan.model.vocab, plan.model.seq_len, cfg.seed));
+      break;
+    case DataKind::TokenFile:
+      data_ = std::make_unique<DataLoader>(DataLoader::token_file(cfg.data_path, plan.model.vocab, plan.model.seq_len, cfg.seed));
+      break;
+    case DataKind::TextFile:
+      data_ = std::make_unique<DataLoader>(DataLoader::text_file(cfg.data_path, plan.model.vocab, plan.model.seq_len, cfg.seed));
+      break;
+  }
+}
+
+Trainer::~Trainer() = default;
+
+std::int64_t Trainer::tokens_per_step() const {
+  return plan_.strategy.global_batch * plan_.model.seq_len;
+}
+
+void Trainer::sync_model_parallel_grads() {
+  // Sequence parallelism: replicated parameters fed by this rank's tokens only.
+  if (dims_.sequence_parallel) {
+    std::vector<float> packed;
+    for (const auto& e : store_.entries())
+      if (e.spec.sp_partial_grad)
+        packed.insert(packed.end(), store_.grads().begin() + static_cast<std::ptrdiff_t>(e.offset),
+                      store_.grads().begin() + static_cast<std::ptrdiff_t>(e.offset + e.numel));
+    tp::all_reduce_sum(tp_, packed.data(), packed.size());
+    std::size_t at = 0;
+    for (const auto& e : store_.entries())
+      if (e.spec.sp_partial_grad) {
+        std::copy_n(packed.begin() + static_cast<std::ptrdiff_t>(at), e.numel,
+                    store_.grads().begin() + static_cast<std::ptrdiff_t>(e.offset));
+        at += e.numel;
+      }
+  }
+  // Tied embeddings across pipeline stages: the first stage's lookup gradient and the
+  // last stage's LM-head gradient are two halves of one parameter's gradient.
+  if (dims_.tied() && grid_.embedding() != nullptr && store_.contains("embedding.wte")) {
+    const auto& e = store_.entry("embedding.wte");
+    grid_.embedding()->all_reduce_sum(store_.grad("embedding.wte"), e.numel);
+  }
+}
+
+StepStats Trainer::train_step() {
+  const auto t0 = std::chrono::steady_clock::now();
+  gemm_counter() = GemmCounter{};
+  const planner::Strategy& s = plan_.strategy;
+  const auto coords = grid_.coords();
+  const auto S = static_cast<std::size_t>(plan_.model.seq_len);
+  const std::int64_t per_dp = s.global_batch / s.dp;
+  const std::int64_t first_sample = step_ * s.global_batch + coords.dp * per_dp;
+
+  store_.zero_grads();
+  const MicroBatchFn data = [&](int mb, std::vector<std::int32_t>& tokens,
+                                std::vector<std::int32_t>& targets) {
+    const auto B = static_cast<std::size_t>(s.micro_batch);
+    tokens.resize(B * S);
+    targets.resize(B * S);
+    for (std::size_t i = 0; i < B; ++i)
+      data_->sample(first_sample + mb * s.micro_batch + static_cast<std::int64_t>(i),
+                    tokens.data() + i * S, targets.data() + i * S);
+  };
+  const float token_weight = 1.0f / static_cast<float>(tokens_per_step());
+  const double local_loss = executor_->run(schedule_, data, token_weight);
+
+  sync_model_parallel_grads();
+  optimizer_->reduce_gradients();
+
+  // Squared norm of every parameter's full gradient: each part counted once (TP shards
+  // by every TP rank, replicated parameters by TP rank 0; DP copies by DP rank 0 or, with
+  // ZeRO-1, each shard by its owner; the tied copy on the last stage not at all), plus
+  // the loss in the last slot (summed over DP from the head-holding TP rank 0).
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < global_names_.size(); ++i) index[global_names_[i]] = i;
+  std::vector<float> sums(global_names_.size() + 1, 0.0f);
+  const bool count_dp = s.zero == 1 || coords.dp == 0;
+  for (const auto& e : store_.entries()) {
+    if (e.spec.name == "embedding.wte" && !holds_embedding_) continue;
+    if (!count_dp || (!e.spec.tp_sharded && coords.tp != 0)) continue;
+    const std::size_t lo = std::max(optimizer_->owned_begin(), e.offset);
+    const std::size_t hi = std::min(optimizer_->owned_end(), e.offset + e.numel);
+    double acc = 0;
+    for (std::size_t i = lo; i < hi; ++i) acc += static_cast<double>(store_.grads()[i]) * store_.grads()[i];
+    sums[index.at(e.spec.name)] += static_cast<float>(acc);
+  }
+  if (holds_head_ && coords.tp == 0) sums.back() = static_cast<float>(local_loss);
+  grid_.world().all_reduce_sum(sums.data(), sums.size());
+  double total = 0;
+  norms_.clear();
+  for (std::size_t i = 0; i < global_names_.size(); ++i) {
+    total += sums[i];
+    norms_.emplace_back(global_names_[i], std::sqrt(static_cast<double>(sums[i])));
+  }
+  const double grad_norm = std::sqrt(total);
+  float scale = 1.0f;
+  if (cfg_.grad_clip > 0 && grad_norm > cfg_.grad_clip)
+    scale = static_cast<float>(cfg_.grad_clip / (grad_norm + 1e-6));
+  optimizer_->step(step_ + 1, scale);
+  ++step_;
+
+  const auto t1 = std::chrono::steady_clock::now();
+  StepStats st;
+  st.step = step_;
+  st.loss = sums.back();
+  st.grad_norm = grad_norm;
+  st.step_s = std::chrono::duration<double>(t1 - t0).count();
+  st.tokens_per_s = st.step_s > 0 ? static_cast<double>(tokens_per_step()) / st.step_s : 0;
+  st.gemm_s = gemm_counter().seconds;
+  return st;
+}
+
+CheckpointIdentity Trainer::identity() const {
+  const planner::Strategy& s = plan_.strategy;
+  return {
+      {"model", models::to_yaml(plan_.model)},
+      {"dp", std::to_string(s.dp)},
+      {"tp", std::to_string(s.tp)},
+      {"pp", std::to_string(s.pp)},
+      {"vpp", std::to_string(s.vpp)},
+      {"zero", std::to_string(s.zero)},
+      {"rank_order", s.rank_order},
+      {"stage_layers", stage_layers_string(plan_.stage_layers)},
+      {"global_batch", std::to_string(s.global_batch)},
+      {"seed", std::to_string(cfg_.seed)},
+      {"world_size", std::to_string(grid_.world_size())},
+  };
+}
+
+void Trainer::save_checkpoint() {
+  CheckpointShard shard;
+  shard.step = step_;
+  shard.params = store_.params();
+  shard.exp_avg = optimizer_->exp_avg();
+  shard.exp_avg_sq = optimizer_->exp_avg_sq();
+  write_checkpoint(grid_.world(), cfg_.checkpoint_dir, identity(), shard);
+}
+
+std::int64_t Trainer::resume() {
+  const auto latest = latest_checkpoint(cfg_.checkpoint_dir);
+  if (!latest)
+    input_error("--resume: no complete checkpoint (a step_* folder with manifest.json) in "
+                "--checkpoint-dir {}", cfg_.checkpoint_dir);
+  CheckpointShard shard = read_checkpoint(grid_.world(), cfg_.checkpoint_dir, *latest, identity(),
+                                          store_.params().size(), optimizer_->exp_avg().size());
+  // copy into the existing buffers: the model chunks point into them
+  std::copy(shard.params.begin(), shard.params.end(), store_.params().begin());
+  std::copy(shard.exp_avg.begin(), shard.exp_avg.end(), optimizer_->exp_avg().begin());
+  std::copy(shard.exp_avg_sq.begin(), shard.exp_avg_sq.end(), optimizer_->exp_avg_sq().begin());
+  step_ = shard.step;
+  return step_;
+}
+
+}  // namespace strata::runtime

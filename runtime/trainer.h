@@ -1,0 +1,81 @@
+// Trainer: one rank's share of training a plan. Builds the model chunks this rank holds
+// (its pipeline stage's virtual stages, its tensor-parallel shard), the data loader,
+// the pipeline executor and the optimizer; train_step() runs one global batch:
+//   pipeline forward/backward over the micro-batches (planner schedule)
+//   -> TP all-reduce of sequence-parallel partial gradients
+//   -> embedding-group all-reduce of the tied embedding (first + last stage)
+//   -> DP reduction (all-reduce, or reduce-scatter with ZeRO-1)
+//   -> global gradient norm (one all-reduce over the world, also carrying the loss)
+//   -> clipping + AdamW (+ all-gather of parameters with ZeRO-1).
+// Every rank returns the same StepStats.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "planner/plan.h"
+#include "runtime/checkpoint.h"
+#include "runtime/data_loader.h"
+#include "runtime/distributed_optimizer.h"
+#include "runtime/model_chunk.h"
+#include "runtime/model_dims.h"
+#include "runtime/parameter_store.h"
+#include "runtime/pipeline_executor.h"
+#include "runtime/process_grid.h"
+#include "runtime/train_config.h"
+
+namespace strata::runtime {
+
+struct StepStats {
+  std::int64_t step = 0;        // 1-based number of the step just completed
+  double loss = 0;              // mean token loss over the global batch
+  double grad_norm = 0;         // global L2 norm before clipping
+  double step_s = 0;            // wall time on this rank
+  double tokens_per_s = 0;      // global batch tokens / step_s
+  double gemm_s = 0;            // time in GEMMs on this rank
+};
+
+class Trainer {
+ public:
+  // InputError (on every rank alike) for a plan the runtime cannot run or bad data.
+  Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid& grid);
+  ~Trainer();
+
+  StepStats train_step();
+  std::int64_t step() const { return step_; }  // steps completed
+
+  // Collective. Writes the checkpoint of the current step under cfg.checkpoint_dir.
+  void save_checkpoint();
+  // Collective. Loads the latest complete checkpoint under cfg.checkpoint_dir; InputError
+  // when there is none or it does not match. Returns its step.
+  std::int64_t resume();
+
+  // Per-parameter gradient L2 norms of the last step (full tensors, whole model), in a
+  // fixed order; the same on every rank and for every layout.
+  const std::vector<std::pair<std::string, double>>& param_grad_norms() const { return norms_; }
+  std::int64_t tokens_per_step() const;
+
+ private:
+  void sync_model_parallel_grads();
+  CheckpointIdentity identity() const;
+
+  planner::Plan plan_;
+  TrainConfig cfg_;
+  ProcessGrid& grid_;
+  ModelDims dims_;
+  TpGroup tp_;
+  ParameterStore<float> store_;
+  std::vector<std::unique_ptr<ModelChunk<float>>> chunks_;
+  std::unique_ptr<PipelineExecutor> executor_;
+  std::unique_ptr<DistributedOptimizer> optimizer_;
+  std::unique_ptr<DataLoader> data_;
+  std::vector<planner::ScheduleStep> schedule_;
+  bool holds_embedding_ = false, holds_head_ = false;
+  std::vector<std::string> global_names_;   // every parameter of the model, fixed order
+  std::vector<std::pair<std::string, double>> norms_;
+  std::int64_t step_ = 0;
+};
+
+}  // namespace strata::runtime

@@ -1,0 +1,155 @@
+#include "costmodel/collective_cost.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "test_profiles.h"
+
+namespace sc = strata::costmodel;
+using sc::Collective;
+using sc::PlacedGroup;
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kIntraBw = 300e9, kInterBw = 25e9, kIntraA = 3e-6, kInterA = 6e-6;
+}  // namespace
+
+TEST(PlacedGroup, FollowsTheRankGridOnNodes) {
+  // tp = 8 fills a node; dp groups stride over nodes.
+  sc::RankGrid g(4, 8, 2);
+  EXPECT_EQ(sc::placed_group(g, sc::Axis::Tp, 8), (PlacedGroup{8, 1, 8}));
+  EXPECT_EQ(sc::placed_group(g, sc::Axis::Dp, 8), (PlacedGroup{4, 4, 1}));
+  EXPECT_EQ(sc::placed_group(g, sc::Axis::Pp, 8), (PlacedGroup{2, 2, 1}));
+  // tp = 2, dp = 8: a dp group has 4 ranks on each of 2 nodes.
+  sc::RankGrid h(8, 2, 1);
+  EXPECT_EQ(sc::placed_group(h, sc::Axis::Dp, 8), (PlacedGroup{8, 2, 4}));
+  // tp = 3 on 8-rank nodes: group {6,7,8} straddles two nodes; the worst one is reported.
+  sc::RankGrid k(8, 3, 1);
+  EXPECT_EQ(sc::placed_group(k, sc::Axis::Tp, 8), (PlacedGroup{3, 2, 2}));
+  EXPECT_EQ(sc::placed_ranks({0, 1, 2}, 8), (PlacedGroup{3, 1, 3}));
+  // Pipeline neighbours: with tp*dp = 4 per stage, stages 0/1 share a node, 1/2 do not.
+  sc::RankGrid p(2, 2, 4);
+  EXPECT_EQ(sc::placed_pp_pair(p, 0, 8), (PlacedGroup{2, 1, 2}));
+  EXPECT_EQ(sc::placed_pp_pair(p, 1, 8), (PlacedGroup{2, 2, 1}));
+  EXPECT_THROW(sc::placed_pp_pair(p, 3, 8), strata::InputError);
+}
+
+TEST(PlacedGroup, WorstGroupMatchesABruteForceScanOfAllGroups) {
+  auto worse = [](const PlacedGroup& a, const PlacedGroup& b) {
+    return a.nodes_spanned != b.nodes_spanned ? a.nodes_spanned > b.nodes_spanned
+                                              : a.ranks_per_node_in_group < b.ranks_per_node_in_group;
+  };
+  int cases = 0;
+  for (int dp : {1, 2, 3, 6, 16})
+    for (int tp : {1, 2, 3, 4, 6, 8, 12})
+      for (int pp : {1, 2, 3, 5, 8})
+        for (const char* order : {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "pp-dp-tp"})
+          for (int gpn : {1, 2, 4, 8, 6}) {
+            sc::RankGrid g(dp, tp, pp, order);
+            for (sc::Axis a : {sc::Axis::Tp, sc::Axis::Dp, sc::Axis::Pp}) {
+              PlacedGroup want;
+              bool first = true;
+              for (const auto& grp : g.all_groups(a)) {
+                PlacedGroup p = sc::placed_ranks(grp, gpn);
+                if (first || worse(p, want)) want = p, first = false;
+              }
+              ASSERT_EQ(sc::placed_group(g, a, gpn), want)
+                  << dp << " " << tp << " " << pp << " " << order << " gpn " << gpn << " "
+                  << sc::to_string(a);
+              ++cases;
+            }
+            for (int st = 0; st + 1 < pp; ++st) {
+              PlacedGroup want;
+              bool first = true;
+              for (int d = 0; d < dp; ++d)
+                for (int t = 0; t < tp; ++t) {
+                  PlacedGroup p = sc::placed_ranks({g.rank({d, t, st}), g.rank({d, t, st + 1})}, gpn);
+                  if (first || worse(p, want)) want = p, first = false;
+                }
+              ASSERT_EQ(sc::placed_pp_pair(g, st, gpn), want);
+            }
+          }
+  EXPECT_GT(cases, 1000);
+}
+
+TEST(CollectiveCost, IntraNodeRingMatchesAlphaBetaByHand) {
+  sc::CollectiveCost cc(sc::testing::toy_cluster());
+  const double B = 1 * kGiB;
+  // all-reduce over 8 ranks in a node: 2(n-1) alpha + B * 2(n-1)/n / bw
+  EXPECT_NEAR(cc.time_s(Collective::AllReduce, B, {8, 1, 8}),
+              2 * 7 * kIntraA + B * 2.0 * 7 / 8 / kIntraBw, 1e-12);
+  EXPECT_NEAR(cc.time_s(Collective::AllGather, B, {4, 1, 4}),
+              3 * kIntraA + B * 3.0 / 4 / kIntraBw, 1e-12);
+  EXPECT_NEAR(cc.time_s(Collective::SendRecv, 1e6, {2, 1, 2}), kIntraA + 1e6 / kIntraBw, 1e-15);
+  EXPECT_EQ(cc.time_s(Collective::AllReduce, B, {1, 1, 1}), 0.0);
+  EXPECT_EQ(cc.time_s(Collective::AllReduce, 0, {8, 1, 8}), 0.0);
+}
+
+TEST(CollectiveCost, OneRankPerNodeUsesTheNetworkRing) {
+  sc::CollectiveCost cc(sc::testing::toy_cluster());
+  const double B = 256e6;
+  EXPECT_NEAR(cc.time_s(Collective::AllReduce, B, {4, 4, 1}),
+              2 * 3 * kInterA + B * 2.0 * 3 / 4 / kInterBw, 1e-12);
+  EXPECT_NEAR(cc.time_s(Collective::SendRecv, B, {2, 2, 1}), kInterA + B / kInterBw, 1e-12);
+}
+
+TEST(CollectiveCost, GroupsAcrossNodesAreHierarchical) {
+  sc::CollectiveCost cc(sc::testing::toy_cluster());
+  const double B = 1 * kGiB;
+  // 16 ranks = 2 nodes x 8: RS inside (8), AR across (2 nodes) on B/8, AG inside (8).
+  double rs_intra = 7 * kIntraA + B * 7.0 / 8 / kIntraBw;
+  double ar_inter = 2 * 1 * kInterA + (B / 8) * 2.0 * 1 / 2 / kInterBw;
+  double ag_intra = rs_intra;
+  EXPECT_NEAR(cc.time_s(Collective::AllReduce, B, {16, 2, 8}), rs_intra + ar_inter + ag_intra, 1e-12);
+  // Reduce-scatter and all-gather: one intra and one inter phase.
+  double rs_inter = 1 * kInterA + (B / 8) * 1.0 / 2 / kInterBw;
+  EXPECT_NEAR(cc.time_s(Collective::ReduceScatter, B, {16, 2, 8}), rs_intra + rs_inter, 1e-12);
+  EXPECT_NEAR(cc.time_s(Collective::AllGather, B, {16, 2, 8}), rs_inter + ag_intra, 1e-12);
+  // The hierarchical all-reduce beats a flat ring over the network for large messages.
+  double flat = 2 * 15 * kInterA + B * 2.0 * 15 / 16 / kInterBw;
+  EXPECT_LT(cc.time_s(Collective::AllReduce, B, {16, 2, 8}), flat);
+}
+
+TEST(CollectiveCost, MeasuredTableIsExactAtPointsAndMonotoneBetween) {
+  auto cluster = sc::testing::toy_cluster();
+  // A measured 8-rank all-reduce curve whose busbw grows with size.
+  const double sizes[] = {1024, 65536, 4194304, 268435456};
+  const double busbw_gbps[] = {0.5, 20, 150, 230};
+  for (int i = 0; i < 4; ++i) {
+    sc::CollectiveSample s;
+    s.collective = Collective::AllReduce;
+    s.ranks = 8;
+    s.bytes = static_cast<std::int64_t>(sizes[i]);
+    s.busbw_gbps = busbw_gbps[i];
+    s.time_us = sizes[i] * sc::bus_factor(Collective::AllReduce, 8) / (busbw_gbps[i] * 1e9) * 1e6;
+    cluster.device.collective_table.push_back(s);
+  }
+  sc::CollectiveCost cc(cluster);
+  const PlacedGroup g{8, 1, 8};
+  for (int i = 0; i < 4; ++i) {
+    auto e = cc.estimate(Collective::AllReduce, sizes[i], g);
+    EXPECT_EQ(e.source, sc::TimeSource::Measured);
+    EXPECT_NEAR(e.time_s, cluster.device.collective_table[static_cast<std::size_t>(i)].time_us * 1e-6,
+                1e-12 * e.time_s);
+  }
+  double prev = 0;
+  for (double b = 1024; b <= 268435456; b *= 1.1) {
+    double t = cc.time_s(Collective::AllReduce, b, g);
+    EXPECT_GE(t, prev * (1 - 1e-12)) << b;
+    prev = t;
+  }
+  // Below the table: latency floor; above: saturated busbw.
+  EXPECT_DOUBLE_EQ(cc.time_s(Collective::AllReduce, 8, g), cluster.device.collective_table[0].time_us * 1e-6);
+  EXPECT_NEAR(cc.time_s(Collective::AllReduce, 2 * 268435456.0, g),
+              2 * 268435456.0 * 1.75 / 230e9, 1e-12);
+  // A group the table does not cover falls back to alpha-beta.
+  EXPECT_NEAR(cc.time_s(Collective::AllReduce, 1e6, {4, 1, 4}), 2 * 3 * kIntraA + 1e6 * 1.5 / kIntraBw, 1e-15);
+}
+
+TEST(CollectiveCost, RejectsNegativeBytesAndInconsistentGroups) {
+  sc::CollectiveCost cc(sc::testing::toy_cluster());
+  EXPECT_THROW(cc.time_s(Collective::AllReduce, -1, {8, 1, 8}), strata::InputError);
+  EXPECT_THROW(cc.time_s(Collective::AllReduce, 1, {2, 3, 1}), strata::InputError);
+}

@@ -1,0 +1,99 @@
+#include "costmodel/gemm_cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "test_profiles.h"
+
+namespace sc = strata::costmodel;
+using sc::DType;
+
+namespace {
+
+sc::GemmSample row(std::int64_t m, std::int64_t n, std::int64_t k, double time_us) {
+  sc::GemmSample s;
+  s.m = m, s.n = n, s.k = k, s.dtype = DType::Bf16, s.time_us = time_us;
+  return s;
+}
+
+// A measured table: an m sweep for one weight shape, and a few square sizes.
+sc::DeviceProfile measured_device() {
+  auto p = sc::testing::toy_device();
+  p.gemm_source = {"measured", {{"tool", "unit test"}}};
+  // m sweep at n = k = 4096: efficiency rises with m.
+  p.gemm_table = {row(256, 4096, 4096, 60), row(1024, 4096, 4096, 160), row(4096, 4096, 4096, 560),
+                  // squares
+                  row(512, 512, 512, 4), row(2048, 2048, 2048, 70), row(8192, 8192, 8192, 3400)};
+  return p;
+}
+
+}  // namespace
+
+TEST(GemmCost, ReturnsMeasuredTimesExactlyAtMeasuredPoints) {
+  auto p = measured_device();
+  sc::GemmCost g(p);
+  for (const auto& s : p.gemm_table) {
+    auto e = g.estimate(s.m, s.n, s.k, s.dtype);
+    EXPECT_EQ(e.source, sc::TimeSource::Measured);
+    EXPECT_DOUBLE_EQ(e.time_s, s.time_us * 1e-6);
+    EXPECT_TRUE(g.measured(s.m, s.n, s.k, s.dtype));
+  }
+  EXPECT_FALSE(g.measured(1000, 4096, 4096, DType::Bf16));
+  EXPECT_FALSE(g.measured(256, 4096, 4096, DType::Fp32));
+  EXPECT_TRUE(g.has_table(DType::Bf16));
+  EXPECT_FALSE(g.has_table(DType::Fp32));
+}
+
+TEST(GemmCost, InterpolationAlongOneDimensionIsMonotoneAndBounded) {
+  sc::GemmCost g(measured_device());
+  double prev = g.time_s(1024, 4096, 4096, DType::Bf16);
+  for (std::int64_t m = 1025; m <= 4096; m += 37) {
+    auto e = g.estimate(m, 4096, 4096, DType::Bf16);
+    EXPECT_EQ(e.source, m == 4096 ? sc::TimeSource::Measured : sc::TimeSource::Interpolated);
+    EXPECT_GE(e.time_s, prev);
+    EXPECT_GE(e.time_s, 160e-6);
+    EXPECT_LE(e.time_s, 560e-6);
+    prev = e.time_s;
+  }
+  // Log-log linear: at the geometric midpoint (m = 2048) the time is the geometric mean.
+  EXPECT_NEAR(g.time_s(2048, 4096, 4096, DType::Bf16), std::sqrt(160e-6 * 560e-6), 1e-12);
+}
+
+TEST(GemmCost, InterpolationInFlopsBetweenUnrelatedShapesIsMonotone) {
+  sc::GemmCost g(measured_device());
+  // Squares between 2048^3 and 8192^3 share no two dimensions with a row except the
+  // measured ones: the achieved-FLOP/s curve is used.
+  double prev = g.time_s(2048, 2048, 2048, DType::Bf16);
+  for (std::int64_t s = 2100; s < 8192; s += 97) {
+    auto e = g.estimate(s, s, s, DType::Bf16);
+    EXPECT_EQ(e.source, sc::TimeSource::Interpolated) << s;
+    EXPECT_GT(e.time_s, prev) << s;
+    prev = e.time_s;
+  }
+  EXPECT_LT(prev, 3400e-6);
+}
+
+TEST(GemmCost, RooflineOutsideTheTableMatchesTheFormulaByHand) {
+  auto p = measured_device();
+  sc::GemmCost g(p);
+  // Compute bound, bigger than any measured shape: 2mnk / (peak * eff).
+  const double m = 16384, n = 16384, k = 16384;
+  auto e = g.estimate(16384, 16384, 16384, DType::Bf16);
+  EXPECT_EQ(e.source, sc::TimeSource::Roofline);
+  EXPECT_NEAR(e.time_s, 2 * m * n * k / (400e12 * 0.8), 1e-12);
+  // fp32 has no table: roofline everywhere.
+  EXPECT_NEAR(g.time_s(4096, 4096, 4096, DType::Fp32), 2.0 * 4096 * 4096 * 4096 / (50e12 * 0.8), 1e-12);
+  // Memory bound (m = 1, GEMV-like, below the table): bytes / (bw * mem_eff).
+  const double bytes = (1.0 * 8192 + 8192.0 * 8192 + 1.0 * 8192) * 2;
+  EXPECT_NEAR(g.time_s(1, 8192, 8192, DType::Bf16), bytes / (2000e9 * 0.9), 1e-15);
+  EXPECT_DOUBLE_EQ(g.roofline_time_s(1, 8192, 8192, DType::Bf16), bytes / (2000e9 * 0.9));
+}
+
+TEST(GemmCost, RejectsEmptyShapesAndMissingDtypes) {
+  sc::GemmCost g(measured_device());
+  EXPECT_THROW(g.time_s(0, 1, 1, DType::Bf16), strata::InputError);
+  EXPECT_THROW(g.time_s(8, 8, 8, DType::Fp16), strata::InputError);  // no fp16 peak
+}

@@ -1,0 +1,196 @@
+// Memory model against Korthikanti et al. 2022 computed by hand, and invariants.
+#include "costmodel/memory_model.h"
+
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "models/model_graph.h"
+#include "test_profiles.h"
+
+namespace sc = strata::costmodel;
+namespace sm = strata::models;
+using sc::RecomputeMode;
+
+namespace {
+
+sm::ModelSpec gpt3_175b() {
+  sm::ModelSpec m;
+  m.name = "gpt3-175b";
+  m.layers = 96, m.hidden = 12288, m.heads = 96, m.kv_heads = 96, m.ffn = 4 * 12288;
+  m.vocab = 51200, m.seq_len = 2048;
+  m.activation = sm::Activation::Gelu, m.norm = sm::Norm::LayerNorm;
+  m.positions = sm::Positions::Learned, m.tied_embeddings = true;
+  return m;
+}
+
+sm::ModelSpec small_gpt() {
+  sm::ModelSpec m = gpt3_175b();
+  m.name = "small";
+  m.layers = 8, m.hidden = 512, m.heads = 8, m.kv_heads = 8, m.ffn = 2048;
+  m.vocab = 1024, m.seq_len = 256;
+  return m;
+}
+
+}  // namespace
+
+TEST(LayerActivation, MatchesKorthikantiTable2ForGpt3) {
+  const auto m = gpt3_175b();
+  const double s = 2048, b = 1, h = 12288, a = 96, sbh = s * b * h;
+  // No parallelism: sbh(34 + 5as/h).
+  EXPECT_NEAR(sc::layer_activation_bytes(m, 1, 1, false, RecomputeMode::None),
+              sbh * (34 + 5 * a * s / h), 1.0);
+  for (int t : {2, 4, 8}) {
+    // Tensor parallel: sbh(10 + 24/t + 5as/(ht)).
+    EXPECT_NEAR(sc::layer_activation_bytes(m, 1, t, false, RecomputeMode::None),
+                sbh * (10 + 24.0 / t + 5 * a * s / (h * t)), 1.0);
+    // + sequence parallel: sbh(34/t + 5as/(ht)).
+    EXPECT_NEAR(sc::layer_activation_bytes(m, 1, t, true, RecomputeMode::None),
+                sbh * (34.0 / t + 5 * a * s / (h * t)), 1.0);
+    // + selective recompute: sbh * 34/t.
+    EXPECT_NEAR(sc::layer_activation_bytes(m, 1, t, true, RecomputeMode::Selective), sbh * 34 / t, 1.0);
+    EXPECT_NEAR(sc::layer_activation_bytes(m, 1, t, false, RecomputeMode::Selective),
+                sbh * (10 + 24.0 / t), 1.0);
+    // Full recompute: 2sbh, /t with SP.
+    EXPECT_NEAR(sc::layer_activation_bytes(m, 1, t, false, RecomputeMode::Full), 2 * sbh, 1.0);
+    EXPECT_NEAR(sc::layer_activation_bytes(m, 1, t, true, RecomputeMode::Full), 2 * sbh / t, 1.0);
+  }
+  // Linear in the micro-batch.
+  EXPECT_NEAR(sc::layer_activation_bytes(m, 4, 8, true, RecomputeMode::Selective), 4 * sbh * 34 / 8, 4.0);
+}
+
+TEST(LayerActivation, AgreesWithTheModelGraphTerms) {
+  // The model graph sums per-op Korthikanti terms; the memory model uses the closed
+  // form: two different paths must agree for GPT and Llama blocks.
+  for (bool llama : {false, true}) {
+    sm::ModelSpec m = small_gpt();
+    if (llama) {
+      m.activation = sm::Activation::SwiGlu, m.norm = sm::Norm::RmsNorm;
+      m.positions = sm::Positions::Rope, m.kv_heads = 2, m.ffn = 1376, m.tied_embeddings = false;
+    }
+    auto g = sm::ModelGraph::build(m, 2);
+    EXPECT_NEAR(sc::layer_activation_bytes(m, 2, 1, false, RecomputeMode::None),
+                g.groups()[1].activation_bytes, 1e-6 * g.groups()[1].activation_bytes)
+        << (llama ? "llama" : "gpt");
+  }
+}
+
+TEST(MemoryModel, WeightsGradsOptimizerAre18BytesPerParamAndZeroShardsThem) {
+  auto spec = small_gpt();
+  auto graph = sm::ModelGraph::build(spec, 1);
+  sc::MemoryModel mm(graph, sc::testing::toy_device());
+  sc::MemoryInputs in;
+  in.dp = 4;
+  auto z0 = mm.per_stage(in);
+  ASSERT_EQ(z0.size(), 1u);
+  // One stage, tp = 1: every parameter once (tied LM head shares the embedding).
+  EXPECT_NEAR(z0[0].params, graph.total_params(), 1e-6 * graph.total_params());
+  EXPECT_DOUBLE_EQ(z0[0].weights_bytes, 2 * z0[0].params);
+  EXPECT_DOUBLE_EQ(z0[0].grads_bytes, 4 * z0[0].params);
+  EXPECT_DOUBLE_EQ(z0[0].optimizer_bytes, 12 * z0[0].params);
+  in.zero = 1;
+  auto z1 = mm.per_stage(in);
+  EXPECT_DOUBLE_EQ(z1[0].optimizer_bytes, z0[0].optimizer_bytes / 4);
+  EXPECT_DOUBLE_EQ(z1[0].weights_bytes, z0[0].weights_bytes);
+  EXPECT_DOUBLE_EQ(z1[0].grads_bytes, z0[0].grads_bytes);
+  EXPECT_DOUBLE_EQ(z0[0].total_bytes - z1[0].total_bytes, 12 * z0[0].params * (1 - 1.0 / 4));
+}
+
+TEST(MemoryModel, MemoryIsNonIncreasingInTheZeroStage) {
+  auto graph = sm::ModelGraph::build(small_gpt(), 2);
+  sc::MemoryModel mm(graph, sc::testing::toy_device());
+  for (int dp : {1, 2, 8})
+    for (int tp : {1, 2, 4})
+      for (int pp : {1, 2, 4})
+        for (auto rc : {RecomputeMode::None, RecomputeMode::Selective, RecomputeMode::Full}) {
+          sc::MemoryInputs in;
+          in.dp = dp, in.tp = tp, in.pp = pp, in.recompute = rc, in.micro_batch = 2;
+          in.sequence_parallel = tp > 1;
+          std::vector<double> prev;
+          for (int z = 0; z <= 3; ++z) {
+            in.zero = z;
+            auto st = mm.per_stage(in);
+            for (std::size_t p = 0; p < st.size(); ++p) {
+              if (!prev.empty()) EXPECT_LE(st[p].total_bytes, prev[p]) << "zero " << z;
+              if (dp == 1 && !prev.empty()) EXPECT_DOUBLE_EQ(st[p].total_bytes, prev[p]);
+            }
+            prev.clear();
+            for (auto& s : st) prev.push_back(s.total_bytes);
+          }
+        }
+}
+
+TEST(MemoryModel, OneFOneBActivationsFollowInFlightMicrobatches) {
+  auto spec = small_gpt();  // 8 layers
+  auto graph = sm::ModelGraph::build(spec, 1);
+  auto dev = sc::testing::toy_device();
+  sc::MemoryModel mm(graph, dev);
+  sc::MemoryInputs in;
+  in.tp = 2, in.pp = 4, in.dp = 1, in.micro_batch = 1, in.sequence_parallel = true;
+  in.recompute = RecomputeMode::Selective;
+  auto st = mm.per_stage(in);
+  ASSERT_EQ(st.size(), 4u);
+  const double s = 256, b = 1, h = 512, t = 2, sbh = s * b * h, V = 1024;
+  const double layer = sbh * 34 / t;  // Korthikanti, SP + selective
+  // Even split: 2 layers per stage; stage p holds pp - p micro-batches (1F1B).
+  EXPECT_NEAR(st[0].activations_bytes, 4 * (2 * layer + sbh / t), 1e-6);  // + embedding dropout mask
+  EXPECT_NEAR(st[1].activations_bytes, 3 * 2 * layer, 1e-6);
+  EXPECT_NEAR(st[2].activations_bytes, 2 * 2 * layer, 1e-6);
+  EXPECT_NEAR(st[3].activations_bytes, 1 * (2 * layer + 4 * sbh / t), 1e-6);  // + final norm, LM head inputs
+  // Logits (fp32, vocab-parallel) only on the last stage.
+  EXPECT_DOUBLE_EQ(st[3].logits_bytes, 4 * b * s * V / t);
+  EXPECT_EQ(st[0].logits_bytes, 0);
+  // Reserve from the profile; total is the sum.
+  for (const auto& m : st) {
+    EXPECT_DOUBLE_EQ(m.reserve_bytes, 2.0 * 1024 * 1024 * 1024);
+    EXPECT_DOUBLE_EQ(m.total_bytes, m.weights_bytes + m.grads_bytes + m.optimizer_bytes +
+                                        m.activations_bytes + m.logits_bytes + m.reserve_bytes);
+  }
+  // The tied LM head keeps a copy of the embedding (vocab-parallel) on the last stage.
+  double block = graph.groups()[1].params;
+  EXPECT_GT(st[3].params, st[1].params + V * h / t * 0.99);
+  EXPECT_GT(block, 0);
+  // Explicit in-flight counts (e.g. GPipe holds every micro-batch) and stage layers.
+  in.in_flight = {8, 8, 8, 8};
+  in.stage_layers = {{0, 1, 2, 3}, {4, 5}, {6, 7}, {8, 9}};
+  auto gp = mm.per_stage(in);
+  EXPECT_NEAR(gp[0].activations_bytes, 8 * (3 * layer + sbh / t), 1e-6);
+  EXPECT_NEAR(gp[1].activations_bytes, 8 * 2 * layer, 1e-6);
+  EXPECT_DOUBLE_EQ(gp[3].logits_bytes, 8 * 4 * b * s * V / t);
+}
+
+TEST(MemoryModel, InterleavedDefaultsFollowMegatronWarmup) {
+  auto graph = sm::ModelGraph::build(small_gpt(), 1);
+  sc::MemoryModel mm(graph, sc::testing::toy_device());
+  sc::MemoryInputs in;
+  in.pp = 2, in.vpp = 2, in.recompute = RecomputeMode::Full;
+  auto st = mm.per_stage(in);
+  const double sbh = 256.0 * 512, layer = 2 * sbh;
+  // Rank 0 holds chunks 0 and 2 (2 layers each + embedding mask): in flight
+  // 2(pp-1) + (vpp-1)pp + 1 = 5 chunk-forwards of the mean chunk.
+  EXPECT_NEAR(st[0].activations_bytes, 5 * (4 * layer + sbh) / 2, 1e-6);
+  // Rank 1: (vpp-1)pp + 1 = 3.
+  EXPECT_NEAR(st[1].activations_bytes, 3 * (4 * layer + 4 * sbh) / 2, 1e-6);
+  in.num_microbatches = 1;  // capped at microbatches * vpp = 2
+  EXPECT_NEAR(mm.per_stage(in)[0].activations_bytes, 2 * (4 * layer + sbh) / 2, 1e-6);
+}
+
+TEST(MemoryModel, RejectsInconsistentInputs) {
+  auto graph = sm::ModelGraph::build(small_gpt(), 1);
+  sc::MemoryModel mm(graph, sc::testing::toy_device());
+  sc::MemoryInputs in;
+  in.pp = 2;
+  in.stage_layers = {{0, 1, 2, 3, 4}, {5, 6, 7, 8}};  // misses group 9
+  EXPECT_THROW(mm.per_stage(in), strata::InputError);
+  in.stage_layers = {{0, 1, 2, 3, 4}, {4, 5, 6, 7, 8, 9}};
+  EXPECT_THROW(mm.per_stage(in), strata::InputError);
+  in.stage_layers = {};
+  in.zero = 4;
+  EXPECT_THROW(mm.per_stage(in), strata::InputError);
+  in.zero = 0;
+  in.in_flight = {1};
+  EXPECT_THROW(mm.per_stage(in), strata::InputError);
+  EXPECT_EQ(sc::recompute_from_string("selective"), RecomputeMode::Selective);
+  EXPECT_THROW(sc::recompute_from_string("partial"), strata::InputError);
+}

@@ -1,0 +1,84 @@
+#include "costmodel/op_cost.h"
+
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "test_profiles.h"
+
+namespace sc = strata::costmodel;
+namespace sm = strata::models;
+using sc::DType;
+
+namespace {
+
+sm::Op gemm_op(sm::OpKind kind, sm::Sharding sh, std::int64_t m, std::int64_t n, std::int64_t k) {
+  sm::Op op;
+  op.kind = kind;
+  op.sharding = sh;
+  op.gemm = {m, n, k};
+  op.flops_fwd = 2.0 * m * n * k;
+  op.flops_bwd = 2 * op.flops_fwd;
+  return op;
+}
+
+}  // namespace
+
+TEST(OpCost, GemmsAreShardedAsMegatronSplitsThem) {
+  auto p = sc::testing::toy_device();
+  sc::OpCost oc(p);
+  sc::GemmCost g(p);
+  const std::int64_t m = 8192, h = 12288;
+  // Column-parallel QKV: n / tp.
+  auto qkv = gemm_op(sm::OpKind::Qkv, sm::Sharding::ColumnParallel, m, 3 * h, h);
+  auto t = oc.time(qkv, 8, false, DType::Bf16);
+  EXPECT_DOUBLE_EQ(t.fwd_s, g.time_s(m, 3 * h / 8, h, DType::Bf16));
+  EXPECT_DOUBLE_EQ(t.bwd_s, g.time_s(m, h, 3 * h / 8, DType::Bf16) + g.time_s(h, 3 * h / 8, m, DType::Bf16));
+  // Row-parallel MLP down: k / tp. Compute bound, so time = flops / tp / (peak * eff).
+  auto down = gemm_op(sm::OpKind::MlpDown, sm::Sharding::RowParallel, m, h, 4 * h);
+  auto d = oc.time(down, 4, true, DType::Bf16);
+  EXPECT_NEAR(d.fwd_s, 2.0 * m * h * 4 * h / 4 / (400e12 * 0.8), 1e-12);
+  EXPECT_NEAR(d.bwd_s, 2 * d.fwd_s, 1e-12);
+  // Vocab-parallel LM head: n / tp.
+  auto head = gemm_op(sm::OpKind::LmHead, sm::Sharding::VocabParallel, m, 51200, h);
+  EXPECT_DOUBLE_EQ(oc.time(head, 2, false, DType::Bf16).fwd_s, g.time_s(m, 25600, h, DType::Bf16));
+  // tp = 1 is the unsharded GEMM.
+  EXPECT_DOUBLE_EQ(oc.time(qkv, 1, false, DType::Bf16).fwd_s, g.time_s(m, 3 * h, h, DType::Bf16));
+}
+
+TEST(OpCost, AttentionCoreIsCausalFlashAtTheAttentionEfficiency) {
+  sc::OpCost oc(sc::testing::toy_device());
+  sm::Op att;
+  att.kind = sm::OpKind::AttentionCore;
+  att.sharding = sm::Sharding::HeadParallel;
+  const double b = 1, s = 2048, h = 12288;
+  att.flops_fwd = 4 * b * s * s * h;
+  att.flops_bwd = 2 * att.flops_fwd;
+  auto t = oc.time(att, 8, false, DType::Bf16);
+  const double fwd = 0.5 * 4 * b * s * s * h / 8 / (400e12 * 0.5);
+  EXPECT_NEAR(t.fwd_s, fwd, 1e-15);
+  EXPECT_NEAR(t.bwd_s, 2.5 * fwd, 1e-15);
+}
+
+TEST(OpCost, ElementwiseOpsAreMemoryBoundAndSplitOnlyWithSequenceParallel) {
+  sc::OpCost oc(sc::testing::toy_device());
+  sm::Op norm;
+  norm.kind = sm::OpKind::Norm;
+  norm.sharding = sm::Sharding::Replicated;
+  norm.bytes_fwd = 4.0e8;
+  const double bw = 2000e9 * 0.9;
+  EXPECT_NEAR(oc.time(norm, 8, false, DType::Bf16).fwd_s, 4.0e8 / bw, 1e-15);
+  EXPECT_NEAR(oc.time(norm, 8, true, DType::Bf16).fwd_s, 4.0e8 / 8 / bw, 1e-15);
+  EXPECT_NEAR(oc.time(norm, 8, true, DType::Bf16).bwd_s, 2 * 4.0e8 / 8 / bw, 1e-15);
+  // fp32 moves twice the bytes.
+  EXPECT_NEAR(oc.time(norm, 1, false, DType::Fp32).fwd_s, 8.0e8 / bw, 1e-15);
+  // Vocab-parallel loss works on V / tp logits; the embedding lookup is not split.
+  sm::Op loss = norm;
+  loss.kind = sm::OpKind::Loss;
+  loss.sharding = sm::Sharding::VocabParallel;
+  EXPECT_NEAR(oc.time(loss, 4, false, DType::Bf16).fwd_s, 4.0e8 / 4 / bw, 1e-15);
+  sm::Op emb = norm;
+  emb.kind = sm::OpKind::Embedding;
+  emb.sharding = sm::Sharding::VocabParallel;
+  EXPECT_NEAR(oc.time(emb, 4, true, DType::Bf16).fwd_s, 4.0e8 / bw, 1e-15);
+  EXPECT_THROW(oc.time(norm, 0, false, DType::Bf16), strata::InputError);
+}

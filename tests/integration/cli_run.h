@@ -1,0 +1,108 @@
+// Runs the built `strata` binary (path from the STRATA_EXE compile definition) with
+// a timeout, capturing stdout, stderr and the exit status. posix_spawn, no shell, so
+// arguments are passed exactly as given.
+#pragma once
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace strata::testing {
+
+struct RunResult {
+  int exit_code = -1;      // valid when !signaled && !timed_out
+  bool signaled = false;   // killed by a signal (crash)
+  int signal = 0;
+  bool timed_out = false;
+  std::string out, err;
+  double wall_s = 0;
+
+  std::vector<std::string> err_lines() const {
+    std::vector<std::string> lines;
+    std::istringstream in(err);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+  }
+};
+
+inline std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `exe args...` in `cwd` (if not empty), killing it after `timeout_s`.
+inline RunResult run_program(const std::string& exe, const std::vector<std::string>& args,
+                             double timeout_s = 120, const std::string& cwd = "") {
+  namespace fs = std::filesystem;
+  static int counter = 0;
+  fs::path tmp = fs::temp_directory_path() /
+                 ("strata_run_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  fs::create_directories(tmp);
+  std::string out_path = (tmp / "stdout").string(), err_path = (tmp / "stderr").string();
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
+  std::vector<std::string> argv_s = {exe};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  RunResult r;
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw std::runtime_error("posix_spawn " + exe + " failed: " + std::to_string(rc));
+  int status = 0;
+  while (true) {
+    pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (el > timeout_s) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      r.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!r.timed_out) {
+    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) {
+      r.signaled = true;
+      r.signal = WTERMSIG(status);
+    }
+  }
+  r.out = read_all(out_path);
+  r.err = read_all(err_path);
+  fs::remove_all(tmp);
+  return r;
+}
+
+inline RunResult run_strata(const std::vector<std::string>& args, double timeout_s = 120,
+                            const std::string& cwd = "") {
+  return run_program(STRATA_EXE, args, timeout_s, cwd);
+}
+
+}  // namespace strata::testing

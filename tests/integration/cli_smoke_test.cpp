@@ -1,0 +1,224 @@
+// The commands that should work, run through the built binary: `strata plan` with no
+// arguments, JSON/YAML outputs with the DESIGN.md keys, plan files that load back,
+// traces that parse, catalogs that list. Never asserts on timings.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <cctype>
+#include <sstream>
+#include <string>
+
+#include "planner/plan.h"
+#include "tests/integration/cli_run.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using strata::testing::RunResult;
+using strata::testing::run_strata;
+
+namespace {
+
+void expect_clean_success(const RunResult& r) {
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_FALSE(r.signaled) << r.signal;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("error:"), std::string::npos) << r.err;
+}
+
+void expect_design_plan_keys(const json& p) {
+  for (const char* k : {"model", "cluster", "gpus", "strategy", "prediction", "fits_memory"})
+    EXPECT_TRUE(p.contains(k)) << "plan lacks " << k << ": " << p.dump();
+  for (const char* k : {"dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "zero",
+                        "recompute", "sequence_parallel", "schedule"})
+    EXPECT_TRUE(p["strategy"].contains(k)) << "strategy lacks " << k;
+  for (const char* k : {"iteration_s", "tokens_per_s", "model_tflops_per_gpu",
+                        "hardware_tflops_per_gpu", "mfu", "peak_memory_gib", "bubble_fraction",
+                        "breakdown_s"})
+    EXPECT_TRUE(p["prediction"].contains(k)) << "prediction lacks " << k;
+  for (const char* k : {"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "bubble"})
+    EXPECT_TRUE(p["prediction"]["breakdown_s"].contains(k)) << "breakdown lacks " << k;
+  const auto& s = p["strategy"];
+  EXPECT_EQ(p["gpus"].get<long long>(),
+            s["dp"].get<long long>() * s["tp"].get<long long>() * s["pp"].get<long long>());
+}
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) : path(fs::temp_directory_path() / name) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string operator/(const std::string& f) const { return (path / f).string(); }
+};
+
+}  // namespace
+
+TEST(CliPlan, NoArgumentsPrintsTheDefaultTable) {
+  auto r = run_strata({"plan"}, 300);
+  expect_clean_success(r);
+  for (const char* s : {"gpt3-175b", "dgx-a100", "1024 GPUs", "global batch 1536", "defaults",
+                        "rank", "tp", "pp", "dp", "MFU", "bubble", "why #1"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << "table lacks `" << s << "`:\n" << r.out;
+  // Ten ranked rows by default: lines starting with a right-aligned rank number.
+  int rows = 0;
+  std::istringstream in(r.out);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l[0] != '#' && l.find_first_not_of(' ') != std::string::npos &&
+        std::isdigit(static_cast<unsigned char>(l[l.find_first_not_of(' ')])))
+      ++rows;
+  EXPECT_EQ(rows, 10) << r.out;
+  std::cerr << "[ info ] strata plan (no args) ran in " << r.wall_s << " s\n";
+}
+
+TEST(CliPlan, JsonHasDesignKeysAndPlansBestFirst) {
+  auto r = run_strata({"plan", "--model", "llama2-7b", "--cluster", "dgx-a100", "--gpus", "16",
+                       "--top", "5", "--format", "json"});
+  expect_clean_success(r);
+  json j = json::parse(r.out);  // throws (test fails) if stdout is not one JSON object
+  for (const char* k : {"schema_version", "plans", "candidates_evaluated", "search_s", "model",
+                        "cluster", "gpus"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_EQ(j["schema_version"], 1);
+  ASSERT_TRUE(j["plans"].is_array());
+  ASSERT_GE(j["plans"].size(), 1u);
+  EXPECT_LE(j["plans"].size(), 5u);
+  EXPECT_GE(j["candidates_evaluated"].get<long long>(), static_cast<long long>(j["plans"].size()));
+  double prev = 0;
+  for (const auto& p : j["plans"]) {
+    expect_design_plan_keys(p);
+    EXPECT_EQ(p["gpus"], 16);
+    EXPECT_TRUE(p["fits_memory"].get<bool>());
+    double t = p["prediction"]["iteration_s"].get<double>();
+    EXPECT_GE(t, prev) << "plans must be best (fastest) first";
+    prev = t;
+  }
+}
+
+TEST(CliPlan, OutWritesAPlanFileThatLoadsBack) {
+  TempDir d("strata_cli_plan_out");
+  auto r = run_strata({"plan", "--model", "llama2-7b", "--gpus", "8", "--out", d / "plan.yaml",
+                       "--format", "json", "--trace", d / "trace.json"});
+  expect_clean_success(r);
+  json j = json::parse(r.out);
+  auto plan = strata::planner::load_plan(d / "plan.yaml");
+  const auto& best = j["plans"][0]["strategy"];
+  EXPECT_EQ(plan.strategy.tp, best["tp"].get<int>());
+  EXPECT_EQ(plan.strategy.pp, best["pp"].get<int>());
+  EXPECT_EQ(plan.strategy.dp, best["dp"].get<int>());
+  EXPECT_EQ(plan.strategy.micro_batch, best["micro_batch"].get<long long>());
+  EXPECT_EQ(plan.model.name, "llama2-7b");
+  std::ifstream tin(d / "trace.json");
+  json trace = json::parse(tin);
+  EXPECT_TRUE(trace.contains("traceEvents"));
+  EXPECT_FALSE(trace["traceEvents"].empty());
+  // Nothing else (no temporaries) was left in the folder.
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(d.path)) (void)e, ++files;
+  EXPECT_EQ(files, 2);
+}
+
+TEST(CliPlan, OutDashWritesThePlanFileToStdout) {
+  TempDir d("strata_cli_plan_dash");
+  auto r = run_strata({"plan", "--model", "gpt2-124m", "--gpus", "4", "--out", "-"});
+  expect_clean_success(r);
+  auto plan = strata::planner::parse_plan_yaml(r.out, "<stdout>");
+  EXPECT_EQ(plan.strategy.gpus(), 4);
+}
+
+TEST(CliPlan, YamlFormatPlansLoadAsPlanFiles) {
+  auto r = run_strata({"plan", "--model", "gpt2-124m", "--gpus", "8", "--top", "3", "--format",
+                       "yaml"});
+  expect_clean_success(r);
+  EXPECT_NE(r.out.find("plans:"), std::string::npos);
+  EXPECT_NE(r.out.find("candidates_evaluated:"), std::string::npos);
+}
+
+TEST(CliPlan, RestrictionsAreHonoured) {
+  auto r = run_strata({"plan", "--model", "llama2-13b", "--gpus", "32", "--tp", "4", "--zero",
+                       "1", "--recompute", "selective", "--format", "json", "--top", "20"});
+  expect_clean_success(r);
+  json j = json::parse(r.out);
+  ASSERT_FALSE(j["plans"].empty());
+  for (const auto& p : j["plans"]) {
+    EXPECT_EQ(p["strategy"]["tp"], 4);
+    EXPECT_EQ(p["strategy"]["zero"], 1);
+    EXPECT_EQ(p["strategy"]["recompute"], "selective");
+  }
+}
+
+TEST(CliSimulate, JsonHasDesignKeysAndTheGivenStrategy) {
+  auto r = run_strata({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100", "--gpus",
+                       "1024", "--tp", "8", "--pp", "16", "--micro-batch", "1", "--global-batch",
+                       "1536", "--recompute", "selective", "--sequence-parallel", "--format",
+                       "json"});
+  expect_clean_success(r);
+  json j = json::parse(r.out);
+  expect_design_plan_keys(j);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["strategy"]["dp"], 8);  // derived from --gpus / (tp x pp)
+  EXPECT_EQ(j["strategy"]["tp"], 8);
+  EXPECT_EQ(j["strategy"]["pp"], 16);
+  EXPECT_EQ(j["strategy"]["sequence_parallel"], true);
+  EXPECT_GT(j["prediction"]["iteration_s"].get<double>(), 0);
+}
+
+TEST(CliSimulate, YamlIsAPlanFileAndTraceParses) {
+  TempDir d("strata_cli_sim");
+  auto r = run_strata({"simulate", "--model", "llama2-7b", "--tp", "2", "--pp", "2", "--dp", "2",
+                       "--global-batch", "64", "--format", "yaml", "--trace", d / "t.json"});
+  expect_clean_success(r);
+  auto plan = strata::planner::parse_plan_yaml(r.out, "<stdout>");
+  EXPECT_EQ(plan.strategy.tp, 2);
+  EXPECT_EQ(plan.strategy.pp, 2);
+  EXPECT_EQ(plan.strategy.dp, 2);
+  EXPECT_EQ(plan.strategy.global_batch, 64);
+  std::ifstream tin(d / "t.json");
+  EXPECT_TRUE(json::parse(tin).contains("traceEvents"));
+}
+
+TEST(CliSimulate, TableShowsBreakdown) {
+  auto r = run_strata({"simulate", "--tp", "8", "--pp", "8", "--dp", "16"});
+  expect_clean_success(r);
+  for (const char* s : {"step time", "MFU", "compute", "bubble", "tp=8 pp=8 dp=16"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+}
+
+TEST(CliCatalogs, ModelsAndClustersList) {
+  auto m = run_strata({"models"});
+  expect_clean_success(m);
+  for (const char* s : {"gpt3-175b", "llama3-405b", "layers", "params(B)"})
+    EXPECT_NE(m.out.find(s), std::string::npos) << s;
+  auto mj = run_strata({"models", "--format", "json"});
+  expect_clean_success(mj);
+  json models = json::parse(mj.out)["models"];
+  ASSERT_GE(models.size(), 10u);
+  for (const auto& e : models)
+    if (e["name"] == "gpt3-175b") {
+      EXPECT_NEAR(e["params"].get<double>() / 1e9, 175.0, 3.0);
+      EXPECT_EQ(e["layers"], 96);
+    }
+  auto show = run_strata({"models", "show", "gpt3-175b"});
+  expect_clean_success(show);
+  EXPECT_NE(show.out.find("hidden"), std::string::npos);
+
+  auto c = run_strata({"clusters"});
+  expect_clean_success(c);
+  for (const char* s : {"dgx-a100", "dgx-h100", "gpus/node"}) EXPECT_NE(c.out.find(s), std::string::npos) << s;
+  auto cj = run_strata({"clusters", "--format", "yaml"});
+  expect_clean_success(cj);
+  EXPECT_NE(cj.out.find("clusters:"), std::string::npos);
+}
+
+TEST(CliMain, HelpAndVersionExitZero) {
+  auto h = run_strata({"--help"});
+  expect_clean_success(h);
+  EXPECT_NE(h.out.find("plan"), std::string::npos);
+  auto p = run_strata({"plan", "--help"});
+  expect_clean_success(p);
+  EXPECT_NE(p.out.find("--global-batch"), std::string::npos);
+  auto v = run_strata({"--version"});
+  expect_clean_success(v);
+}

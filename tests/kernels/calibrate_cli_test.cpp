@@ -1,0 +1,102 @@
+// `strata calibrate` as a user runs it: bad input gives one `error:` line and exit 2
+// before anything is measured; a tiny quick run writes a profile the cost model reads.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "common/atomic_file.h"
+#include "costmodel/device_profile.h"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+Result run(const std::string& args) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("strata_calibrate_cli_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string out = (dir / "stdout").string(), err = (dir / "stderr").string();
+  std::string cmd = std::string(STRATA_EXE) + " calibrate " + args + " >" + out + " 2>" + err;
+  int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = strata::read_file(out);
+  r.err = strata::read_file(err);
+  return r;
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("strata_cal_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+TEST(CalibrateCli, UnknownBackendExits2) {
+  Result r = run("--backend tpu --out " + temp_path("a.yaml"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "error: unknown backend 'tpu' (expected cpu or cuda)\n");
+  EXPECT_FALSE(std::filesystem::exists(temp_path("a.yaml")));
+}
+
+TEST(CalibrateCli, UnwritableOutputExits2BeforeMeasuring) {
+  Result r = run("--backend cpu --out /nonexistent-folder/p.yaml");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");  // nothing measured, nothing printed
+  Result d = run("--backend cpu --out " + std::filesystem::temp_directory_path().string());
+  EXPECT_EQ(d.code, 2) << d.err;
+}
+
+TEST(CalibrateCli, CudaWithoutBackendOrDeviceExits2) {
+  Result r = run("--backend cuda --out " + temp_path("c.yaml"));
+  if (r.code == 0) GTEST_SKIP() << "a CUDA device is visible: cuda calibration ran";
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: --backend cuda: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(CalibrateCli, OtherBadFlagsExit2) {
+  const std::string out = " --out " + temp_path("d.yaml");
+  for (const std::string& args :
+       {"--model no-such-model" + out, "--max-bytes 3" + out, "--max-bytes 12Q" + out, "--format xml" + out,
+        "--tp-degrees 0" + out, "--dtypes bf16" + out, "--micro-batch 0" + out, std::string("--backend cpu")}) {
+    Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << args << "\n" << r.err;
+  }
+}
+
+TEST(CalibrateCli, QuickRunWritesAProfileTheCostModelReads) {
+  const std::string path = temp_path("quick.yaml");
+  Result r = run("--backend cpu --quick --model tiny --tp-degrees 1,2 --max-gemm-dim 128 --max-bytes 1K --out " + path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto p = strata::costmodel::parse_device_profile(strata::read_file(path), path);
+  EXPECT_EQ(p.name, "strata_cal_" + std::to_string(::getpid()) + "_quick");
+  EXPECT_TRUE(p.source.measured());
+  EXPECT_EQ(p.source.fields.at("tool"), "strata calibrate");
+  EXPECT_GT(p.gemm_table.size(), 10u);
+  EXPECT_FALSE(p.collective_table.empty());
+  EXPECT_GT(p.peak_tflops.at(strata::costmodel::DType::Fp32), 0);
+  EXPECT_NE(r.out.find("#wrong"), std::string::npos);
+  EXPECT_NE(r.out.find("busbw"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(CalibrateCli, JsonFormatIsOneObject) {
+  const std::string path = temp_path("json.yaml");
+  Result r = run("--backend cpu --quick --max-gemm-dim 128 --max-bytes 64 --format json --out " + path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.front(), '{');
+  EXPECT_NE(r.out.find("\"schema_version\": 1"), std::string::npos);
+  EXPECT_NE(r.out.find("\"collectives\""), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+}  // namespace

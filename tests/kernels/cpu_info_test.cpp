@@ -1,0 +1,63 @@
+// CpuInfo: FLOP/cycle from the SIMD flags and the peak derivation, on recorded
+// /proc/cpuinfo excerpts (not this machine's).
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/cpu_info.h"
+
+namespace strata::kernels {
+namespace {
+
+std::string cpuinfo(const std::string& vendor, int family, const std::string& name, const std::string& mhz,
+                    const std::string& flags, int processors = 2) {
+  std::string s;
+  for (int p = 0; p < processors; ++p)
+    s += "processor\t: " + std::to_string(p) + "\nvendor_id\t: " + vendor + "\ncpu family\t: " +
+         std::to_string(family) + "\nmodel\t\t: 17\nmodel name\t: " + name + "\ncpu MHz\t\t: " + mhz +
+         "\nflags\t\t: " + flags + "\n\n";
+  return s;
+}
+
+TEST(CpuInfo, Avx2FmaGives32FlopPerCycle) {
+  auto c = parse_cpu_info(cpuinfo("GenuineIntel", 6, "Intel(R) Core(TM) i7-8700", "3200.000", "fpu sse avx avx2 fma"));
+  EXPECT_EQ(c.fp32_flops_per_cycle, 32);
+  EXPECT_EQ(c.simd, "avx2+fma");
+  EXPECT_DOUBLE_EQ(c.ghz, 3.2);
+  EXPECT_NEAR(c.peak_gflops_per_core(), 102.4, 1e-9);
+  EXPECT_EQ(c.logical_cpus, 2);
+  EXPECT_EQ(c.model_name, "Intel(R) Core(TM) i7-8700");
+}
+
+TEST(CpuInfo, IntelAvx512Gives64) {
+  auto c = parse_cpu_info(cpuinfo("GenuineIntel", 6, "Intel(R) Xeon(R) Platinum 8380", "2300.000",
+                                  "avx avx2 fma avx512f avx512dq"));
+  EXPECT_EQ(c.fp32_flops_per_cycle, 64);
+}
+
+TEST(CpuInfo, Zen4Avx512HasAvx2Throughput) {
+  auto c = parse_cpu_info(cpuinfo("AuthenticAMD", 25, "AMD EPYC", "2596.122", "avx avx2 fma avx512f avx512_bf16"));
+  EXPECT_EQ(c.fp32_flops_per_cycle, 32);
+  EXPECT_NE(c.simd.find("256-bit"), std::string::npos);
+  auto z5 = parse_cpu_info(cpuinfo("AuthenticAMD", 26, "AMD EPYC 9005", "2400.000", "avx2 fma avx512f"));
+  EXPECT_EQ(z5.fp32_flops_per_cycle, 64);
+}
+
+TEST(CpuInfo, OlderSimdLevels) {
+  EXPECT_EQ(parse_cpu_info(cpuinfo("GenuineIntel", 6, "x", "2000", "sse avx")).fp32_flops_per_cycle, 16);
+  EXPECT_EQ(parse_cpu_info(cpuinfo("GenuineIntel", 6, "x", "2000", "sse sse2")).fp32_flops_per_cycle, 8);
+}
+
+TEST(CpuInfo, DerivationStatesTheProduct) {
+  auto c = parse_cpu_info(cpuinfo("AuthenticAMD", 25, "AMD EPYC", "2500.000", "avx2 fma"),
+                          "MemTotal:       24683568 kB\nMemFree: 1 kB\n");
+  EXPECT_EQ(c.peak_derivation(2), "2 cores x 2.500 GHz x 32 FP32 FLOP/cycle (avx2+fma, /proc/cpuinfo) = 160.0 GFLOP/s");
+  EXPECT_NEAR(c.memory_gib, 24683568.0 / 1048576.0, 1e-9);
+}
+
+TEST(CpuInfo, ReadsThisMachine) {
+  auto c = read_cpu_info();
+  EXPECT_GE(c.logical_cpus, 1);
+  EXPECT_GE(c.fp32_flops_per_cycle, 8);
+}
+
+}  // namespace
+}  // namespace strata::kernels

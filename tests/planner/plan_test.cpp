@@ -1,0 +1,269 @@
+// Plan I/O: the even stage map, YAML round trip, the DESIGN.md JSON keys, and strict
+// rejection of hand-edited inconsistent plans with an error naming the field.
+#include "planner/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "common/atomic_file.h"
+#include "common/errors.h"
+
+using namespace strata::planner;
+using strata::models::ModelSpec;
+
+namespace {
+
+ModelSpec gpt_small() {
+  ModelSpec m;
+  m.name = "gpt-small";
+  m.layers = 10;
+  m.hidden = 256;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.ffn = 1024;
+  m.vocab = 5000;
+  m.seq_len = 128;
+  return m;
+}
+
+Plan sample_plan() {
+  Plan p;
+  p.model = gpt_small();
+  p.cluster = "dgx-a100";
+  p.strategy.dp = 2;
+  p.strategy.tp = 2;
+  p.strategy.pp = 2;
+  p.strategy.vpp = 1;
+  p.strategy.micro_batch = 2;
+  p.strategy.global_batch = 32;
+  p.strategy.zero = 1;
+  p.strategy.recompute = Recompute::Selective;
+  p.strategy.sequence_parallel = true;
+  p.strategy.schedule = ScheduleKind::OneFOneB;
+  p.stage_layers = {{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9, 10, 11}};
+  Prediction& q = p.prediction;
+  q.iteration_s = 1.2345678901234567;
+  q.tokens_per_s = 3317.25;
+  q.model_tflops_per_gpu = 101.1;
+  q.hardware_tflops_per_gpu = 120.7;
+  q.mfu = 0.1 + 0.2;  // not exactly representable: must still round-trip
+  q.peak_memory_gib = 61.5;
+  q.stage_memory_gib = {61.5, 40.25};
+  q.bubble_fraction = 1.0 / 17.0;
+  q.breakdown_s = {0.9, 0.1, 0.01, 0.05, 0.02, 0.15};
+  q.fits_memory = false;
+  q.notes = {"gemm: datasheet roofline (not calibrated)", "quote \" and: colon"};
+  return p;
+}
+
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_plan_yaml(yaml, "plan.yaml");
+  } catch (const strata::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Replaces the first occurrence of `from` (which must exist) in the sample plan's YAML.
+std::string edited(const std::string& from, const std::string& to) {
+  std::string y = plan_to_yaml(sample_plan());
+  auto pos = y.find(from);
+  EXPECT_NE(pos, std::string::npos) << from << "\n" << y;
+  if (pos == std::string::npos) return y;
+  return y.replace(pos, from.size(), to);
+}
+
+}  // namespace
+
+TEST(EvenStageLayers, CoversEveryLayerGroupOnceInOrder) {
+  for (int layers : {1, 2, 5, 7, 10, 24, 96})
+    for (int pp : {1, 2, 3, 4, 8})
+      for (int vpp : {1, 2, 3}) {
+        ModelSpec m = gpt_small();
+        m.layers = layers;
+        if (layers < pp * vpp) {
+          EXPECT_THROW(even_stage_layers(m, pp, vpp), strata::InputError);
+          continue;
+        }
+        auto sl = even_stage_layers(m, pp, vpp);
+        ASSERT_EQ(static_cast<int>(sl.size()), pp * vpp);
+        EXPECT_NO_THROW(check_stage_layers(sl, m, pp, vpp));
+        auto blocks = blocks_per_stage(sl, m);
+        std::int64_t lo = *std::min_element(blocks.begin(), blocks.end());
+        std::int64_t hi = *std::max_element(blocks.begin(), blocks.end());
+        EXPECT_LE(hi - lo, 1) << layers << " " << pp << " " << vpp;
+        EXPECT_EQ(sl.front().front(), 0);
+        EXPECT_EQ(sl.back().back(), layers + 1);
+      }
+  // 10 blocks on 4 stages: the two extra blocks go to the middle stages.
+  auto b = blocks_per_stage(even_stage_layers(gpt_small(), 4, 1), gpt_small());
+  EXPECT_EQ(b, (std::vector<std::int64_t>{2, 3, 3, 2}));
+}
+
+TEST(CheckStageLayers, RejectsGapsRepeatsAndWrongCounts) {
+  ModelSpec m = gpt_small();
+  EXPECT_THROW(check_stage_layers({{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11}}, m, 4, 1),
+               strata::InputError);
+  EXPECT_THROW(check_stage_layers({{0, 1, 2, 3, 4}, {6, 7, 8, 9, 10, 11}}, m, 2, 1),
+               strata::InputError);
+  EXPECT_THROW(check_stage_layers({{0, 1, 2, 3, 4, 5}, {5, 6, 7, 8, 9, 10, 11}}, m, 2, 1),
+               strata::InputError);
+  EXPECT_THROW(check_stage_layers({{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}}, m, 2, 1),
+               strata::InputError);
+  EXPECT_THROW(check_stage_layers({{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {}}, m, 2, 1),
+               strata::InputError);
+  EXPECT_NO_THROW(check_stage_layers({{0}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}, m, 2, 1));
+}
+
+TEST(PlanYaml, RoundTripsEveryField) {
+  Plan p = sample_plan();
+  const std::string y = plan_to_yaml(p);
+  Plan q = parse_plan_yaml(y, "plan.yaml");
+  EXPECT_EQ(q.schema_version, 1);
+  EXPECT_EQ(strata::models::to_yaml(q.model), strata::models::to_yaml(p.model));
+  EXPECT_EQ(q.cluster, p.cluster);
+  EXPECT_EQ(q.strategy, p.strategy);
+  EXPECT_EQ(q.stage_layers, p.stage_layers);
+  const Prediction &a = p.prediction, &b = q.prediction;
+  EXPECT_EQ(b.iteration_s, a.iteration_s);  // exact: shortest round-trip formatting
+  EXPECT_EQ(b.tokens_per_s, a.tokens_per_s);
+  EXPECT_EQ(b.model_tflops_per_gpu, a.model_tflops_per_gpu);
+  EXPECT_EQ(b.hardware_tflops_per_gpu, a.hardware_tflops_per_gpu);
+  EXPECT_EQ(b.mfu, a.mfu);
+  EXPECT_EQ(b.peak_memory_gib, a.peak_memory_gib);
+  EXPECT_EQ(b.stage_memory_gib, a.stage_memory_gib);
+  EXPECT_EQ(b.bubble_fraction, a.bubble_fraction);
+  EXPECT_EQ(b.breakdown_s.compute, a.breakdown_s.compute);
+  EXPECT_EQ(b.breakdown_s.tp_comm, a.breakdown_s.tp_comm);
+  EXPECT_EQ(b.breakdown_s.pp_comm, a.breakdown_s.pp_comm);
+  EXPECT_EQ(b.breakdown_s.dp_comm, a.breakdown_s.dp_comm);
+  EXPECT_EQ(b.breakdown_s.optimizer, a.breakdown_s.optimizer);
+  EXPECT_EQ(b.breakdown_s.bubble, a.breakdown_s.bubble);
+  EXPECT_EQ(b.fits_memory, a.fits_memory);
+  EXPECT_EQ(b.notes, a.notes);
+  // Writing the parsed plan again gives the same text.
+  EXPECT_EQ(plan_to_yaml(q), y);
+}
+
+TEST(PlanYaml, RoundTripsInterleavedLlamaAndNonFiniteNumbers) {
+  Plan p;
+  p.model.name = "tiny-llama";
+  p.model.layers = 8;
+  p.model.hidden = 64;
+  p.model.heads = 4;
+  p.model.kv_heads = 2;
+  p.model.ffn = 176;
+  p.model.vocab = 256;
+  p.model.seq_len = 32;
+  p.model.activation = strata::models::Activation::SwiGlu;
+  p.model.norm = strata::models::Norm::RmsNorm;
+  p.model.positions = strata::models::Positions::Rope;
+  p.model.tied_embeddings = false;
+  p.cluster = "local-cpu";
+  p.strategy.pp = 2;
+  p.strategy.vpp = 2;
+  p.strategy.schedule = ScheduleKind::Interleaved;
+  p.strategy.global_batch = 4;
+  p.strategy.rank_order = "dp-tp-pp";
+  p.stage_layers = even_stage_layers(p.model, 2, 2);
+  p.prediction.iteration_s = std::numeric_limits<double>::infinity();
+  p.prediction.mfu = std::nan("");
+  Plan q = parse_plan_yaml(plan_to_yaml(p), "p.yaml");
+  EXPECT_EQ(q.strategy, p.strategy);
+  EXPECT_EQ(strata::models::to_yaml(q.model), strata::models::to_yaml(p.model));
+  EXPECT_EQ(q.stage_layers, p.stage_layers);
+  EXPECT_TRUE(std::isinf(q.prediction.iteration_s));
+  EXPECT_TRUE(std::isnan(q.prediction.mfu));
+  auto j = nlohmann::json::parse(plan_to_json(p));
+  EXPECT_TRUE(j["prediction"]["iteration_s"].is_null());
+}
+
+TEST(PlanYaml, LoadsFromAFileAndDefaultsOptionalSections) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("strata_plan_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "plan.yaml").string();
+  strata::write_file_atomic(path, plan_to_yaml(sample_plan()));
+  EXPECT_EQ(load_plan(path).strategy, sample_plan().strategy);
+  // A hand-written plan: model, cluster, strategy only.
+  const std::string minimal =
+      "schema_version: 1\n"
+      "model: {name: m, layers: 4, hidden: 64, heads: 4, vocab: 256, seq_len: 32}\n"
+      "cluster: local-cpu\n"
+      "strategy: {dp: 1, tp: 2, pp: 2, micro_batch: 1, global_batch: 8}\n";
+  strata::write_file_atomic(path, minimal);
+  Plan m = load_plan(path);
+  EXPECT_EQ(m.strategy.schedule, ScheduleKind::OneFOneB);
+  EXPECT_EQ(m.stage_layers, even_stage_layers(m.model, 2, 1));
+  EXPECT_TRUE(m.prediction.fits_memory);
+  fs::remove_all(dir);
+  EXPECT_THROW(load_plan(path), strata::InputError);
+}
+
+TEST(PlanYaml, InconsistentHandEditsNameTheField) {
+  auto expect_error = [](const std::string& yaml, std::initializer_list<const char*> parts) {
+    const std::string e = error_of(yaml);
+    ASSERT_FALSE(e.empty()) << "no error for:\n" << yaml;
+    for (const char* part : parts) EXPECT_NE(e.find(part), std::string::npos) << e;
+    EXPECT_EQ(e.rfind("plan.yaml", 0), 0u) << e;  // names the file first
+  };
+  expect_error(edited("tp: 2\n", "tp: 3\n"), {"strategy.tp (3) must divide model.heads (8)"});
+  expect_error(edited("rank_grid: {dp: 2, tp: 2", "rank_grid: {dp: 2, tp: 4"),
+               {"rank_grid.tp", "strategy.tp (2)"});
+  expect_error(edited("gpus: 8", "gpus: 16"), {"gpus", "16", "8"});
+  expect_error(edited("order: tp-dp-pp", "order: dp-tp-pp"), {"rank_grid.order"});
+  expect_error(edited("[5, 6, 7", "[6, 7"), {"stage_layers[1][0] is 6, expected 5"});
+  expect_error(edited("[0, 1, 2, 3, 4]", "[0, 1, 2, 3, 4, 5]"), {"stage_layers[1][0] is 5, expected 6"});
+  expect_error(edited("  - [5, 6, 7, 8, 9, 10, 11]\n", ""), {"stage_layers", "1 virtual stages",
+                                                             "expected strategy.pp (2)"});
+  expect_error(edited("schema_version: 1", "schema_version: 2"), {"schema_version", "2"});
+  expect_error(edited("schedule: 1f1b", "schedule: zero-bubble"), {"strategy.schedule", "zero-bubble"});
+  expect_error(edited("zero: 1", "zero: 1\n  zer0: 1"), {"zer0", "unknown key"});
+  expect_error(edited("cluster: dgx-a100", "clustr: dgx-a100"), {"clustr"});
+  expect_error(edited("heads: 8", "heads: -8"), {"model"});
+  expect_error(edited("stage_memory_gib: [61.5, 40.25]", "stage_memory_gib: [61.5]"),
+               {"stage_memory_gib", "expected one per pipeline stage (2)"});
+  expect_error(edited("compute: 0.9", "compute: fast"), {"breakdown_s.compute", "fast"});
+  expect_error(edited("global_batch: 32", "global_batch: 30"), {"strategy.global_batch (30)"});
+  expect_error("schema_version: 1\n", {"model", "missing"});
+  expect_error("[1, 2]\n", {"mapping"});
+}
+
+TEST(PlanJson, HasExactlyTheDesignKeys) {
+  auto j = nlohmann::json::parse(plan_to_json(sample_plan()));
+  auto keys = [](const nlohmann::json& o) {
+    std::set<std::string> k;
+    for (auto it = o.begin(); it != o.end(); ++it) k.insert(it.key());
+    return k;
+  };
+  EXPECT_EQ(keys(j), (std::set<std::string>{"schema_version", "model", "cluster", "gpus", "strategy",
+                                            "prediction", "fits_memory", "stage_layers"}));
+  EXPECT_EQ(keys(j["strategy"]),
+            (std::set<std::string>{"dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "zero",
+                                   "recompute", "sequence_parallel", "schedule"}));
+  EXPECT_EQ(keys(j["prediction"]),
+            (std::set<std::string>{"iteration_s", "tokens_per_s", "model_tflops_per_gpu",
+                                   "hardware_tflops_per_gpu", "mfu", "peak_memory_gib",
+                                   "bubble_fraction", "breakdown_s"}));
+  EXPECT_EQ(keys(j["prediction"]["breakdown_s"]),
+            (std::set<std::string>{"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "bubble"}));
+  EXPECT_EQ(j["model"], "gpt-small");
+  EXPECT_EQ(j["cluster"], "dgx-a100");
+  EXPECT_EQ(j["gpus"], 8);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["strategy"]["schedule"], "1f1b");
+  EXPECT_EQ(j["strategy"]["recompute"], "selective");
+  EXPECT_EQ(j["strategy"]["sequence_parallel"], true);
+  EXPECT_EQ(j["fits_memory"], false);
+  EXPECT_EQ(j["prediction"]["iteration_s"].get<double>(), sample_plan().prediction.iteration_s);
+  EXPECT_EQ(j["prediction"]["mfu"].get<double>(), 0.1 + 0.2);
+  EXPECT_EQ(j["stage_layers"].size(), 2u);
+  EXPECT_EQ(j["stage_layers"][1][0], 5);
+}

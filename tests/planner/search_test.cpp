@@ -1,0 +1,233 @@
+#include "planner/search.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "costmodel/cluster_spec.h"
+#include "models/model_spec.h"
+#include "planner/simulator.h"
+
+namespace strata::planner {
+namespace {
+
+class SearchGpt2 : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_ = new models::ModelSpec(models::load_model("gpt2-124m"));
+    cluster_ = new costmodel::ClusterSpec(costmodel::load_cluster("dgx-a100"));
+    SearchOptions o;
+    o.gpus = 8;
+    o.global_batch = 64;
+    o.top_k = 1'000'000;  // keep every feasible candidate
+    all_ = new SearchResult(search(*model_, *cluster_, o));
+  }
+  static void TearDownTestSuite() {
+    delete all_;
+    delete cluster_;
+    delete model_;
+  }
+  static models::ModelSpec* model_;
+  static costmodel::ClusterSpec* cluster_;
+  static SearchResult* all_;
+};
+models::ModelSpec* SearchGpt2::model_ = nullptr;
+costmodel::ClusterSpec* SearchGpt2::cluster_ = nullptr;
+SearchResult* SearchGpt2::all_ = nullptr;
+
+TEST_F(SearchGpt2, ReturnsOnlyValidFittingStrategiesSortedByTime) {
+  const auto& r = *all_;
+  ASSERT_GT(r.ranked.size(), 50u);
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const Candidate& c = r.ranked[i];
+    EXPECT_TRUE(validate(c.strategy, *model_).empty());
+    EXPECT_EQ(c.strategy.gpus(), 8);
+    EXPECT_EQ(c.strategy.global_batch, 64);
+    EXPECT_TRUE(c.prediction.fits_memory);
+    EXPECT_LE(c.prediction.peak_memory_gib, cluster_->device.memory_gib);
+    EXPECT_EQ(c.stage_layers.size(), static_cast<std::size_t>(c.strategy.pp * c.strategy.vpp));
+    if (i > 0) {
+      const auto& a = r.ranked[i - 1].prediction;
+      const auto& b = c.prediction;
+      EXPECT_TRUE(a.iteration_s < b.iteration_s ||
+                  (a.iteration_s == b.iteration_s && a.peak_memory_gib <= b.peak_memory_gib));
+    }
+  }
+  EXPECT_FALSE(r.ranked.front().prediction.notes.empty());
+}
+
+TEST_F(SearchGpt2, CountsAddUp) {
+  const auto& r = *all_;
+  EXPECT_EQ(static_cast<std::int64_t>(r.ranked.size()) + r.infeasible_memory,
+            r.candidates_evaluated);
+  EXPECT_GE(r.invalid, 0);
+  EXPECT_GE(r.search_s, 0.0);
+  EXPECT_FALSE(r.closest_infeasible.has_value());  // plenty fits
+}
+
+TEST_F(SearchGpt2, CoversEveryAxisOfTheSpace) {
+  std::set<int> tps, pps, vpps, zeros;
+  std::set<std::int64_t> mbs;
+  std::set<Recompute> rcs;
+  std::set<bool> sps;
+  std::set<ScheduleKind> kinds;
+  for (const auto& c : all_->ranked) {
+    tps.insert(c.strategy.tp);
+    pps.insert(c.strategy.pp);
+    vpps.insert(c.strategy.vpp);
+    zeros.insert(c.strategy.zero);
+    mbs.insert(c.strategy.micro_batch);
+    rcs.insert(c.strategy.recompute);
+    sps.insert(c.strategy.sequence_parallel);
+    kinds.insert(c.strategy.schedule);
+  }
+  EXPECT_EQ(tps, (std::set<int>{1, 2, 4}));  // 8 does not divide 12 heads
+  EXPECT_EQ(pps, (std::set<int>{1, 2, 4, 8}));
+  EXPECT_TRUE(vpps.count(1) && vpps.count(2) && vpps.count(3));
+  EXPECT_EQ(zeros, (std::set<int>{0, 1}));
+  EXPECT_EQ(mbs, (std::set<std::int64_t>{1, 2, 4, 8, 16}));
+  EXPECT_EQ(rcs.size(), 3u);
+  EXPECT_EQ(sps.size(), 2u);
+  EXPECT_EQ(kinds, (std::set<ScheduleKind>{ScheduleKind::OneFOneB, ScheduleKind::Interleaved}));
+}
+
+TEST_F(SearchGpt2, MemoryIsNonIncreasingInTheZeroStage) {
+  std::map<std::tuple<int, int, int, int, std::int64_t, int, bool>, std::map<int, double>> mem;
+  for (const auto& c : all_->ranked) {
+    const Strategy& s = c.strategy;
+    mem[{s.dp, s.tp, s.pp, s.vpp, s.micro_batch, static_cast<int>(s.recompute),
+         s.sequence_parallel}][s.zero] = c.prediction.peak_memory_gib;
+  }
+  int pairs = 0;
+  for (const auto& [key, by_zero] : mem) {
+    if (by_zero.count(0) && by_zero.count(1)) {
+      EXPECT_LE(by_zero.at(1), by_zero.at(0));
+      ++pairs;
+    }
+  }
+  EXPECT_GT(pairs, 10);
+}
+
+TEST_F(SearchGpt2, PredictionsEqualAStandaloneSimulation) {
+  // The search's caches must not change any number.
+  const auto& r = *all_;
+  for (std::size_t i = 0; i < r.ranked.size(); i += std::max<std::size_t>(1, r.ranked.size() / 25)) {
+    const Candidate& c = r.ranked[i];
+    const auto p = simulate(*model_, *cluster_, c.strategy).prediction;
+    EXPECT_DOUBLE_EQ(p.iteration_s, c.prediction.iteration_s) << i;
+    EXPECT_DOUBLE_EQ(p.peak_memory_gib, c.prediction.peak_memory_gib) << i;
+    EXPECT_DOUBLE_EQ(p.breakdown_s.dp_comm, c.prediction.breakdown_s.dp_comm) << i;
+  }
+}
+
+TEST_F(SearchGpt2, TopKKeepsTheBest) {
+  SearchOptions o;
+  o.gpus = 8;
+  o.global_batch = 64;
+  o.top_k = 3;
+  const auto r = search(*model_, *cluster_, o);
+  ASSERT_EQ(r.ranked.size(), 3u);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(r.ranked[i].strategy, all_->ranked[i].strategy);
+  EXPECT_EQ(r.candidates_evaluated, all_->candidates_evaluated);
+}
+
+TEST_F(SearchGpt2, PinnedAxesAreRespected) {
+  SearchOptions o;
+  o.gpus = 8;
+  o.global_batch = 64;
+  o.top_k = 1000;
+  o.tp = 2;
+  o.recompute = Recompute::Full;
+  o.sequence_parallel = true;
+  const auto r = search(*model_, *cluster_, o);
+  ASSERT_FALSE(r.ranked.empty());
+  for (const auto& c : r.ranked) {
+    EXPECT_EQ(c.strategy.tp, 2);
+    EXPECT_EQ(c.strategy.recompute, Recompute::Full);
+    EXPECT_TRUE(c.strategy.sequence_parallel);
+  }
+}
+
+TEST_F(SearchGpt2, GPipeOnlyWhenAskedFor) {
+  SearchOptions o;
+  o.gpus = 8;
+  o.global_batch = 64;
+  o.top_k = 1000;
+  o.schedule = ScheduleKind::GPipe;
+  const auto r = search(*model_, *cluster_, o);
+  ASSERT_FALSE(r.ranked.empty());
+  for (const auto& c : r.ranked) {
+    EXPECT_EQ(c.strategy.schedule, ScheduleKind::GPipe);
+    EXPECT_EQ(c.strategy.vpp, 1);
+  }
+}
+
+TEST_F(SearchGpt2, ReportsProgress) {
+  SearchOptions o;
+  o.gpus = 8;
+  o.global_batch = 64;
+  std::int64_t last_done = -1, last_total = -1;
+  o.progress = [&](std::int64_t done, std::int64_t total) {
+    EXPECT_GE(done, last_done);
+    last_done = done;
+    last_total = total;
+  };
+  const auto r = search(*model_, *cluster_, o);
+  EXPECT_EQ(last_done, last_total);
+  EXPECT_EQ(last_total, r.candidates_evaluated + r.invalid);
+}
+
+TEST(Search, ReportsTheClosestInfeasibleWhenNothingFits) {
+  const auto model = models::load_model("gpt3-175b");
+  const auto cluster = costmodel::load_cluster("dgx-a100");
+  SearchOptions o;
+  o.gpus = 8;
+  o.global_batch = 16;
+  const auto r = search(model, cluster, o);
+  EXPECT_TRUE(r.ranked.empty());
+  EXPECT_EQ(r.infeasible_memory, r.candidates_evaluated);
+  ASSERT_TRUE(r.closest_infeasible.has_value());
+  EXPECT_FALSE(r.closest_infeasible->prediction.fits_memory);
+  EXPECT_GT(r.closest_infeasible->prediction.peak_memory_gib, cluster.device.memory_gib);
+}
+
+TEST(Search, RejectsBadOptions) {
+  const auto model = models::load_model("gpt2-124m");
+  const auto cluster = costmodel::load_cluster("dgx-a100");
+  SearchOptions o;
+  o.gpus = 0;
+  EXPECT_THROW(search(model, cluster, o), InputError);
+  o.gpus = 1'000'000;
+  EXPECT_THROW(search(model, cluster, o), InputError);
+  o.gpus = 8;
+  o.top_k = 0;
+  EXPECT_THROW(search(model, cluster, o), InputError);
+}
+
+TEST(Search, PinnedOptionsThatCannotWorkNameTheRule) {
+  const auto model = models::load_model("gpt2-124m");
+  const auto cluster = costmodel::load_cluster("dgx-a100");
+  SearchOptions o;
+  o.gpus = 8;
+  o.global_batch = 64;
+  o.tp = 8;  // 12 heads
+  try {
+    search(model, cluster, o);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("strategy.tp (8) must divide model.heads (12)"),
+              std::string::npos)
+        << e.what();
+  }
+  o.tp.reset();
+  o.dp = 3;  // no layout of 8 GPUs has dp 3
+  EXPECT_THROW(search(model, cluster, o), InputError);
+}
+
+}  // namespace
+}  // namespace strata::planner

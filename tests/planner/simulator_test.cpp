@@ -1,0 +1,334 @@
+#include "planner/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/errors.h"
+#include "costmodel/cluster_spec.h"
+#include "models/model_spec.h"
+#include "planner/detail/pipeline_walk.h"
+#include "planner/schedule.h"
+
+namespace strata::planner {
+namespace {
+
+using detail::PipelineWalk;
+
+double max_end(const PipelineWalk& w) {
+  return *std::max_element(w.compute_end.begin(), w.compute_end.end());
+}
+
+// ---- The pipeline walk against closed forms (synthetic, uniform stage times) ----------
+
+TEST(PipelineWalk, OneFOneBAndGPipeMatchTheClosedForm) {
+  const double tf = 1.0, tb = 2.0;
+  for (ScheduleKind kind : {ScheduleKind::OneFOneB, ScheduleKind::GPipe}) {
+    for (int pp : {1, 2, 3, 4, 8}) {
+      for (int m : {1, 2, 3, 4, 8, 16}) {
+        PipelineWalk w;
+        w.run(kind, pp, m, 1, std::vector<double>(pp, tf), std::vector<double>(pp, tb),
+              std::vector<double>(pp > 1 ? pp : 0, 0.0));
+        const double closed = (m + pp - 1) * (tf + tb);
+        EXPECT_NEAR(max_end(w), closed, 1e-9) << to_string(kind) << " pp " << pp << " m " << m;
+        // Every stage is busy m (tf + tb) and idle the rest: (p - 1)(tf + tb) on stage 0,
+        // the stage that finishes last.
+        EXPECT_NEAR(w.compute_end[0], closed, 1e-9);
+        EXPECT_NEAR(w.idle[0], (pp - 1) * (tf + tb), 1e-9);
+        EXPECT_NEAR(w.busy_fwd[0] + w.busy_bwd[0], m * (tf + tb), 1e-9);
+        // Bubble over ideal compute = (p - 1) / m (Narayanan et al. 2021).
+        EXPECT_NEAR(w.idle[0] / (m * (tf + tb)), static_cast<double>(pp - 1) / m, 1e-12);
+      }
+    }
+  }
+}
+
+TEST(PipelineWalk, InterleavedBubbleIsDividedByTheChunkCount) {
+  const double tf = 1.0, tb = 2.0;  // per whole stage; each chunk takes 1/v of it
+  for (int pp : {2, 4}) {
+    for (int v : {2, 3, 4}) {
+      for (int m : {pp, 2 * pp, 4 * pp}) {
+        PipelineWalk w;
+        w.run(ScheduleKind::Interleaved, pp, m, v, std::vector<double>(pp * v, tf / v),
+              std::vector<double>(pp * v, tb / v), std::vector<double>(pp, 0.0));
+        const double ideal = m * (tf + tb);
+        EXPECT_NEAR(max_end(w), ideal + (pp - 1) * (tf + tb) / v, 1e-9)
+            << "pp " << pp << " v " << v << " m " << m;
+        EXPECT_NEAR(w.idle[0] / ideal, static_cast<double>(pp - 1) / (v * m), 1e-9);
+      }
+    }
+  }
+}
+
+TEST(PipelineWalk, PeakInFlightMatchesTheSchedule) {
+  struct Case { ScheduleKind kind; int pp, m, vpp; };
+  for (const Case& c : {Case{ScheduleKind::OneFOneB, 4, 8, 1}, Case{ScheduleKind::OneFOneB, 8, 3, 1},
+                        Case{ScheduleKind::GPipe, 4, 6, 1}, Case{ScheduleKind::Interleaved, 4, 8, 2},
+                        Case{ScheduleKind::Interleaved, 2, 4, 3}}) {
+    PipelineWalk w;
+    const int n = c.pp * c.vpp;
+    w.run(c.kind, c.pp, c.m, c.vpp, std::vector<double>(n, 1.0), std::vector<double>(n, 2.0),
+          std::vector<double>(c.pp, 0.1));
+    for (int s = 0; s < c.pp; ++s)
+      EXPECT_EQ(w.peak_chunks[s], peak_chunks_in_flight(c.kind, c.pp, s, c.m, c.vpp));
+  }
+}
+
+TEST(PipelineWalk, P2PTimeLengthensTheIterationAndShowsOnTheCriticalPath) {
+  const int pp = 4, m = 8;
+  const double tf = 1.0, tb = 2.0;
+  PipelineWalk base;
+  base.run(ScheduleKind::OneFOneB, pp, m, 1, std::vector<double>(pp, tf),
+           std::vector<double>(pp, tb), std::vector<double>(pp, 0.0));
+  EXPECT_DOUBLE_EQ(base.chain_p2p(0), 0.0);
+  double prev = max_end(base);
+  for (double c : {0.01, 0.1, 0.5}) {
+    PipelineWalk w;
+    w.run(ScheduleKind::OneFOneB, pp, m, 1, std::vector<double>(pp, tf),
+          std::vector<double>(pp, tb), std::vector<double>(pp, c));
+    // The fill (p - 1 activations) and drain (p - 1 gradients) cannot hide the transfers.
+    EXPECT_GE(max_end(w), max_end(base) + 2 * (pp - 1) * c - 1e-9);
+    EXPECT_GT(max_end(w), prev);
+    EXPECT_GE(w.chain_p2p(0), 2 * (pp - 1) * c - 1e-9);
+    EXPECT_LE(w.chain_p2p(0), w.idle[0] + 1e-9);
+    prev = max_end(w);
+  }
+}
+
+// ---- The simulator end to end ---------------------------------------------------------
+
+models::ModelSpec synthetic_model() {
+  models::ModelSpec m;
+  m.name = "synthetic";
+  m.layers = 8;
+  m.hidden = 1024;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.ffn = 4096;
+  m.vocab = 8;  // the LM head and embedding cost next to nothing
+  m.seq_len = 256;
+  return m;
+}
+
+// Communication and memory traffic are free: only GEMM / attention FLOPs take time.
+costmodel::ClusterSpec free_comm_cluster() {
+  costmodel::ClusterSpec c = costmodel::load_cluster("dgx-a100");
+  c.name = "free-comm";
+  c.intra_node.bandwidth_gbps = c.inter_node.bandwidth_gbps = 1e12;
+  c.intra_node.latency_us = c.inter_node.latency_us = 0;
+  c.device.memory_bandwidth_gbps = 1e12;
+  return c;
+}
+
+Strategy strategy(int dp, int tp, int pp, std::int64_t mb, std::int64_t gb) {
+  Strategy s;
+  s.dp = dp;
+  s.tp = tp;
+  s.pp = pp;
+  s.micro_batch = mb;
+  s.global_batch = gb;
+  return s;
+}
+
+double breakdown_sum(const Breakdown& b) {
+  return b.compute + b.tp_comm + b.pp_comm + b.dp_comm + b.optimizer + b.bubble;
+}
+
+TEST(Simulator, UniformStagesMatchTheOneFOneBClosedFormEndToEnd) {
+  const auto model = synthetic_model();
+  const auto cluster = free_comm_cluster();
+  for (int pp : {2, 4}) {
+    for (int m : {1, 4, 8}) {
+      SimulateOptions opt;
+      opt.timeline = true;
+      const auto r = simulate(model, cluster, strategy(1, 1, pp, 1, m), opt);
+      // Stage 1 holds blocks only: its forward / backward are tf / tb.
+      double tf = 0, tb = 0;
+      for (const auto& e : r.timeline)
+        if (e.stage == 1 && e.stream == "compute" && e.microbatch == 0)
+          (e.name[0] == 'F' ? tf : tb) = e.end_s - e.start_s;
+      ASSERT_GT(tf, 0);
+      ASSERT_GT(tb, tf);
+      const double closed = (m + pp - 1) * (tf + tb);
+      const auto& p = r.prediction;
+      EXPECT_NEAR(p.iteration_s, closed, 1e-3 * closed) << "pp " << pp << " m " << m;
+      EXPECT_NEAR(p.breakdown_s.bubble, (pp - 1) * (tf + tb), 1e-3 * closed);
+      EXPECT_NEAR(p.bubble_fraction, static_cast<double>(pp - 1) / (m + pp - 1), 1e-3);
+      EXPECT_NEAR(p.breakdown_s.pp_comm, 0.0, 1e-9);
+      EXPECT_NEAR(breakdown_sum(p.breakdown_s), p.iteration_s, 1e-9 * p.iteration_s);
+    }
+  }
+}
+
+class SimulatorOnGpt2 : public ::testing::Test {
+ protected:
+  models::ModelSpec model = models::load_model("gpt2-124m");
+  costmodel::ClusterSpec cluster = costmodel::load_cluster("dgx-a100");
+};
+
+TEST_F(SimulatorOnGpt2, SinglePipelineStageHasNoBubbleAndNoP2P) {
+  for (int tp : {1, 2, 4})
+    for (Recompute rc : {Recompute::None, Recompute::Full}) {
+      Strategy s = strategy(8 / tp, tp, 1, 2, 64);
+      s.recompute = rc;
+      const auto p = simulate(model, cluster, s).prediction;
+      EXPECT_EQ(p.breakdown_s.bubble, 0.0);
+      EXPECT_EQ(p.bubble_fraction, 0.0);
+      EXPECT_EQ(p.breakdown_s.pp_comm, 0.0);
+      EXPECT_EQ(p.stage_memory_gib.size(), 1u);
+    }
+}
+
+TEST_F(SimulatorOnGpt2, NoTensorParallelMeansNoTpComm) {
+  for (int pp : {1, 2, 4}) {
+    const auto p = simulate(model, cluster, strategy(8 / pp, 1, pp, 1, 64)).prediction;
+    EXPECT_EQ(p.breakdown_s.tp_comm, 0.0);
+  }
+  const auto p = simulate(model, cluster, strategy(4, 2, 1, 1, 64)).prediction;
+  EXPECT_GT(p.breakdown_s.tp_comm, 0.0);
+}
+
+TEST_F(SimulatorOnGpt2, BreakdownSumsToTheIteration) {
+  for (int tp : {1, 2, 4})
+    for (int pp : {1, 2}) {
+      if (tp * pp > 8) continue;
+      for (int zero : {0, 1}) {
+        Strategy s = strategy(8 / (tp * pp), tp, pp, 2, 64);
+        s.zero = zero;
+        s.sequence_parallel = tp > 1;
+        const auto p = simulate(model, cluster, s).prediction;
+        EXPECT_NEAR(breakdown_sum(p.breakdown_s), p.iteration_s, 1e-9 * p.iteration_s);
+        EXPECT_GE(p.breakdown_s.bubble, -1e-12);
+        EXPECT_GE(p.breakdown_s.dp_comm, 0.0);
+        EXPECT_GT(p.breakdown_s.optimizer, 0.0);
+        EXPECT_NEAR(p.bubble_fraction, p.breakdown_s.bubble / p.iteration_s, 1e-12);
+      }
+    }
+}
+
+TEST(Simulator, InterleavedHasASmallerBubbleThanOneFOneB) {
+  // Blocks dominate (tiny vocabulary), so chunks are near uniform; real links and latency.
+  const auto model = synthetic_model();
+  const auto cluster = costmodel::load_cluster("dgx-a100");
+  for (int pp : {2, 4}) {
+    Strategy a = strategy(1, 1, pp, 1, 2 * pp);  // m = 2p
+    Strategy b = a;
+    b.vpp = 8 / pp;
+    b.schedule = ScheduleKind::Interleaved;
+    const auto pa = simulate(model, cluster, a).prediction;
+    const auto pb = simulate(model, cluster, b).prediction;
+    EXPECT_LT(pb.breakdown_s.bubble, pa.breakdown_s.bubble) << "pp " << pp;
+    EXPECT_LT(pb.bubble_fraction, pa.bubble_fraction) << "pp " << pp;
+    EXPECT_LT(pb.iteration_s, pa.iteration_s) << "pp " << pp;
+  }
+}
+
+TEST_F(SimulatorOnGpt2, ExposedDpCommGrowsWithDp) {
+  // Same work per replica (micro-batch 4, 4 micro-batches), more replicas: 2 .. 64 GPUs.
+  double prev = -1;
+  double first = 0;
+  for (int dp : {2, 4, 8, 16, 32, 64}) {
+    const auto p = simulate(model, cluster, strategy(dp, 1, 1, 4, 16LL * dp)).prediction;
+    EXPECT_GE(p.breakdown_s.dp_comm, prev) << "dp " << dp;
+    if (dp == 2) first = p.breakdown_s.dp_comm;
+    prev = p.breakdown_s.dp_comm;
+  }
+  EXPECT_GT(prev, first);  // 64 ranks across 8 nodes vs 2 ranks on NVSwitch
+}
+
+TEST_F(SimulatorOnGpt2, MemoryDoesNotGrowWithZero) {
+  for (int dp : {2, 8}) {
+    Strategy s = strategy(dp, 8 / dp, 1, 1, 64);
+    if (model.heads % s.tp != 0) continue;
+    const auto z0 = simulate(model, cluster, s).prediction;
+    s.zero = 1;
+    const auto z1 = simulate(model, cluster, s).prediction;
+    EXPECT_LT(z1.peak_memory_gib, z0.peak_memory_gib);
+  }
+}
+
+TEST_F(SimulatorOnGpt2, FullRecomputeChargesTheReforward) {
+  Strategy s = strategy(8, 1, 1, 4, 64);
+  const auto none = simulate(model, cluster, s).prediction;
+  s.recompute = Recompute::Full;
+  const auto full = simulate(model, cluster, s).prediction;
+  s.recompute = Recompute::Selective;
+  const auto sel = simulate(model, cluster, s).prediction;
+  EXPECT_GT(full.iteration_s, sel.iteration_s);
+  EXPECT_GT(sel.iteration_s, none.iteration_s);
+  EXPECT_NEAR(none.hardware_tflops_per_gpu, none.model_tflops_per_gpu, 1e-12);
+  EXPECT_GT(full.hardware_tflops_per_gpu, full.model_tflops_per_gpu);
+  EXPECT_LT(full.peak_memory_gib, none.peak_memory_gib);
+  EXPECT_LT(sel.peak_memory_gib, none.peak_memory_gib);
+  // Model FLOPs per iteration do not depend on recompute.
+  EXPECT_NEAR(none.model_tflops_per_gpu * none.iteration_s,
+              full.model_tflops_per_gpu * full.iteration_s, 1e-9 * none.model_tflops_per_gpu);
+}
+
+TEST_F(SimulatorOnGpt2, ThroughputFiguresAreConsistent) {
+  const Strategy s = strategy(2, 2, 2, 2, 32);
+  const auto p = simulate(model, cluster, s).prediction;
+  EXPECT_NEAR(p.tokens_per_s * p.iteration_s, 32.0 * model.seq_len, 1e-6);
+  EXPECT_NEAR(p.mfu, p.model_tflops_per_gpu / 312.0, 1e-9);  // A100 bf16 dense peak
+  EXPECT_GT(p.mfu, 0.0);
+  EXPECT_LT(p.mfu, 1.0);
+  EXPECT_TRUE(p.fits_memory);
+  EXPECT_EQ(p.stage_memory_gib.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.peak_memory_gib,
+                   *std::max_element(p.stage_memory_gib.begin(), p.stage_memory_gib.end()));
+  EXPECT_FALSE(p.notes.empty());
+}
+
+TEST_F(SimulatorOnGpt2, UsesTheGivenStageLayersOrPartitionsItself) {
+  Strategy s = strategy(4, 1, 2, 1, 16);
+  const auto auto_split = simulate(model, cluster, s);
+  ASSERT_EQ(auto_split.stage_layers.size(), 2u);
+  SimulateOptions opt;
+  opt.stage_layers = {{0, 1}, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}};  // lopsided
+  const auto manual = simulate(model, cluster, s, opt);
+  EXPECT_EQ(manual.stage_layers, opt.stage_layers);
+  EXPECT_GT(manual.prediction.iteration_s, auto_split.prediction.iteration_s);
+  opt.stage_layers = {{0, 1, 2}, {4, 5, 6, 7, 8, 9, 10, 11, 12, 13}};  // group 3 missing
+  EXPECT_THROW(simulate(model, cluster, s, opt), InputError);
+}
+
+TEST_F(SimulatorOnGpt2, RejectsInvalidStrategies) {
+  EXPECT_THROW(simulate(model, cluster, strategy(1, 5, 1, 1, 8)), InputError);     // 12 % 5
+  EXPECT_THROW(simulate(model, cluster, strategy(3, 1, 1, 2, 8)), InputError);     // 8 % 6
+  EXPECT_THROW(simulate(model, cluster, strategy(1, 1, 13, 1, 8)), InputError);    // pp > L
+  EXPECT_THROW(simulate(model, cluster, strategy(4096, 1, 1, 1, 4096)), InputError);  // > cluster
+  // A pipeline too long to simulate is an input error, not an out-of-memory crash.
+  EXPECT_THROW(simulate(model, cluster, strategy(1, 1, 4, 1, 1'000'000'000'000LL)), InputError);
+}
+
+TEST_F(SimulatorOnGpt2, TraceIsValidJsonWithEventsOnEveryStage) {
+  Strategy s = strategy(1, 2, 4, 1, 8);
+  s.vpp = 3;
+  s.schedule = ScheduleKind::Interleaved;
+  SimulateOptions opt;
+  opt.timeline = true;
+  const auto r = simulate(model, cluster, s, opt);
+  const auto doc = nlohmann::json::parse(chrome_trace_json(r, "gpt2 test"));
+  ASSERT_TRUE(doc.contains("traceEvents"));
+  std::set<int> stages_with_compute;
+  std::set<int> named;
+  int complete = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") named.insert(e["pid"].get<int>());
+    if (e["ph"] != "X") continue;
+    ++complete;
+    EXPECT_TRUE(e["ts"].is_number());
+    EXPECT_GE(e["dur"].get<double>(), 0.0);
+    if (e["cat"] == "compute") stages_with_compute.insert(e["pid"].get<int>());
+  }
+  EXPECT_EQ(stages_with_compute, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_EQ(named, (std::set<int>{0, 1, 2, 3}));
+  // 2 * m * vpp compute steps per stage, plus sends, the optimizer and gradient buckets.
+  EXPECT_GT(complete, 4 * 2 * 8 * 3);
+}
+
+}  // namespace
+}  // namespace strata::planner
