@@ -15,6 +15,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -358,7 +359,10 @@ void run_calibrate(const CalibrateFlags& f) {
     if (!g.ok() && g.error.rfind("skipped", 0) != 0) ++failed;
   for (const auto& c : collectives)
     if (!c.ok()) ++failed;
-  if (root) {
+  // Rank 0 reports and writes; a failure there (say, the disk filled up) must still
+  // reach the other ranks, which wait in the final reduction below.
+  std::exception_ptr root_error;
+  if (root) try {
     const GemmDType main_dtype = backend == kernels::Backend::Cpu ? GemmDType::Fp32 : GemmDType::Bf16;
     double gemm_eff = kp::median_gemm_efficiency(gemms, main_dtype);
     double attn_eff = kp::median_gemm_efficiency(gemms, main_dtype, 0, "attention");
@@ -450,10 +454,16 @@ void run_calibrate(const CalibrateFlags& f) {
       if (!c.ok())
         fmt::print(stderr, "error: {} {} B on {} ranks: {} (left out of the profile)\n", to_string(c.collective),
                    c.bytes, c.ranks, c.error);
+  } catch (...) {
+    root_error = std::current_exception();
   }
-  // Every rank learns whether any row failed, so all exit with the same code.
-  float failed_all = static_cast<float>(failed);
-  world->all_reduce_sum(&failed_all, 1);
+  // Every rank learns whether any row failed or rank 0 could not finish, so all ranks
+  // leave together with the same outcome.
+  float status[2] = {root ? static_cast<float>(failed) : 0.0f, root_error ? 1.0f : 0.0f};
+  world->all_reduce_sum(status, 2);
+  if (root_error) std::rethrow_exception(root_error);
+  if (status[1] > 0) throw DeviceError("rank 0 failed to write the calibration results");
+  const float failed_all = status[0];
   if (failed_all > 0)
     throw DeviceError(fmt::format("{} measurement(s) failed validation and were left out of {}",
                                   static_cast<long>(failed_all), f.out));

@@ -140,8 +140,11 @@ void run_compare(CompareFlags& f) {
   }
   // Timelines: recorded only where a Gantt chart is drawn (they are large).
   const int best = best_entry(data);
+  const int showcase = pipelined_showcase(data);
   for (std::size_t i = 0; i < data.entries.size(); ++i) {
-    if (f.gantt == "none" || (f.gantt == "best" && static_cast<int>(i) != best)) continue;
+    const bool wanted = f.gantt == "all" || (f.gantt == "best" && (static_cast<int>(i) == best ||
+                                                                   static_cast<int>(i) == showcase));
+    if (!wanted) continue;
     planner::SimulateOptions so;
     so.timeline = true;
     so.stage_layers = data.entries[i].stage_layers;
@@ -203,7 +206,8 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--measured", f.measured,
                   "`strata validate --format json` output: measured step times beside the predictions")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--gantt", f.gantt, "timeline chart for the best strategy, all of them, or none")
+  cmd->add_option("--gantt", f.gantt, "timeline charts: best (the best strategy, and the fastest pipelined one when the best "
+                  "has pp 1), all, or none")
       ->check(CLI::IsMember({"best", "all", "none"}))
       ->capture_default_str();
   cmd->callback([flags] { run_compare(*flags); });

@@ -81,7 +81,7 @@ planner::Plan to_plan(const models::ModelSpec& model, const std::string& cluster
 [[noreturn]] void no_feasible_plan(const PlanFlags& f, const models::ModelSpec& model,
                                    const costmodel::ClusterSpec& cluster,
                                    const planner::SearchResult& r) {
-  std::string what = fmt::format("no strategy for {} fits on {} GPUs of {}", model.name, f.gpus,
+  std::string what = fmt::format("no strategy for {} fits on {} GPU{} of {}", model.name, f.gpus, f.gpus == 1 ? "" : "s",
                                  f.mc.cluster);
   if (r.closest_infeasible) {
     const auto& c = *r.closest_infeasible;

@@ -49,14 +49,14 @@ std::string Table::render() const {
   return out;
 }
 
-std::string format_duration(double s) {
+std::string duration_cell(double s) {
   if (!std::isfinite(s)) return "n/a";
   if (s >= 1.0) return fmt::format("{:.3f} s", s);
   if (s >= 1e-3) return fmt::format("{:.1f} ms", s * 1e3);
   return fmt::format("{:.0f} us", s * 1e6);
 }
 
-std::string format_percent(double f) {
+std::string percent_cell(double f) {
   if (!std::isfinite(f)) return "n/a";
   return fmt::format("{:.1f}%", f * 100.0);
 }
@@ -117,12 +117,12 @@ std::string explain_best(const PlanReport& r) {
   if (r.plans.empty()) return "";
   const auto& best = r.plans.front().prediction;
   const double t = best.iteration_s;
-  std::string out = fmt::format("# why #1: {} per step =", format_duration(t));
+  std::string out = fmt::format("# why #1: {} per step =", duration_cell(t));
   bool first = true;
   for (const auto& p : parts(best.breakdown_s)) {
     if (p.value <= 0) continue;
-    out += fmt::format("{} {} {} ({})", first ? "" : " +", p.name, format_duration(p.value),
-                       t > 0 ? format_percent(p.value / t) : "n/a");
+    out += fmt::format("{} {} {} ({})", first ? "" : " +", p.name, duration_cell(p.value),
+                       t > 0 ? percent_cell(p.value / t) : "n/a");
     first = false;
   }
   if (first) out += " (no breakdown)";
@@ -139,11 +139,11 @@ std::string explain_best(const PlanReport& r) {
         arg = i;
       }
     double faster = second.iteration_s > 0 ? 1.0 - t / second.iteration_s : 0.0;
-    out += fmt::format("; {} faster than #2 ({})", format_percent(faster),
+    out += fmt::format("; {} faster than #2 ({})", percent_cell(faster),
                        strategy_brief(r.plans[1].strategy));
     if (gain > 0)
-      out += fmt::format(", mostly {} ({} vs {})", a[arg].name, format_duration(a[arg].value),
-                         format_duration(b[arg].value));
+      out += fmt::format(", mostly {} ({} vs {})", a[arg].name, duration_cell(a[arg].value),
+                         duration_cell(b[arg].value));
   }
   return out + "\n";
 }
@@ -172,9 +172,9 @@ std::string format_plan_table(const PlanReport& r) {
                std::to_string(s.dp), std::to_string(s.vpp), std::to_string(s.micro_batch),
                std::to_string(s.zero), planner::to_string(s.recompute),
                s.sequence_parallel ? "on" : "off", planner::to_string(s.schedule),
-               format_duration(q.iteration_s), fmt::format("{:.1f}", q.model_tflops_per_gpu),
-               format_percent(q.mfu), memory_cell(q.peak_memory_gib, r.memory_capacity_gib),
-               format_percent(q.bubble_fraction)});
+               duration_cell(q.iteration_s), fmt::format("{:.1f}", q.model_tflops_per_gpu),
+               percent_cell(q.mfu), memory_cell(q.peak_memory_gib, r.memory_capacity_gib),
+               percent_cell(q.bubble_fraction)});
   }
   return header_lines(r) + t.render() + explain_best(r);
 }
@@ -188,20 +188,20 @@ std::string format_simulation_table(const PlanReport& r) {
   out += fmt::format("# strategy: {} (micro-batches per step: {})\n", strategy_brief(s),
                      s.num_microbatches());
   Table t({{"metric", Align::Left}, {"value", Align::Right}, {"share", Align::Right}});
-  t.add_row({"step time", format_duration(q.iteration_s), ""});
+  t.add_row({"step time", duration_cell(q.iteration_s), ""});
   t.add_row({"tokens/s", fmt::format("{:.0f}", q.tokens_per_s), ""});
   t.add_row({"model TFLOP/s/GPU", fmt::format("{:.1f}", q.model_tflops_per_gpu), ""});
   t.add_row({"hardware TFLOP/s/GPU", fmt::format("{:.1f}", q.hardware_tflops_per_gpu), ""});
-  t.add_row({"MFU", format_percent(q.mfu), ""});
+  t.add_row({"MFU", percent_cell(q.mfu), ""});
   t.add_row({"peak mem/GPU GiB", memory_cell(q.peak_memory_gib, r.memory_capacity_gib),
              q.fits_memory ? "fits" : "OVER"});
   for (std::size_t i = 0; i < q.stage_memory_gib.size(); ++i)
     t.add_row({fmt::format("  stage {} mem GiB", i),
                memory_cell(q.stage_memory_gib[i], r.memory_capacity_gib), ""});
-  t.add_row({"bubble", format_percent(q.bubble_fraction), ""});
+  t.add_row({"bubble", percent_cell(q.bubble_fraction), ""});
   for (const auto& part : parts(q.breakdown_s))
-    t.add_row({fmt::format("  {}", part.name), format_duration(part.value),
-               q.iteration_s > 0 ? format_percent(part.value / q.iteration_s) : "n/a"});
+    t.add_row({fmt::format("  {}", part.name), duration_cell(part.value),
+               q.iteration_s > 0 ? percent_cell(part.value / q.iteration_s) : "n/a"});
   out += t.render();
   if (!q.fits_memory)
     out += fmt::format("# does NOT fit: {:.1f} GiB per GPU needed, {:.0f} GiB available\n",

@@ -27,9 +27,9 @@ class Table {
 };
 
 // "1.234 s", "85.2 ms", "310 us".
-std::string format_duration(double seconds);
+std::string duration_cell(double seconds);
 // "45.1%" from a fraction.
-std::string format_percent(double fraction);
+std::string percent_cell(double fraction);
 
 // `strata plan`: header lines (model, cluster, gpus, batch, search statistics, notes),
 // the ranked table (best first) and a line explaining why the best one won.

@@ -58,40 +58,13 @@ costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& f) {
 }
 
 std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& c) {
-  std::vector<std::string> notes;
+  // The planner's prediction notes say where each number comes from; this adds the
+  // one trust warning a reader must not miss (lesson 11).
   const auto& d = c.device;
-  auto ref = [](const costmodel::Provenance& p) {
-    for (const char* k : {"ref", "url", "host", "device"}) {
-      auto it = p.fields.find(k);
-      if (it != p.fields.end()) return fmt::format(" ({})", it->second);
-    }
-    return std::string();
-  };
-  if (d.gemm_table.empty() && d.collective_table.empty()) {
-    notes.push_back(fmt::format(
-        "profile `{}` is {}-only (not calibrated){}: GEMM, attention and collective times "
-        "are roofline estimates from its peaks and efficiencies",
-        d.name, d.source.kind.empty() ? "datasheet" : d.source.kind, ref(d.source)));
-  } else {
-    if (!d.gemm_table.empty())
-      notes.push_back(fmt::format("GEMM times interpolated from {} {} samples{}",
-                                  d.gemm_table.size(),
-                                  d.gemm_source.kind.empty() ? "measured" : d.gemm_source.kind,
-                                  ref(d.gemm_source)));
-    else
-      notes.push_back(fmt::format("GEMM times are roofline estimates ({} peaks)", d.name));
-    if (!d.collective_table.empty())
-      notes.push_back(fmt::format(
-          "collective times from {} {} samples{}", d.collective_table.size(),
-          d.collective_source.kind.empty() ? "measured" : d.collective_source.kind,
-          ref(d.collective_source)));
-    else
-      notes.push_back("collective times are alpha-beta estimates from the cluster's links");
-  }
-  if (!c.inter_node.source.kind.empty() && !c.inter_node.source.measured() && c.nodes > 1)
-    notes.push_back(fmt::format("network links of `{}` are {} numbers", c.name,
-                                c.inter_node.source.kind));
-  return notes;
+  if (!d.gemm_table.empty() || !d.collective_table.empty()) return {};
+  return {fmt::format("profile `{}` is {}-only (not calibrated): run `strata calibrate` on the "
+                      "hardware for measured GEMM and collective tables",
+                      d.name, d.source.kind.empty() ? "datasheet" : d.source.kind)};
 }
 
 CLI::Option* add_format_flag(CLI::App& cmd, std::string& format) {

@@ -23,6 +23,8 @@ constexpr const char* kOptimizer = "#b07aa1";
 constexpr const char* kBubble = "#bab0ac";
 constexpr const char* kOther = "#9c755f";
 
+constexpr int kChartWidth = 1180;  // fits the page; CSS scales it down on narrow screens
+
 constexpr const char* kCss = R"css(
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222;
        margin: 0 auto; padding: 16px 24px 40px; max-width: 1240px; background: #fafafa; }
@@ -30,6 +32,7 @@ h1 { font-size: 24px; margin: 8px 0 4px; }
 h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
 p.sub { color: #555; margin: 0 0 8px; }
 p.summary { font-size: 15px; background: #fff; border-left: 4px solid #4e79a7; padding: 8px 12px; }
+svg { max-width: 100%; height: auto; display: block; }
 .card { background: #fff; border: 1px solid #e3e3e3; border-radius: 6px; padding: 8px; overflow-x: auto; }
 table { border-collapse: collapse; font-size: 13px; width: 100%; }
 th, td { padding: 5px 7px; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
@@ -103,7 +106,7 @@ std::string table_html(const ReportData& d) {
   const bool measured = std::any_of(d.entries.begin(), d.entries.end(),
                                     [](const ReportEntry& e) { return e.measured.has_value(); });
   const int best = best_entry(d);
-  std::string out = "<div class=\"card\"><table>\n<thead><tr><th>#</th><th class=\"l\">strategy</th>"
+  std::string out = "<div class=\"card\"><table>\n<thead><tr><th>#</th>"
                     "<th>tp</th><th>pp</th><th>dp</th><th>vpp</th><th>mbs</th><th>zero</th>"
                     "<th class=\"l\">recompute</th><th class=\"l\">sp</th><th class=\"l\">schedule</th>"
                     "<th>step time</th>";
@@ -119,10 +122,10 @@ std::string table_html(const ReportData& d) {
     if (!p.fits_memory) cls += cls.empty() ? "over" : " over";
     out += cls.empty() ? "<tr>" : fmt::format("<tr class=\"{}\">", cls);
     out += fmt::format(
-        "<td>{}{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td title=\"{}\">{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
         "<td>{}</td>",
-        i + 1, static_cast<int>(i) == best ? " ★" : "", escape(strategy_label(s)), s.tp, s.pp, s.dp,
+        escape(strategy_label(s)), i + 1, static_cast<int>(i) == best ? " ★" : "", s.tp, s.pp, s.dp,
         s.vpp, s.micro_batch, s.zero, recompute_name(s.recompute), s.sequence_parallel ? "yes" : "no",
         s.pp > 1 ? schedule_name(s.schedule) : "–", escape(format_seconds(p.iteration_s)));
     if (measured) {
@@ -157,6 +160,21 @@ std::string table_html(const ReportData& d) {
 }
 
 }  // namespace
+
+int pipelined_showcase(const ReportData& d) {
+  const int best = best_entry(d);
+  if (best < 0 || d.entries[static_cast<std::size_t>(best)].strategy.pp > 1) return -1;
+  auto better = [](const ReportEntry& a, const ReportEntry& b) {
+    if (a.prediction.fits_memory != b.prediction.fits_memory) return a.prediction.fits_memory;
+    return a.prediction.iteration_s < b.prediction.iteration_s;
+  };
+  int pick = -1;
+  for (std::size_t i = 0; i < d.entries.size(); ++i) {
+    if (d.entries[i].strategy.pp <= 1) continue;
+    if (pick < 0 || better(d.entries[i], d.entries[static_cast<std::size_t>(pick)])) pick = static_cast<int>(i);
+  }
+  return pick;
+}
 
 svg::StackedBarChart breakdown_chart(const ReportData& d) {
   const TimeUnit u = time_unit(max_iteration(d));
@@ -193,8 +211,9 @@ svg::StackedBarChart breakdown_chart(const ReportData& d) {
     c.rows.push_back(std::move(row));
   }
   const std::string unit = u.name;
-  c.format = [unit](double v) { return svg::format_tick(std::round(v * 1000) / 1000) + " " + unit; };
+  c.format = [unit](double v) { return fmt::format("{:.3g} {}", v, unit); };
   c.label_width = 300;
+  c.width = kChartWidth;
   return c;
 }
 
@@ -227,6 +246,7 @@ svg::GroupedBarChart memory_chart(const ReportData& d) {
     }
   }
   c.format = [](double v) { return fmt::format("{:.3g}", v); };
+  c.width = kChartWidth;
   return c;
 }
 
@@ -265,6 +285,7 @@ svg::GanttChart timeline_chart(const ReportEntry& e, const std::string& title) {
   c.end_time = e.prediction.iteration_s * u.scale;
   c.format = [](double v) { return svg::format_tick(std::round(v * 1e4) / 1e4); };
   c.label_width = 150;
+  c.width = kChartWidth;
   c.row_height = e.timeline.empty() ? 18 : (c.rows.size() > 24 ? 14 : 18);
   return c;
 }
@@ -317,11 +338,13 @@ std::string report_html(const ReportData& d) {
            "</div>\n";
     any_timeline = true;
   }
+  // When the best strategy has no pipeline, the fastest pipelined one is shown open too.
+  const int showcase = pipelined_showcase(d);
   for (std::size_t i = 0; i < d.entries.size(); ++i) {
     if (static_cast<int>(i) == best || d.entries[i].timeline.empty()) continue;
     const auto& e = d.entries[i];
-    out += fmt::format("<details><summary>#{} {} ({})</summary><div class=\"card\">{}</div></details>\n",
-                       i + 1, escape(strategy_label(e.strategy)),
+    out += fmt::format("<details{}><summary>#{} {} ({})</summary><div class=\"card\">{}</div></details>\n",
+                       static_cast<int>(i) == showcase ? " open" : "", i + 1, escape(strategy_label(e.strategy)),
                        escape(format_seconds(e.prediction.iteration_s)),
                        svg::gantt_chart(timeline_chart(
                            e, fmt::format("#{} {}: one iteration", i + 1, strategy_label(e.strategy)))));

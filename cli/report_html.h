@@ -13,6 +13,11 @@ namespace strata::cli {
 
 std::string report_html(const ReportData& data);
 
+// When the best strategy has no pipeline (pp = 1) its timeline shows little: the fastest
+// pipelined strategy (preferring those that fit memory), whose timeline is shown open
+// too; -1 when the best is pipelined or none is.
+int pipelined_showcase(const ReportData& data);
+
 // The pieces, exposed for tests.
 svg::StackedBarChart breakdown_chart(const ReportData& data);
 svg::GroupedBarChart memory_chart(const ReportData& data);

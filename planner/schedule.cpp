@@ -19,7 +19,7 @@
 #include "planner/schedule.h"
 
 #include <algorithm>
-#include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -99,12 +99,13 @@ std::vector<ComputeOp> compute_order(ScheduleKind kind, int pp, int stage, int m
   return ops;
 }
 
-// One pending transfer op of a gap.
+// One pending transfer op of a gap. `peer` is the rank on the other end (the receiver of a
+// send, the sender of a receive), so the pairing never decodes it from the message id.
 struct GapOp {
   bool send = false;
+  bool matched = false;
   int msg = -1;
   ScheduleStep step;
-  bool matched = false;
 };
 
 struct RankState {
@@ -120,33 +121,45 @@ class Pairing {
   Pairing(ScheduleKind kind, int pp, int m, int vpp) : pp_(pp), m_(m), vpp_(vpp) {
     nv_ = pp * vpp;
     ranks_.resize(pp);
-    for (int s = 0; s < pp; ++s) ranks_[s].comp = compute_order(kind, pp, s, m, vpp);
     const std::size_t nmsg = 2 * static_cast<std::size_t>(nv_) * m;
-    posted_send_.assign(nmsg, false);
-    posted_recv_.assign(nmsg, false);
-    matched_.assign(nmsg, false);
+    flags_.assign(nmsg, 0);
     recv_gap_.assign(nmsg, -1);
     for (int st = 0; st < pp; ++st) {
-      const auto& comp = ranks_[st].comp;
-      for (int g = 0; g < static_cast<int>(comp.size()); ++g) {
-        const int v = virtual_stage(pp, st, comp[g].chunk);
-        if (comp[g].forward && v > 0) recv_gap_[msg_id(0, v - 1, comp[g].mb)] = g;
-        if (!comp[g].forward && v < nv_ - 1) recv_gap_[msg_id(1, v + 1, comp[g].mb)] = g;
+      RankState& r = ranks_[st];
+      r.comp = compute_order(kind, pp, st, m, vpp);
+      // Exact length of the list: each compute step plus its receive and its send.
+      std::size_t steps = r.comp.size();
+      for (int g = 0; g < static_cast<int>(r.comp.size()); ++g) {
+        const ComputeOp& c = r.comp[g];
+        const int v = virtual_stage(pp, st, c.chunk);
+        if (c.forward ? v > 0 : v < nv_ - 1) ++steps;      // its receive
+        if (c.forward ? v < nv_ - 1 : v > 0) ++steps;      // its send
+        if (c.forward && v > 0) recv_gap_[msg_id(0, v - 1, c.mb)] = g;
+        if (!c.forward && v < nv_ - 1) recv_gap_[msg_id(1, v + 1, c.mb)] = g;
       }
+      r.out.reserve(steps);
     }
+    while (leaves_ < static_cast<std::size_t>(pp)) leaves_ *= 2;
+    tree_.assign(2 * leaves_, kNoKey);
+    is_dirty_.assign(pp, 0);
+    dirty_.reserve(pp);
   }
 
   std::vector<std::vector<ScheduleStep>> run() {
+    for (int s = 0; s < pp_; ++s) touch(s);
     for (int s = 0; s < pp_; ++s) enter_gap(s);
     while (true) {
       int msg = -1;
-      while (!clean_.empty()) {
-        int c = clean_.front();
-        clean_.pop_front();
-        if (!matched_[c]) {
+      while (clean_head_ < clean_.size()) {
+        const int c = clean_[clean_head_++];
+        if (!(flags_[c] & kMatched)) {
           msg = c;
           break;
         }
+      }
+      if (clean_head_ == clean_.size()) {
+        clean_.clear();
+        clean_head_ = 0;
       }
       if (msg < 0) msg = pick_stuck();
       if (msg < 0) break;
@@ -162,14 +175,17 @@ class Pairing {
   }
 
  private:
+  // Per-message flags.
+  static constexpr unsigned char kPostedSend = 1, kPostedRecv = 2, kMatched = 4;
+
   // Message ids: activation (kind 0) or gradient (kind 1) leaving virtual stage v for mb.
   int msg_id(int kind, int v, int mb) const { return (kind * nv_ + v) * m_ + mb; }
   int sender_of(int msg) const { return (msg / m_) % nv_ % pp_; }
-  int receiver_of(int msg) const {
-    const int kind = msg / m_ / nv_;
-    const int v = (msg / m_) % nv_;
-    return (kind == 0 ? v + 1 : v - 1) % pp_;
-  }
+  int next_rank(int s) const { return s == pp_ - 1 ? 0 : s + 1; }
+  int prev_rank(int s) const { return s == 0 ? pp_ - 1 : s - 1; }
+  // Sender and receiver of op i of rank s's current gap.
+  int op_sender(int s, const GapOp& op) const { return op.send ? s : op.step.peer_stage; }
+  int op_receiver(int s, const GapOp& op) const { return op.send ? op.step.peer_stage : s; }
 
   // Sets up the gap `gap` of rank s (send of compute gap-1, receive of compute gap),
   // emitting compute steps past empty gaps.
@@ -182,31 +198,27 @@ class Pairing {
         const ComputeOp& c = r.comp[r.gap - 1];
         const int v = virtual_stage(pp_, s, c.chunk);
         if (c.forward && v < nv_ - 1) {
-          const int peer = (v + 1) % pp_;
-          r.ops[r.nops++] = GapOp{true, msg_id(0, v, c.mb),
-                                  ScheduleStep{StepKind::SendActivation, c.mb, c.chunk, peer}};
+          r.ops[r.nops++] = GapOp{true, false, msg_id(0, v, c.mb),
+                                  ScheduleStep{StepKind::SendActivation, c.mb, c.chunk, next_rank(s)}};
         } else if (!c.forward && v > 0) {
-          const int peer = (v - 1) % pp_;
-          r.ops[r.nops++] = GapOp{true, msg_id(1, v, c.mb),
-                                  ScheduleStep{StepKind::SendGrad, c.mb, c.chunk, peer}};
+          r.ops[r.nops++] = GapOp{true, false, msg_id(1, v, c.mb),
+                                  ScheduleStep{StepKind::SendGrad, c.mb, c.chunk, prev_rank(s)}};
         }
       }
       if (r.gap < n) {
         const ComputeOp& c = r.comp[r.gap];
         const int v = virtual_stage(pp_, s, c.chunk);
         if (c.forward && v > 0) {
-          const int peer = (v - 1) % pp_;
-          r.ops[r.nops++] = GapOp{false, msg_id(0, v - 1, c.mb),
-                                  ScheduleStep{StepKind::RecvActivation, c.mb, c.chunk, peer}};
+          r.ops[r.nops++] = GapOp{false, false, msg_id(0, v - 1, c.mb),
+                                  ScheduleStep{StepKind::RecvActivation, c.mb, c.chunk, prev_rank(s)}};
         } else if (!c.forward && v < nv_ - 1) {
-          const int peer = (v + 1) % pp_;
-          r.ops[r.nops++] = GapOp{false, msg_id(1, v + 1, c.mb),
-                                  ScheduleStep{StepKind::RecvGrad, c.mb, c.chunk, peer}};
+          r.ops[r.nops++] = GapOp{false, false, msg_id(1, v + 1, c.mb),
+                                  ScheduleStep{StepKind::RecvGrad, c.mb, c.chunk, next_rank(s)}};
         }
       }
       int open = 0;
       for (int i = 0; i < r.nops; ++i) {
-        if (matched_[r.ops[i].msg]) r.ops[i].matched = true;  // received ahead of its gap
+        if (flags_[r.ops[i].msg] & kMatched) r.ops[i].matched = true;  // received ahead of its gap
         else ++open;
       }
       if (open > 0) {
@@ -225,8 +237,8 @@ class Pairing {
   void detect_exchange(int s) {
     const RankState& r = ranks_[s];
     if (r.nops != 2 || r.ops[0].matched || r.ops[1].matched) return;
-    const int b = receiver_of(r.ops[0].msg);
-    if (sender_of(r.ops[1].msg) != b) return;
+    const int b = r.ops[0].step.peer_stage;  // receiver of the send
+    if (r.ops[1].step.peer_stage != b) return;  // sender of the receive
     const RankState& rb = ranks_[b];
     if (rb.nops != 2 || rb.ops[0].matched || rb.ops[1].matched) return;
     if (rb.ops[0].msg != r.ops[1].msg || rb.ops[1].msg != r.ops[0].msg) return;
@@ -256,15 +268,18 @@ class Pairing {
     return h >= 0 && ranks_[s].ops[h].msg == msg;
   }
 
+  // Op i of rank s is posted; if its partner is posted too, the pair may be a clean match.
   void post(int s, int i) {
     const GapOp& op = ranks_[s].ops[i];
-    (op.send ? posted_send_ : posted_recv_)[op.msg] = true;
-    const bool other = op.send ? posted_recv_[op.msg] : posted_send_[op.msg];
-    if (other) classify(op.msg);
+    unsigned char& f = flags_[op.msg];
+    f |= op.send ? kPostedSend : kPostedRecv;
+    if (f & (op.send ? kPostedRecv : kPostedSend)) classify(s, op);
   }
 
-  void classify(int msg) {
-    if (is_head(sender_of(msg), msg) && is_head(receiver_of(msg), msg)) clean_.push_back(msg);
+  // A clean match: both ops are first (unmatched) in their gaps.
+  void classify(int s, const GapOp& op) {
+    if (is_head(op_sender(s, op), op.msg) && is_head(op_receiver(s, op), op.msg))
+      clean_.push_back(op.msg);
   }
 
   // No clean match left (with sends first in every gap the ranks would wait on each other):
@@ -272,53 +287,95 @@ class Pairing {
   // of its gap's send (distance 0; preferring two neighbours that each wait to send to the
   // other, the 1F1B steady-state exchange) or ahead of the compute steps before it
   // (distance d >= 1 gaps: receiving early, as Megatron's interleaved schedule does).
-  int pick_stuck() const {
-    int best = -1;
-    long best_key = 0;
-    for (int a = 0; a < pp_; ++a) {
-      const int ha = head_index(a);
-      if (ha < 0 || !ranks_[a].ops[ha].send) continue;
-      const int msg = ranks_[a].ops[ha].msg;
-      const int b = receiver_of(msg);
-      const int d = recv_gap_[msg] - ranks_[b].gap;
-      STRATA_CHECK(d >= 0, "receive of a pending send lies behind its rank");
-      bool exchange = false;
-      if (d == 0) {
-        const int hb = head_index(b);
-        exchange = hb >= 0 && ranks_[b].ops[hb].send && receiver_of(ranks_[b].ops[hb].msg) == a;
-      }
-      const long key = (static_cast<long>(d) * 2 + (exchange ? 0 : 1)) * pp_ + a;
-      if (best < 0 || key < best_key) {
-        best = msg;
-        best_key = key;
+  // Among those the smallest (distance, not-exchange, sending rank) is taken. The key of
+  // each rank is kept in a min-tree over ranks; only ranks whose key may have changed since
+  // the last call (marked by touch()) are recomputed, so a call costs O(log pp) per changed
+  // rank instead of a scan of all pp ranks.
+  int pick_stuck() {
+    for (int a : dirty_) {
+      is_dirty_[a] = 0;
+      set_key(a, stuck_key(a));
+    }
+    dirty_.clear();
+    const long best_key = tree_[1];
+    if (best_key == kNoKey) return -1;
+    const int a = static_cast<int>(best_key % pp_);
+    return ranks_[a].ops[head_index(a)].msg;
+  }
+
+  // Key of rank a's candidate (smaller is taken first; the rank breaks ties), or kNoKey when
+  // the head op of a is not a send. Depends only on the state of a and of the receiver of
+  // a's head send (a neighbour of a).
+  long stuck_key(int a) const {
+    const int ha = head_index(a);
+    if (ha < 0 || !ranks_[a].ops[ha].send) return kNoKey;
+    const GapOp& op = ranks_[a].ops[ha];
+    const int b = op.step.peer_stage;
+    const int d = recv_gap_[op.msg] - ranks_[b].gap;
+    STRATA_CHECK(d >= 0, "receive of a pending send lies behind its rank");
+    bool exchange = false;
+    if (d == 0) {
+      const int hb = head_index(b);
+      exchange = hb >= 0 && ranks_[b].ops[hb].send && ranks_[b].ops[hb].step.peer_stage == a;
+    }
+    return (static_cast<long>(d) * 2 + (exchange ? 0 : 1)) * pp_ + a;
+  }
+
+  void set_key(int a, long key) {
+    std::size_t i = leaves_ + static_cast<std::size_t>(a);
+    if (tree_[i] == key) return;
+    tree_[i] = key;
+    for (i /= 2; i >= 1; i /= 2) {
+      const long k = std::min(tree_[2 * i], tree_[2 * i + 1]);
+      if (tree_[i] == k) break;  // the ancestors already hold the right minimum
+      tree_[i] = k;
+    }
+  }
+
+  // The state (gap or head op) of rank s changed: the keys of s and of the ranks that may
+  // send to s (its neighbours, wrapping around) must be recomputed before the next pick.
+  void touch(int s) {
+    for (int t : {s, prev_rank(s), next_rank(s)}) {
+      if (!is_dirty_[t]) {
+        is_dirty_[t] = 1;
+        dirty_.push_back(t);
       }
     }
-    return best;
   }
 
   void match(int msg) {
-    matched_[msg] = true;
-    const int a = sender_of(msg), b = receiver_of(msg);  // a != b: pp > 1 whenever we send
-    for (int s : {a, b}) {
-      RankState& r = ranks_[s];
+    flags_[msg] |= kMatched;
+    const int a = sender_of(msg);
+    {
+      RankState& r = ranks_[a];
       for (int i = 0; i < r.nops; ++i) {
-        if (r.ops[i].msg == msg && !r.ops[i].matched && r.ops[i].send == (s == a)) {
+        if (r.ops[i].msg == msg && !r.ops[i].matched && r.ops[i].send) {
           r.ops[i].matched = true;
           r.out.push_back(r.ops[i].step);
           break;
         }
       }
     }
-    if (recv_gap_[msg] != ranks_[b].gap) {
+    touch(a);
+    const int kind = msg / m_ / nv_;
+    const int b = kind == 0 ? next_rank(a) : prev_rank(a);  // a != b: pp > 1 whenever we send
+    RankState& rb = ranks_[b];
+    if (recv_gap_[msg] != rb.gap) {
       // Received ahead of its gap: record it now; the rank's position does not change.
-      const RankState& rb = ranks_[b];
       const ComputeOp& c = rb.comp[recv_gap_[msg]];
-      const int kind = msg / m_ / nv_;
-      ranks_[b].out.push_back(ScheduleStep{kind == 0 ? StepKind::RecvActivation : StepKind::RecvGrad,
-                                           c.mb, c.chunk, a});
+      rb.out.push_back(ScheduleStep{kind == 0 ? StepKind::RecvActivation : StepKind::RecvGrad,
+                                    c.mb, c.chunk, a});
       advance_after_match(a);
       return;
     }
+    for (int i = 0; i < rb.nops; ++i) {
+      if (rb.ops[i].msg == msg && !rb.ops[i].matched && !rb.ops[i].send) {
+        rb.ops[i].matched = true;
+        rb.out.push_back(rb.ops[i].step);
+        break;
+      }
+    }
+    touch(b);
     advance_after_match(a);
     advance_after_match(b);
   }
@@ -331,17 +388,24 @@ class Pairing {
     } else {
       // The second op became the head: it may now be a clean match.
       const GapOp& op = ranks_[s].ops[h];
-      const bool other = op.send ? posted_recv_[op.msg] : posted_send_[op.msg];
-      if (other && is_head(sender_of(op.msg), op.msg) && is_head(receiver_of(op.msg), op.msg))
-        clean_.push_back(op.msg);
+      if (flags_[op.msg] & (op.send ? kPostedRecv : kPostedSend)) classify(s, op);
     }
   }
 
   int pp_, m_, vpp_, nv_;
   std::vector<RankState> ranks_;
-  std::vector<bool> posted_send_, posted_recv_, matched_;
-  std::vector<int> recv_gap_;  // message -> gap of its receive on the receiving rank
-  std::deque<int> clean_;
+  std::vector<unsigned char> flags_;  // message -> kPostedSend | kPostedRecv | kMatched
+  std::vector<int> recv_gap_;         // message -> gap of its receive on the receiving rank
+  // FIFO of candidate clean matches (entries may be stale: matched since they were queued).
+  std::vector<int> clean_;
+  std::size_t clean_head_ = 0;
+  // pick_stuck()'s min-tree: leaves_ leaves (a power of two >= pp), leaf leaves_ + a holds
+  // stuck_key(a) as of the last pick; dirty_ lists the ranks to recompute before the next.
+  static constexpr long kNoKey = std::numeric_limits<long>::max();
+  std::size_t leaves_ = 1;
+  std::vector<long> tree_;
+  std::vector<int> dirty_;
+  std::vector<char> is_dirty_;
 };
 
 }  // namespace

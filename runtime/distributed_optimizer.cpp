@@ -16,9 +16,9 @@ DistributedOptimizer::DistributedOptimizer(ParameterStore<float>& store, kernels
   }
   STRATA_CHECK(zero == 0 || zero == 1, "zero stage {}", zero);
   const std::size_t padded = store.padded_size();
-  STRATA_CHECK(padded % static_cast<std::size_t>(dp_size_) == 0, "buffer {} not padded to dp {}",
-               padded, dp_size_);
   if (zero_ == 1) {
+    STRATA_CHECK(padded % static_cast<std::size_t>(dp_size_) == 0, "buffer {} not padded to dp {}",
+                 padded, dp_size_);
     const std::size_t shard = padded / static_cast<std::size_t>(dp_size_);
     begin_ = shard * static_cast<std::size_t>(dp_rank_);
     end_ = begin_ + shard;

@@ -17,8 +17,8 @@ namespace strata::runtime {
 
 class DistributedOptimizer {
  public:
-  // `dp` may be null (one data-parallel rank). The store must be finalized with a padding
-  // multiple of dp size.
+  // `dp` may be null (one data-parallel rank). With zero 1 the store must be finalized with
+  // a padding multiple of the dp size (the shards are equal).
   DistributedOptimizer(ParameterStore<float>& store, kernels::Communicator* dp, int zero,
                        const AdamWConfig& cfg, std::size_t bucket_floats = std::size_t{1} << 22);
 

@@ -60,7 +60,7 @@ GemmCheck check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float
       double err = std::fabs(got - ref) / std::max(mag, 1e-30);
       if (!std::isfinite(got)) err = INFINITY;
       ++out.checked;
-      if (!(err <= tol) && std::fabs(got - ref) > 1e-30) ++out.wrong;
+      if (!std::isfinite(got) || (err > tol && std::fabs(got - ref) > 1e-30)) ++out.wrong;
       if (std::isfinite(err)) out.max_error = std::max(out.max_error, err);
       else out.max_error = INFINITY;
     }

@@ -28,13 +28,19 @@ std::string num(double v, int digits = 6) {
   return s;
 }
 
+// The run's identity, repeated in each table's source so a table copied elsewhere
+// still says where it came from; the full provenance is the top-level source.
+bool identity_key(const std::string& k) {
+  return k == "tool" || k == "host" || k == "device" || k == "date" || k == "commit";
+}
+
 void emit_source(YAML::Emitter& out, const std::vector<std::pair<std::string, std::string>>& base,
                  const std::vector<std::pair<std::string, std::string>>& extra,
-                 const std::string& kind = "measured") {
+                 const std::string& kind = "measured", bool identity_only = false) {
   out << YAML::BeginMap << YAML::Key << "kind" << YAML::Value << kind;
   std::vector<std::pair<std::string, std::string>> merged;
   for (const auto& kv : base)
-    if (kv.first != "kind") merged.push_back(kv);
+    if (kv.first != "kind" && (!identity_only || identity_key(kv.first))) merged.push_back(kv);
   for (const auto& kv : extra) {
     if (kv.first == "kind") continue;
     auto it = std::find_if(merged.begin(), merged.end(), [&](auto& m) { return m.first == kv.first; });
@@ -69,7 +75,7 @@ std::string profile_to_yaml(const ProfileInfo& info, const std::vector<GemmRecor
   out.SetIndent(2);
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << info.name;
-  out << YAML::Key << "source" << YAML::Value << YAML::Flow;
+  out << YAML::Key << "source" << YAML::Value;
   emit_source(out, info.provenance, {});
   if (!info.compute_dtype.empty())
     out << YAML::Key << "compute_dtype" << YAML::Value << info.compute_dtype;
@@ -78,7 +84,7 @@ std::string profile_to_yaml(const ProfileInfo& info, const std::vector<GemmRecor
   out << YAML::Key << "peak_tflops" << YAML::Value << YAML::Flow << YAML::BeginMap;
   for (const auto& [d, v] : info.peak_tflops) out << YAML::Key << to_string(d) << YAML::Value << num(v, 5);
   out << YAML::EndMap;
-  out << YAML::Key << "efficiency" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "efficiency" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "gemm" << YAML::Value << num(info.gemm_efficiency, 3);
   out << YAML::Key << "attention" << YAML::Value << num(info.attention_efficiency, 3);
   out << YAML::Key << "memory" << YAML::Value << num(info.memory_efficiency, 3);
@@ -104,8 +110,8 @@ std::string profile_to_yaml(const ProfileInfo& info, const std::vector<GemmRecor
     if (g.ok()) grows.push_back(&g);
   if (!grows.empty()) {
     out << YAML::Key << "gemm_table" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "source" << YAML::Value << YAML::Flow;
-    emit_source(out, info.provenance, info.gemm_provenance);
+    out << YAML::Key << "source" << YAML::Value;
+    emit_source(out, info.provenance, info.gemm_provenance, "measured", true);
     out << YAML::Key << "rows" << YAML::Value << YAML::BeginSeq;
     for (const GemmRecord* g : grows) {
       out << YAML::Flow << YAML::BeginMap;
@@ -124,8 +130,8 @@ std::string profile_to_yaml(const ProfileInfo& info, const std::vector<GemmRecor
     if (c.ok()) crows.push_back(&c);
   if (!crows.empty()) {
     out << YAML::Key << "collective_table" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "source" << YAML::Value << YAML::Flow;
-    emit_source(out, info.provenance, info.collective_provenance);
+    out << YAML::Key << "source" << YAML::Value;
+    emit_source(out, info.provenance, info.collective_provenance, "measured", true);
     out << YAML::Key << "rows" << YAML::Value << YAML::BeginSeq;
     for (const CollectiveRecord* c : crows) {
       out << YAML::Flow << YAML::BeginMap;

@@ -31,7 +31,7 @@ int choose_reps(const TimingOptions& opt, double one_run_s) {
   int lo = std::max(1, opt.min_reps);
   int hi = std::max(lo, opt.max_reps);
   if (!(one_run_s > 0)) return hi;
-  double fit = opt.budget_s / one_run_s;
+  double fit = opt.budget_s / one_run_s + 1e-9;  // 0.3 / 0.05 is 5.999...
   if (fit >= hi) return hi;
   return std::clamp(static_cast<int>(fit), lo, hi);
 }

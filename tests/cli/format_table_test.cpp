@@ -35,10 +35,10 @@ TEST(Table, RejectsRowsWithTheWrongNumberOfCells) {
 }
 
 TEST(FormatDuration, PicksAReadableUnit) {
-  EXPECT_EQ(format_duration(12.3456), "12.346 s");
-  EXPECT_EQ(format_duration(0.0852), "85.2 ms");
-  EXPECT_EQ(format_duration(0.00031), "310 us");
-  EXPECT_EQ(format_percent(0.3955), "39.5%");
+  EXPECT_EQ(duration_cell(12.3456), "12.346 s");
+  EXPECT_EQ(duration_cell(0.0852), "85.2 ms");
+  EXPECT_EQ(duration_cell(0.00031), "310 us");
+  EXPECT_EQ(percent_cell(0.3955), "39.5%");
 }
 
 TEST(FormatPlanTable, HasHeaderRankedRowsAndTheReasonTheBestWon) {

@@ -19,7 +19,7 @@ TEST(ReportHtml, IsOneSelfContainedPageWithTheThreeCharts) {
   // Breakdown + memory + best Gantt open, the other timeline in a <details>.
   EXPECT_EQ(count(html, "<svg "), 4);
   EXPECT_EQ(count(html, "</svg>"), 4);
-  EXPECT_EQ(count(html, "<details>"), 1);
+  EXPECT_EQ(count(html, "<details"), 1);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find(" src="), std::string::npos);
   EXPECT_EQ(html.find("<link"), std::string::npos);
@@ -53,6 +53,21 @@ TEST(ReportHtml, MeasuredColumnsAppearOnlyWithMeasurements) {
   EXPECT_NE(html.find("<td>1.5 s</td><td>20.0%</td>"), std::string::npos);  // |1.2-1.5|/1.5
   EXPECT_NE(html.find(">failed</td>"), std::string::npos);
   EXPECT_EQ(count(html, "class=\"marker\""), 1);  // measured tick in the breakdown chart
+}
+
+TEST(ReportHtml, OpensTheFastestPipelinedTimelineWhenTheBestHasNoPipeline) {
+  auto d = testing::make_report();
+  EXPECT_EQ(pipelined_showcase(d), -1);  // best (entry 0) is pipelined
+  EXPECT_EQ(count(report_html(d), "<details open>"), 0);
+  d.entries[0].strategy.pp = 1;
+  d.entries[1].strategy.pp = 2;  // the only pipelined entry that fits
+  d.entries[2].strategy.pp = 4;  // pipelined, faster, but over memory
+  d.entries[2].timeline = testing::hand_timeline(0.01);
+  EXPECT_EQ(pipelined_showcase(d), 1);
+  const std::string html = report_html(d);
+  EXPECT_EQ(count(html, "<details open>"), 1);
+  EXPECT_EQ(count(html, "<details>"), 1);
+  EXPECT_LT(html.find("<details open><summary>#2"), html.find("<details><summary>#3"));
 }
 
 TEST(BreakdownChart, OneRowPerEntryInTheEntriesTimeUnit) {

@@ -24,14 +24,14 @@ namespace strata::kernels {
 namespace {
 
 #define SKIP_WITHOUT_DEVICE() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible (" << cuda_unavailable_reason() << ")"
+  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason()
 
 // Host conversions need no device.
 TEST(HalfBits, RoundTripExactValuesAndRoundToNearestEven) {
   for (float v : {0.0f, 1.0f, -1.0f, 0.125f, -0.875f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f}) {
     EXPECT_EQ(detail::half_to_float(detail::float_to_half(v)), v) << v;
   }
-  for (float v : {0.0f, 1.0f, -0.375f, 3.0e38f, 1e-38f}) EXPECT_EQ(detail::bf16_to_float(detail::float_to_bf16(v)), v);
+  for (float v : {0.0f, 1.0f, -0.375f, std::ldexp(1.0f, 127), std::ldexp(-1.5f, -126)}) EXPECT_EQ(detail::bf16_to_float(detail::float_to_bf16(v)), v);
   EXPECT_EQ(detail::float_to_half(1.0f + 1.0f / 2048), detail::float_to_half(1.0f));  // tie to even
   EXPECT_EQ(detail::float_to_half(1e6f), 0x7c00);
   EXPECT_EQ(detail::bf16_to_float(detail::float_to_bf16(1.0f + 1.0f / 256)), 1.0f);  // tie to even
@@ -40,7 +40,7 @@ TEST(HalfBits, RoundTripExactValuesAndRoundToNearestEven) {
 TEST(CudaDevice, CountIsZeroOrInfoIsSane) {
   if (cuda_device_count() == 0) {
     EXPECT_FALSE(cuda_unavailable_reason().empty());
-    GTEST_SKIP() << "no CUDA device visible (" << cuda_unavailable_reason() << ")";
+    GTEST_SKIP() << cuda_unavailable_reason();
   }
   auto info = cuda_device_info(0);
   EXPECT_FALSE(info.name.empty());

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/atomic_file.h"
+#include "common/errors.h"
 #include "costmodel/collective.h"
 #include "costmodel/device_profile.h"
 #include "kernels/profiler/collective_kind.h"

@@ -2,7 +2,12 @@
 // and run the collectives over shared memory (sums in rank order). Lets the tensor-
 // parallel math be checked against one rank without MPI.
 #pragma once
+#include <algorithm>
 #include <barrier>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -16,8 +21,24 @@ class ThreadGroup {
   int size() const { return n_; }
   std::barrier<>& barrier() { return barrier_; }
   std::vector<const float*>& ptrs() { return ptrs_; }
+  void post(int src, int dst, std::vector<float> v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    boxes_[{src, dst}].push_back(std::move(v));
+    cv_.notify_all();
+  }
+  std::vector<float> take(int src, int dst) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto& q = boxes_[{src, dst}];
+    cv_.wait(lock, [&] { return !q.empty(); });
+    std::vector<float> v = std::move(q.front());
+    q.pop_front();
+    return v;
+  }
 
  private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::pair<int, int>, std::deque<std::vector<float>>> boxes_;
   int n_;
   std::barrier<> barrier_;
   std::vector<const float*> ptrs_;
@@ -53,9 +74,22 @@ class ThreadCommunicator : public kernels::Communicator {
     g_.barrier().arrive_and_wait();
   }
   void all_to_all(const float*, float*, std::size_t) override { unsupported(); }
-  void broadcast(float*, std::size_t, int) override { unsupported(); }
-  void send(const float*, std::size_t, int) override { unsupported(); }
-  void recv(float*, std::size_t, int) override { unsupported(); }
+  void broadcast(float* data, std::size_t n, int root) override {
+    publish(data);
+    std::vector<float> v(peer(root), peer(root) + n);
+    g_.barrier().arrive_and_wait();
+    std::copy(v.begin(), v.end(), data);
+    g_.barrier().arrive_and_wait();
+  }
+  // Point-to-point through per-(source, destination) mailboxes: send never blocks.
+  void send(const float* data, std::size_t n, int peer) override {
+    g_.post(rank_, peer, std::vector<float>(data, data + n));
+  }
+  void recv(float* data, std::size_t n, int peer) override {
+    std::vector<float> v = g_.take(peer, rank_);
+    if (v.size() != n) throw std::logic_error("recv size mismatch");
+    std::copy(v.begin(), v.end(), data);
+  }
   void barrier() override { g_.barrier().arrive_and_wait(); }
 
  private:

@@ -1,0 +1,187 @@
+// `strata train` under mpirun when things go wrong or stop: a killed rank ends the job
+// within a bounded time; a world size that does not match the plan is an error on every
+// rank; resume continues the exact loss curve; corrupt, mismatched or incomplete
+// checkpoints are rejected or skipped; token and text files train, bad ones are errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "runtime/data_loader.h"
+#include "tests/integration/runtime_mpi_util.h"
+
+namespace strata::testing {
+namespace {
+
+Layout dp2() {
+  Layout l;
+  l.name = "dp2";
+  l.dp = 2;
+  return l;
+}
+
+int count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+TEST(RuntimeFaults, KilledRankEndsTheJobWithinBoundedTime) {
+  const fs::path dir = fresh_dir("fault_kill");
+  const std::string plan = write_plan(dp2(), dir);
+  const RunResult r = mpirun_strata(2, {"train", "--plan", plan, "--steps", "1000",
+                                        "--debug-die-at-step", "3"}, 60);
+  EXPECT_FALSE(r.timed_out) << "the surviving rank hung";
+  EXPECT_TRUE(r.signaled || r.exit_code != 0) << r.out << r.err;
+  EXPECT_LT(r.wall_s, 60);
+  EXPECT_NE(r.out.find("step     2/1000"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("step     3/1000"), std::string::npos) << r.out;
+}
+
+TEST(RuntimeFaults, WorldSizeMismatchIsAnErrorOnEveryRank) {
+  const fs::path dir = fresh_dir("fault_world");
+  const std::string plan = write_plan(dp2(), dir);
+  const RunResult r = mpirun_strata(3, {"train", "--plan", plan, "--steps", "2"}, 60);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(count(r.err, "error: the plan needs dp x tp x pp = 2 x 1 x 1 = 2 ranks but MPI started 3"), 3)
+      << r.err;
+}
+
+TEST(RuntimeFaults, BadFlagsAreErrorsBeforeMpiStarts) {
+  const fs::path dir = fresh_dir("fault_flags");
+  const std::string plan = write_plan(dp2(), dir);
+  RunResult r = run_strata({"train", "--plan", plan, "--resume"}, 60);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--resume needs --checkpoint-dir"), std::string::npos) << r.err;
+  r = run_strata({"train", "--plan", plan, "--lr", "-1"}, 60);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--lr (-1) must be > 0"), std::string::npos) << r.err;
+  r = run_strata({"train", "--plan", (dir / "missing.yaml").string()}, 60);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("missing.yaml"), std::string::npos) << r.err;
+}
+
+struct Resume : ::testing::Test {
+  fs::path dir;
+  Layout layout;
+  void SetUp() override {
+    dir = fresh_dir("resume");
+    layout.name = "dp2_pp2_zero1";
+    layout.dp = 2;
+    layout.pp = 2;
+    layout.zero = 1;
+  }
+  RunResult run(const std::string& name, std::vector<std::string> extra, const Layout* other = nullptr) {
+    const Layout& l = other ? *other : layout;
+    std::vector<std::string> args = {"train", "--plan", write_plan(l, dir), "--metrics",
+                                     (dir / (name + ".jsonl")).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return mpirun_strata(l.ranks(), args);
+  }
+  std::vector<StepRecord> metrics(const std::string& name) {
+    return read_metrics((dir / (name + ".jsonl")).string());
+  }
+  std::string ckpt() const { return (dir / "ckpt").string(); }
+};
+
+TEST_F(Resume, ContinuesTheExactLossCurve) {
+  ASSERT_EQ(run("full", {"--steps", "6"}).exit_code, 0);
+  ASSERT_EQ(run("first", {"--steps", "3", "--checkpoint-dir", ckpt(), "--checkpoint-every", "3"}).exit_code, 0);
+  const RunResult r = run("second", {"--steps", "6", "--checkpoint-dir", ckpt(), "--resume"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("resumed from"), std::string::npos);
+  const auto full = metrics("full"), first = metrics("first"), second = metrics("second");
+  ASSERT_EQ(full.size(), 6u);
+  ASSERT_EQ(first.size(), 3u);
+  ASSERT_EQ(second.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(first[static_cast<std::size_t>(i)].loss, full[static_cast<std::size_t>(i)].loss);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(second[static_cast<std::size_t>(i)].step, 4 + i);
+    EXPECT_EQ(second[static_cast<std::size_t>(i)].loss, full[static_cast<std::size_t>(3 + i)].loss) << "step " << 4 + i;
+    EXPECT_EQ(second[static_cast<std::size_t>(i)].grad_norm, full[static_cast<std::size_t>(3 + i)].grad_norm);
+  }
+}
+
+TEST_F(Resume, SkipsAnIncompleteCheckpoint) {
+  ASSERT_EQ(run("first", {"--steps", "3", "--checkpoint-dir", ckpt(), "--checkpoint-every", "3"}).exit_code, 0);
+  // a later checkpoint interrupted before its manifest was written
+  fs::create_directories(fs::path(ckpt()) / "step_00000009");
+  std::ofstream(fs::path(ckpt()) / "step_00000009" / "rank_00000.bin") << "partial";
+  const RunResult r = run("second", {"--steps", "4", "--checkpoint-dir", ckpt(), "--resume"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("step_00000003 at step 3"), std::string::npos) << r.out;
+}
+
+TEST_F(Resume, CorruptShardIsAnError) {
+  ASSERT_EQ(run("first", {"--steps", "3", "--checkpoint-dir", ckpt(), "--checkpoint-every", "3"}).exit_code, 0);
+  const fs::path shard = fs::path(ckpt()) / "step_00000003" / "rank_00002.bin";
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x55');
+  }
+  const RunResult r = run("second", {"--steps", "6", "--checkpoint-dir", ckpt(), "--resume"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("rank_00002.bin is corrupt"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("step     4/"), std::string::npos);
+}
+
+TEST_F(Resume, DifferentLayoutIsAnError) {
+  ASSERT_EQ(run("first", {"--steps", "3", "--checkpoint-dir", ckpt(), "--checkpoint-every", "3"}).exit_code, 0);
+  Layout other;
+  other.name = "tp2_pp2";
+  other.tp = 2;
+  other.pp = 2;
+  const RunResult r = run("second", {"--steps", "6", "--checkpoint-dir", ckpt(), "--resume"}, &other);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("does not match this run: dp is '2' in the checkpoint but '1' now"), std::string::npos) << r.err;
+}
+
+TEST(RuntimeData, TokenFileTrainsTheSameOnEveryLayout) {
+  const fs::path dir = fresh_dir("data_tokens");
+  std::vector<std::uint32_t> tokens;
+  for (std::uint32_t i = 0; i < 5000; ++i) tokens.push_back((i * 7 + i / 13) % 256);
+  const std::string file = (dir / "train.bin").string();
+  runtime::DataLoader::write_token_file(file, tokens, 2);
+  Layout one;
+  one.name = "one";
+  const TrainRun a = train(one, dir, 4, {"--data", file});
+  Layout two = dp2();
+  two.tp = 1;
+  two.name = "tp_dp";
+  const TrainRun b = train(two, dir, 4, {"--data", file});
+  ASSERT_EQ(a.result.exit_code, 0) << a.result.err;
+  ASSERT_EQ(b.result.exit_code, 0) << b.result.err;
+  ASSERT_EQ(a.steps.size(), 4u);
+  ASSERT_EQ(b.steps.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(a.steps[i].loss, b.steps[i].loss, 1e-5 * a.steps[i].loss);
+}
+
+TEST(RuntimeData, TextFileTrains) {
+  const fs::path dir = fresh_dir("data_text");
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "the quick brown fox jumps over the lazy dog. ";
+  const std::string file = (dir / "train.txt").string();
+  std::ofstream(file) << text;
+  Layout l;
+  l.name = "text";
+  const TrainRun r = train(l, dir, 3, {"--text", file});
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  EXPECT_EQ(r.steps.size(), 3u);
+}
+
+TEST(RuntimeData, TokenOutsideTheVocabularyIsAnErrorOnEveryRank) {
+  const fs::path dir = fresh_dir("data_bad");
+  const std::string file = (dir / "bad.bin").string();
+  std::vector<std::uint32_t> tokens(400, 3);
+  tokens[123] = 999;
+  runtime::DataLoader::write_token_file(file, tokens, 2);
+  const RunResult r = mpirun_strata(2, {"train", "--plan", write_plan(dp2(), dir), "--data", file}, 60);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(count(r.err, "token 999 at position 123 is >= model.vocab (256)"), 2) << r.err;
+}
+
+}  // namespace
+}  // namespace strata::testing
