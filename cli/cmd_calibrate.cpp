@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -111,6 +112,17 @@ std::string hostname() {
   char buf[256] = {0};
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
+}
+
+// 1-minute load average (/proc/loadavg), recorded so a reader of the profile can tell
+// whether other work competed for the cores while it was measured.
+std::string load_average() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (!f) return "unknown";
+  double one = 0;
+  int n = std::fscanf(f, "%lf", &one);
+  std::fclose(f);
+  return n == 1 ? fmt::format("{:.2f}", one) : "unknown";
 }
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
@@ -227,6 +239,7 @@ void run_calibrate(const CalibrateFlags& f) {
   problems = kp::dedupe_gemm_problems(std::move(problems));
 
   // ---- MPI, placement, libraries. ----
+  const std::string load_before = load_average();
   kernels::mpi_init_once(nullptr, nullptr);
   const kernels::MpiPlacement place = kernels::mpi_placement();
   const bool root = place.world_rank == 0;
@@ -393,6 +406,9 @@ void run_calibrate(const CalibrateFlags& f) {
     if (backend == kernels::Backend::Cpu)
       info.provenance.push_back({"blas_threads_per_rank", std::to_string(ctx.blas_threads)});
     info.provenance.push_back({"date", ctx.date});
+    info.provenance.push_back(
+        {"load_average", fmt::format("{} before, {} after (1-minute, /proc/loadavg; {} logical CPUs)", load_before,
+                                     load_average(), std::thread::hardware_concurrency())});
     info.provenance.push_back(
         {"command", fmt::format("strata calibrate --backend {} --out {}{}{}{}{}", ctx.backend, f.out,
                                 model_names.empty() ? "" : " --model " + join(model_names, ","),

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -48,6 +49,7 @@ struct TrainOptions {
   bool resume = false;
   std::int64_t log_every = 1;
   std::int64_t die_at_step = 0;  // hidden: SIGKILL rank die_rank before this step
+  std::int64_t throw_at_step = 0;  // hidden: InputError on rank die_rank before this step
   int die_rank = 1;
   std::string grad_norms;        // hidden: per-parameter gradient norms of the first step
 };
@@ -135,6 +137,13 @@ void train(const TrainOptions& o) {
   std::ofstream metrics;
   runtime::throw_if_any_rank_failed(grid.world(), runtime::capture_error([&] {
     trainer = std::make_unique<runtime::Trainer>(plan, cfg, grid);
+    if (root && !cfg.checkpoint_dir.empty()) {  // fail now, not after the first K steps
+      std::error_code ec;
+      std::filesystem::create_directories(cfg.checkpoint_dir, ec);
+      if (ec || !std::filesystem::is_directory(cfg.checkpoint_dir))
+        input_error("--checkpoint-dir {}: cannot create the folder{}{}", cfg.checkpoint_dir,
+                    ec ? ": " : "", ec ? ec.message() : "");
+    }
     if (root && !o.metrics.empty()) {
       metrics.open(o.metrics, cfg.resume ? std::ios::app : std::ios::trunc);
       if (!metrics) input_error("--metrics {}: cannot open for writing", o.metrics);
@@ -142,7 +151,8 @@ void train(const TrainOptions& o) {
   }));
   if (cfg.resume) {
     const std::int64_t at = trainer->resume();
-    if (root) fmt::print("resumed from {} at step {}\n", runtime::checkpoint_step_dir(cfg.checkpoint_dir, at), at);
+    if (root) fmt::print("resumed from {} at step {}{}\n", runtime::checkpoint_step_dir(cfg.checkpoint_dir, at),
+                         at, at >= cfg.steps ? fmt::format(" (>= --steps {}: nothing to train)", cfg.steps) : "");
   }
 
   if (root) {
@@ -167,6 +177,9 @@ void train(const TrainOptions& o) {
       if (o.die_at_step > 0 && next == o.die_at_step &&
           grid.world_rank() == std::min(o.die_rank, grid.world_size() - 1))
         std::raise(SIGKILL);
+      if (o.throw_at_step > 0 && next == o.throw_at_step &&
+          grid.world_rank() == std::min(o.die_rank, grid.world_size() - 1))
+        input_error("debug: failure injected before step {} (--debug-throw-at-step)", next);
       const runtime::StepStats st = trainer->train_step();
       if (root) {
         if (st.step % o.log_every == 0 || st.step == cfg.steps) {
@@ -238,7 +251,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--log-every", opts->log_every, "print a step line every K steps (default 1)");
   cmd->add_option("--debug-die-at-step", opts->die_at_step, "test hook: SIGKILL one rank before this step")
       ->group("");
-  cmd->add_option("--debug-die-rank", opts->die_rank, "test hook: the rank --debug-die-at-step kills")
+  cmd->add_option("--debug-throw-at-step", opts->throw_at_step,
+                  "test hook: an error on one rank before this step (the job must end)")
+      ->group("");
+  cmd->add_option("--debug-die-rank", opts->die_rank, "test hook: the rank those hooks hit")
       ->group("");
   cmd->add_option("--debug-grad-norms", opts->grad_norms,
                   "test hook: write the first step's per-parameter gradient norms (JSON)")

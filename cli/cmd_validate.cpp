@@ -8,6 +8,8 @@
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -50,9 +52,14 @@ struct PlanToRun {
   planner::Plan plan;
 };
 
+// Adds `p` unless its strategy is already listed; then the listed one also gets p's name
+// ("top 1 = baseline dp").
 void add_unique(std::vector<PlanToRun>& out, PlanToRun p) {
-  for (const auto& q : out)
-    if (q.plan.strategy == p.plan.strategy) return;
+  for (auto& q : out)
+    if (q.plan.strategy == p.plan.strategy) {
+      q.name += " = " + p.name;
+      return;
+    }
   out.push_back(std::move(p));
 }
 
@@ -146,6 +153,7 @@ PlanRun run_one(const ValidateFlags& f, const PlanToRun& p, std::size_t index, c
   r.name = p.name;
   r.strategy = p.plan.strategy;
   r.predicted_s = p.plan.prediction.iteration_s;
+  r.predicted_compute_s = p.plan.prediction.breakdown_s.compute;
   const std::string stem = fmt::format("{}/plan-{}", dir, index + 1);
   const std::string plan_path = stem + ".yaml", metrics = stem + ".jsonl", log = stem + ".log";
   write_file_atomic(plan_path, planner::plan_to_yaml(p.plan));
@@ -180,7 +188,12 @@ PlanRun run_one(const ValidateFlags& f, const PlanToRun& p, std::size_t index, c
     r.error = e.what();
     return r;
   }
-  for (const auto& s : steps) r.step_times_s.push_back(s.step_s);
+  std::vector<double> gemm;
+  for (const auto& s : steps) {
+    r.step_times_s.push_back(s.step_s);
+    gemm.push_back(s.gemm_s);
+  }
+  if (const double g = median_after_warmup(gemm, f.warmup); g > 0) r.measured_gemm_s = g;
   if (!steps.empty()) r.runtime_predicted_s = steps.back().predicted_step_s;
   r.measured_s = median_after_warmup(r.step_times_s, f.warmup);
   if (!(r.measured_s > 0)) {
@@ -190,6 +203,18 @@ PlanRun run_one(const ValidateFlags& f, const PlanToRun& p, std::size_t index, c
   }
   r.status = "ok";
   return r;
+}
+
+// Other work on the machine inflates measured step times; say so rather than hide it.
+void warn_if_busy() {
+  std::ifstream in("/proc/loadavg");
+  double load1 = 0;
+  if (!(in >> load1)) return;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (load1 > 0.5 * cores)
+    warn(fmt::format("the machine is busy (1-minute load {:.1f} on {} cores): measured step times will be "
+                     "inflated by other processes",
+                     load1, cores));
 }
 
 void run_validate(ValidateFlags& f) {
@@ -205,6 +230,7 @@ void run_validate(ValidateFlags& f) {
   const auto plans = choose_plans(f, model, cluster);
   for (const auto& n : provenance_notes(cluster)) warn(n);
 
+  warn_if_busy();
   const std::string dir = make_work_dir(f.keep_dir);
   ValidateReport report;
   report.model = model.name;
@@ -219,8 +245,12 @@ void run_validate(ValidateFlags& f) {
       std::fflush(stderr);
       PlanRun r = run_one(f, plans[i], i, dir, strata);
       if (r.status == "ok")
-        fmt::print(stderr, "measured {} predicted {} ({:+.1f}%)\n", format_seconds(r.measured_s),
-                   format_seconds(r.predicted_s), (r.predicted_s / r.measured_s - 1) * 100);
+        fmt::print(stderr, "measured {} predicted {} ({:+.1f}%){}\n", format_seconds(r.measured_s),
+                   format_seconds(r.predicted_s), (r.predicted_s / r.measured_s - 1) * 100,
+                   r.measured_gemm_s > 0 ? fmt::format("; GEMM {} measured, compute {} predicted",
+                                                       format_seconds(r.measured_gemm_s),
+                                                       format_seconds(r.predicted_compute_s))
+                                         : "");
       else
         fmt::print(stderr, "{} (exit {}): {}\n", r.status, r.exit_code, r.error);
       report.runs.push_back(std::move(r));

@@ -51,6 +51,7 @@ std::string Table::render() const {
 
 std::string duration_cell(double s) {
   if (!std::isfinite(s)) return "n/a";
+  if (s == 0) return "0 s";
   if (s >= 1.0) return fmt::format("{:.3f} s", s);
   if (s >= 1e-3) return fmt::format("{:.1f} ms", s * 1e3);
   return fmt::format("{:.0f} us", s * 1e6);

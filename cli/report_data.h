@@ -33,7 +33,7 @@ struct ReportData {
   std::string cluster;
   std::string device;
   double device_memory_gib = 0;    // capacity per GPU
-  double device_reserve_gib = 0;   // workspace reserve the planner keeps free
+  double device_reserve_gib = 0;   // workspace reserve, counted in the planner's memory figures
   int gpus = 0;
   std::int64_t seq_len = 0;
   std::string origin;              // "planner top 5 of 1234 candidates", "strategies.yaml"

@@ -23,24 +23,24 @@ constexpr const char* kOptimizer = "#b07aa1";
 constexpr const char* kBubble = "#bab0ac";
 constexpr const char* kOther = "#9c755f";
 
-constexpr int kChartWidth = 1180;  // fits the page; CSS scales it down on narrow screens
+constexpr int kChartWidth = 1280;  // fits the page; CSS scales it down on narrow screens
 
 constexpr const char* kCss = R"css(
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222;
-       margin: 0 auto; padding: 16px 24px 40px; max-width: 1240px; background: #fafafa; }
+       margin: 0 auto; padding: 16px 20px 40px; max-width: 1340px; background: #fafafa; }
 h1 { font-size: 24px; margin: 8px 0 4px; }
 h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
 p.sub { color: #555; margin: 0 0 8px; }
 p.summary { font-size: 15px; background: #fff; border-left: 4px solid #4e79a7; padding: 8px 12px; }
 svg { max-width: 100%; height: auto; display: block; }
 .card { background: #fff; border: 1px solid #e3e3e3; border-radius: 6px; padding: 8px; overflow-x: auto; }
-table { border-collapse: collapse; font-size: 13px; width: 100%; }
-th, td { padding: 5px 7px; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
+table { border-collapse: collapse; font-size: 12.5px; width: 100%; }
+th, td { padding: 4px 5px; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
 th { background: #f0f2f5; font-weight: 600; position: sticky; top: 0; }
 td.l, th.l { text-align: left; }
 tr.best td { background: #fff8dc; font-weight: 600; }
 tr.over td { color: #b00; }
-.memcell { display: inline-block; width: 60px; height: 8px; background: #eee; border-radius: 2px;
+.memcell { display: inline-block; width: 40px; height: 8px; background: #eee; border-radius: 2px;
            vertical-align: middle; margin-left: 6px; position: relative; overflow: hidden; }
 .memcell span { position: absolute; left: 0; top: 0; bottom: 0; background: #4e79a7; }
 .memcell span.hot { background: #e15759; }
@@ -149,7 +149,7 @@ std::string table_html(const ReportData& d) {
           std::clamp(frac, 0.0, 1.0) * 100);
     const auto& b = p.breakdown_s;
     out += fmt::format(
-        "<td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td>{:.4g}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td></tr>\n",
         escape(format_count(p.tokens_per_s)), p.model_tflops_per_gpu, escape(format_percent(p.mfu)), mem,
         escape(format_percent(p.bubble_fraction)), escape(format_seconds(b.tp_comm)),
@@ -236,15 +236,14 @@ svg::GroupedBarChart memory_chart(const ReportData& d) {
     }
     c.groups.push_back(std::move(g));
   }
+  // The planner's per-stage memory already counts the device's reserve (workspace,
+  // fragmentation), so a stage fits when its bar stays under the capacity line.
   if (d.device_memory_gib > 0) {
     c.reference = d.device_memory_gib;
     c.reference_label = fmt::format("capacity {:.0f} GiB", d.device_memory_gib);
-    if (d.device_reserve_gib > 0 && d.device_reserve_gib < d.device_memory_gib) {
-      c.second_reference = d.device_memory_gib - d.device_reserve_gib;
-      c.second_reference_label =
-          fmt::format("usable {:.0f} GiB (reserve {:.0f})", *c.second_reference, d.device_reserve_gib);
-    }
   }
+  if (d.device_reserve_gib > 0)
+    c.title += fmt::format(" (bars include the {:.0f} GiB reserve)", d.device_reserve_gib);
   c.format = [](double v) { return fmt::format("{:.3g}", v); };
   c.width = kChartWidth;
   return c;
@@ -311,7 +310,7 @@ std::string report_html(const ReportData& d) {
     const auto& e = d.entries[static_cast<std::size_t>(best)];
     out += fmt::format(
         "<p class=\"summary\">Fastest predicted{}: <b>#{} {}</b> at <b>{}</b> per iteration, {} "
-        "tokens/s, {:.1f} TFLOP/s per GPU ({} MFU), peak memory {} per GPU.</p>\n",
+        "tokens/s, {:.4g} TFLOP/s per GPU ({} MFU), peak memory {} per GPU.</p>\n",
         e.prediction.fits_memory ? "" : " (none fits memory)", best + 1,
         escape(strategy_label(e.strategy)), escape(format_seconds(e.prediction.iteration_s)),
         escape(format_count(e.prediction.tokens_per_s)), e.prediction.model_tflops_per_gpu,

@@ -131,15 +131,19 @@ std::string report_json(const ReportData& d) {
                                             : json(nullptr)},
                       {"error", e.measured->error}};
     }
-    json timeline = json::array();
-    for (const auto& ev : e.timeline)
-      timeline.push_back(json{{"stage", ev.stage},
-                              {"stream", ev.stream},
-                              {"name", ev.name},
-                              {"microbatch", ev.microbatch},
-                              {"chunk", ev.chunk},
-                              {"start_s", ev.start_s},
-                              {"end_s", ev.end_s}});
+    // Timelines of big runs (10^5+ events) would make a file of tens of MB: those are
+    // left to `strata simulate --trace`.
+    constexpr std::size_t kMaxTimelineEvents = 50000;
+    json timeline = e.timeline.size() > kMaxTimelineEvents ? json(nullptr) : json::array();
+    if (e.timeline.size() <= kMaxTimelineEvents)
+      for (const auto& ev : e.timeline)
+        timeline.push_back(json{{"stage", ev.stage},
+                                {"stream", ev.stream},
+                                {"name", ev.name},
+                                {"microbatch", ev.microbatch},
+                                {"chunk", ev.chunk},
+                                {"start_s", ev.start_s},
+                                {"end_s", ev.end_s}});
     entries.push_back(json{{"index", i + 1},
                            {"label", strategy_label(e.strategy)},
                            {"best", static_cast<int>(i) == best},
@@ -148,6 +152,7 @@ std::string report_json(const ReportData& d) {
                            {"fits_memory", e.prediction.fits_memory},
                            {"stage_layers", e.stage_layers},
                            {"measured", measured},
+                           {"timeline_events", e.timeline.size()},
                            {"timeline", timeline}});
   }
   json out{{"schema_version", 1},

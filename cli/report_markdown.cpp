@@ -47,7 +47,7 @@ std::string report_markdown(const ReportData& d) {
     std::string mem = format_gib(p.peak_memory_gib);
     if (d.device_memory_gib > 0) mem += fmt::format(" / {:.0f}", d.device_memory_gib);
     if (!p.fits_memory) mem += " **over**";
-    out += fmt::format(" {} | {:.1f} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+    out += fmt::format(" {} | {:.4g} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                        format_count(p.tokens_per_s), p.model_tflops_per_gpu, format_percent(p.mfu),
                        mem, format_percent(p.bubble_fraction), format_seconds(b.compute),
                        format_seconds(b.tp_comm), format_seconds(b.pp_comm),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -257,21 +258,82 @@ std::string grouped_bar_chart(const GroupedBarChart& c) {
   return out;
 }
 
+namespace {
+
+struct GanttScale {
+  double plot_w, span, scale;
+};
+
+GanttScale gantt_scale(const GanttChart& c) {
+  const double plot_w = std::max(50.0, static_cast<double>(c.width - c.label_width - 20));
+  double end = 0;
+  for (const auto& b : c.bars) end = std::max(end, finite_or_zero(b.end));
+  if (c.end_time) end = std::max(end, finite_or_zero(*c.end_time));
+  // Scale to the data end (not the rounded tick) so the timeline fills the width.
+  const double span = end > 0 ? end : 1.0;
+  return {plot_w, span, plot_w / span};
+}
+
+}  // namespace
+
+std::vector<GanttBar> merged_gantt_bars(const GanttChart& c) {
+  if (c.merge_below_px <= 0) return c.bars;
+  const double scale = gantt_scale(c).scale;
+  const double thin = c.merge_below_px / scale, gap = 0.5 / scale;  // in time units
+  std::vector<std::vector<const GanttBar*>> by_row(c.rows.size());
+  for (const auto& b : c.bars)
+    if (b.row >= 0 && b.row < static_cast<int>(c.rows.size())) by_row[static_cast<std::size_t>(b.row)].push_back(&b);
+  std::vector<GanttBar> out;
+  for (auto& row : by_row) {
+    std::stable_sort(row.begin(), row.end(), [](const GanttBar* a, const GanttBar* b) { return a->start < b->start; });
+    std::size_t i = 0;
+    while (i < row.size()) {
+      const GanttBar* first = row[i];
+      std::size_t j = i + 1;
+      double run_end = first->end;
+      if (first->end - first->start < thin) {
+        while (j < row.size() && row[j]->end - row[j]->start < thin && row[j]->start - run_end < gap) {
+          run_end = std::max(run_end, row[j]->end);
+          ++j;
+        }
+      }
+      if (j == i + 1) {
+        out.push_back(*first);
+      } else {
+        std::map<std::string, double> time_by_color;
+        double busy = 0;
+        for (std::size_t k = i; k < j; ++k) {
+          time_by_color[row[k]->color] += row[k]->end - row[k]->start;
+          busy += row[k]->end - row[k]->start;
+        }
+        GanttBar m;
+        m.row = first->row;
+        m.start = first->start;
+        m.end = run_end;
+        m.color = std::max_element(time_by_color.begin(), time_by_color.end(),
+                                   [](const auto& a, const auto& b) { return a.second < b.second; })
+                      ->first;
+        m.opacity = run_end > m.start ? std::clamp(busy / (run_end - m.start), 0.15, 1.0) : 1.0;
+        m.tooltip = fmt::format("{} events too small to draw one by one ({:.0f}% busy), {} … {}", j - i,
+                                m.opacity * 100,
+                                first->tooltip.empty() ? first->label : first->tooltip,
+                                row[j - 1]->tooltip.empty() ? row[j - 1]->label : row[j - 1]->tooltip);
+        out.push_back(std::move(m));
+      }
+      i = j;
+    }
+  }
+  return out;
+}
+
 std::string gantt_chart(const GanttChart& c) {
   const int rows = static_cast<int>(c.rows.size());
   const double top = kTitleHeight + kLegendHeight + 12;
   const double x0 = c.label_width;
-  const double plot_w = std::max(50.0, static_cast<double>(c.width - c.label_width - 20));
   const double plot_h = std::max(rows, 1) * c.row_height;
   const int height = static_cast<int>(top + plot_h + 52);
-  double end = 0;
-  for (const auto& b : c.bars) end = std::max(end, finite_or_zero(b.end));
-  if (c.end_time) end = std::max(end, finite_or_zero(*c.end_time));
-  const auto ticks = nice_ticks(end, 8);
-  // Scale to the data end (not the rounded tick) so the timeline fills the width;
-  // ticks beyond the end are dropped.
-  const double span = end > 0 ? end : ticks.back();
-  const double scale = plot_w / span;
+  const auto [plot_w, span, scale] = gantt_scale(c);
+  const auto ticks = nice_ticks(span, 8);
 
   std::string out = svg_open(c.width, height, c.title);
   out += legend(c.legend, 8, kTitleHeight + 16);
@@ -295,7 +357,7 @@ std::string gantt_chart(const GanttChart& c) {
   }
   out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#333\">{}</text>\n",
                      x0 + plot_w / 2, top + plot_h + 36, escape(c.axis_label));
-  for (const auto& b : c.bars) {
+  for (const auto& b : merged_gantt_bars(c)) {
     if (b.row < 0 || b.row >= rows) continue;
     const double s = std::max(0.0, finite_or_zero(b.start));
     const double e = std::max(s, finite_or_zero(b.end));
@@ -303,10 +365,11 @@ std::string gantt_chart(const GanttChart& c) {
     const double w = std::max(0.6, (e - s) * scale);
     const double y = top + b.row * c.row_height + 2;
     const double h = c.row_height - 4;
+    const std::string opacity = b.opacity < 1 ? fmt::format(" fill-opacity=\"{:.2f}\"", b.opacity) : "";
     out += fmt::format(
         "<rect class=\"ev\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" "
-        "fill=\"{}\" stroke=\"#fff\" stroke-width=\"0.3\"><title>{}</title></rect>\n",
-        x, y, w, h, escape(b.color), escape(b.tooltip.empty() ? b.label : b.tooltip));
+        "fill=\"{}\"{} stroke=\"#fff\" stroke-width=\"0.3\"><title>{}</title></rect>\n",
+        x, y, w, h, escape(b.color), opacity, escape(b.tooltip.empty() ? b.label : b.tooltip));
     if (!b.label.empty() && w > 5.8 * static_cast<double>(b.label.size()) + 4)
       out += fmt::format(
           "<text x=\"{:.2f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"10\" "

@@ -73,6 +73,7 @@ struct GanttBar {
   std::string color;
   std::string label;    // drawn inside the bar when it is wide enough
   std::string tooltip;  // <title>
+  double opacity = 1;   // < 1 for merged runs: the busy share of the run's span
 };
 
 struct GanttChart {
@@ -86,7 +87,15 @@ struct GanttChart {
   int width = 960;
   int label_width = 150;
   int row_height = 18;
+  // Neighbouring bars on a row that are both narrower than this (in pixels) and less
+  // than half a pixel apart are drawn as one bar (the colour covering most of its time,
+  // the opacity its busy share, the tooltip counting the events), so a timeline of
+  // 10^5 events stays a small page.
+  double merge_below_px = 1.0;
 };
+
+// The bars gantt_chart draws after merging (exposed for tests).
+std::vector<GanttBar> merged_gantt_bars(const GanttChart& chart);
 
 std::string stacked_bar_chart(const StackedBarChart& chart);
 std::string grouped_bar_chart(const GroupedBarChart& chart);

@@ -99,6 +99,8 @@ std::string validate_json(const ValidateReport& r) {
                          {"measured_step_s", ok ? number_or_null(p.measured_s) : json(nullptr)},
                          {"abs_error_pct", ok ? number_or_null(abs_error_pct(p.predicted_s, p.measured_s)) : json(nullptr)},
                          {"runtime_predicted_step_s", p.runtime_predicted_s > 0 ? json(p.runtime_predicted_s) : json(nullptr)},
+                         {"predicted_compute_s", number_or_null(p.predicted_compute_s)},
+                         {"measured_gemm_s", ok && p.measured_gemm_s > 0 ? json(p.measured_gemm_s) : json(nullptr)},
                          {"status", p.status},
                          {"exit_code", p.exit_code},
                          {"error", p.error},

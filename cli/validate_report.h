@@ -20,6 +20,8 @@ struct PlanRun {
   std::vector<double> step_times_s;  // all steps, in order
   double measured_s = 0;        // median after warm-up (status ok)
   double runtime_predicted_s = 0;  // what `strata train` logged as predicted_step_s (0: none)
+  double measured_gemm_s = 0;      // median GEMM time per step after warm-up (0: not logged)
+  double predicted_compute_s = 0;  // the simulator's compute on the critical path
 };
 
 struct ValidateSummary {
@@ -50,7 +52,8 @@ ValidateSummary summarize(const std::vector<PlanRun>& runs);
 std::string validate_table(const ValidateReport& r);
 // {"schema_version":1,"command":"validate","model","cluster","ranks","steps","warmup_steps",
 //  "plans":[{"name","strategy","predicted_step_s","measured_step_s","abs_error_pct",
-//            "status","exit_code","error","step_times_s"}],
+//            "predicted_compute_s","measured_gemm_s","status","exit_code","error",
+//            "step_times_s"}],
 //  "summary":{"plans_ok","plans_failed","mape_pct","spearman","predicted_fastest",
 //             "measured_fastest","predicted_fastest_is_fastest","predicted_fastest_gap_pct",
 //             "predicted_fastest_within_5pct"}}

@@ -53,6 +53,7 @@ std::vector<StepMetric> parse_metrics_jsonl(const std::string& text, const std::
     m.loss = num("loss", false);
     m.tokens_per_s = num("tokens_per_s", false);
     m.predicted_step_s = num("predicted_step_s", false);
+    m.gemm_s = num("gemm_s", false);
     out.push_back(m);
   }
   std::stable_sort(out.begin(), out.end(), [](const StepMetric& a, const StepMetric& b) { return a.step < b.step; });

@@ -14,6 +14,7 @@ struct StepMetric {
   double step_s = 0;
   double tokens_per_s = 0;
   double predicted_step_s = 0;  // 0 when the line has none
+  double gemm_s = 0;            // time inside GEMM calls this step (0 when not logged)
 };
 
 // Parses the JSONL written by `strata train --metrics`; blank lines are skipped.

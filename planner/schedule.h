@@ -19,17 +19,27 @@ namespace strata::planner {
 //   SendActivation       after Forward(mb, chunk) when v < pp*vpp - 1: the output of v to v + 1.
 //   RecvGrad             before Backward(mb, chunk) when v < pp*vpp - 1: d(output of v) from v + 1.
 //   SendGrad             after Backward(mb, chunk) when v > 0: d(input of v) to v - 1.
-// No combined send+recv kinds are needed: the order of the (at most one) send and (at
-// most one) receive between two compute steps is chosen so that all stages' lists are
-// projections of one global order of transfers. A walker that executes each step with
-// *blocking, rendezvous* send/recv (MPI_Ssend/MPI_Recv, ncclSend/ncclRecv on one stream)
-// therefore never deadlocks, and the k-th send from rank a to rank b matches the k-th
-// receive on b from a (same kind, micro-batch, adjacent virtual stage). Sends come first
-// within a gap unless the pairing requires the receive first (e.g. the 1F1B steady-state
-// exchange between neighbours, where one side sends first and the other receives first).
-// Interleaved lists may receive ahead of time (a RecvActivation/RecvGrad several compute
-// steps before its Forward/Backward), as Megatron posts receives early; that is what keeps
-// them deadlock-free under rendezvous sends.
+// No combined send+recv kinds are needed: the order of the transfers between two compute
+// steps (a "gap") is chosen so that all stages' lists are projections of one global order
+// of transfers. A walker that executes each step with *blocking, rendezvous* send/recv
+// (MPI_Ssend/MPI_Recv, ncclSend/ncclRecv on one stream) therefore never deadlocks, and the
+// k-th send from rank a to rank b matches the k-th receive on b from a (same kind,
+// micro-batch, adjacent virtual stage).
+// What a gap holds: at most one send (of the compute step before it) and the receive of
+// the compute step after it, if any. Sends come first within a gap unless the pairing
+// requires the receive first (e.g. the 1F1B steady-state exchange between neighbours, where
+// one side sends first and the other receives first). GPipe and 1F1B gaps hold nothing
+// else. Interleaved lists may also receive ahead of time: a RecvActivation/RecvGrad sits in
+// an earlier gap than the one right before its Forward/Backward, as Megatron posts receives
+// early; that is what keeps them deadlock-free under rendezvous sends. So an interleaved
+// gap can hold two receives: e.g. pp 2, m 4, vpp 2, stage 1 runs Backward(1, chunk 1),
+// RecvActivation(2, chunk 0), RecvGrad(0, chunk 0), SendGrad(1, chunk 1), Forward(2,
+// chunk 0), where RecvGrad(0, chunk 0) is one compute step early (it feeds the Backward
+// after that Forward). The pairing does not bound how early a receive may be; in the
+// configurations checked (pp up to 64, vpp up to 12, m up to 16 pp; not exhaustive) it is
+// at most one compute step, so a gap holds at most one send and two receives, the early
+// receive after the gap's own receive and before its send. Walkers must not assume one
+// receive per gap.
 // Timing model: with eager sends (MPI_Isend / a send on a communication stream; the sender
 // does not wait for the receiver) and blocking receives, uniform stages reach the closed
 // forms: (m + pp - 1)(tf + tb) for GPipe and 1F1B, and a bubble of (pp - 1)/(vpp * m) of the
@@ -51,8 +61,10 @@ inline bool is_send(StepKind k) { return k == StepKind::SendActivation || k == S
 inline bool is_recv(StepKind k) { return k == StepKind::RecvActivation || k == StepKind::RecvGrad; }
 inline int virtual_stage(int pp, int stage, int chunk) { return chunk * pp + stage; }
 
-// All ranks' lists at once: result[stage]. Cost O(pp * microbatches * vpp) (plus the
-// pairing); build_schedule() below calls this and keeps one rank.
+// All ranks' lists at once: result[stage]. Cost O(pp * microbatches * vpp) steps, each
+// O(1), plus O(log pp) each time the pairing must break a wait by taking a receive early
+// (most transfers of interleaved, none of GPipe/1F1B); build_schedule() below calls this
+// and keeps one rank.
 std::vector<std::vector<ScheduleStep>> build_all_schedules(ScheduleKind kind, int pp,
                                                            int microbatches, int vpp = 1);
 // Memoized build_all_schedules (thread-safe): the search simulates many strategies that

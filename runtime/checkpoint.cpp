@@ -72,20 +72,13 @@ void write_checkpoint(kernels::Communicator& world, const std::string& dir,
   const fs::path manifest = fs::path(step_dir) / "manifest.json";
   // Rank 0 prepares the folder; an old manifest of the same step goes first, so a crash
   // while the shards are rewritten leaves the step incomplete rather than inconsistent.
-  float ok = 1;
-  std::string error;
-  if (world.rank() == 0) {
+  throw_if_any_rank_failed(world, capture_error([&] {
+    if (world.rank() != 0) return;
     std::error_code ec;
     fs::create_directories(step_dir, ec);
-    if (ec) {
-      ok = 0;
-      error = fmt::format("--checkpoint-dir {}: cannot create {}: {}", dir, step_dir, ec.message());
-    } else {
-      fs::remove(manifest, ec);
-    }
-  }
-  world.broadcast(&ok, 1, 0);
-  if (ok == 0) throw InputError(error.empty() ? fmt::format("--checkpoint-dir {}: cannot create {}", dir, step_dir) : error);
+    if (ec) input_error("--checkpoint-dir {}: cannot create {}: {}", dir, step_dir, ec.message());
+    fs::remove(manifest, ec);
+  }));
 
   std::string bytes;
   bytes.reserve(kShardHeader + (shard.params.size() + 2 * shard.exp_avg.size()) * sizeof(float));
@@ -98,23 +91,17 @@ void write_checkpoint(kernels::Communicator& world, const std::string& dir,
   put_floats(bytes, shard.params);
   put_floats(bytes, shard.exp_avg);
   put_floats(bytes, shard.exp_avg_sq);
-  float status[9] = {};
-  try {
+  throw_if_any_rank_failed(world, capture_error([&] {
     write_file_atomic((fs::path(step_dir) / shard_name(world.rank())).string(), bytes);
-  } catch (const InputError& e) {
-    error = e.what();
-    status[8] = 1;
-  }
+  }));
+  // Every shard is on disk: rank 0 records their sizes and checksums in the manifest.
+  float status[8];
   encode(fnv1a64(bytes.data(), bytes.size()), status);
   encode(bytes.size(), status + 4);
-  std::vector<float> all(9 * static_cast<std::size_t>(world.size()));
-  world.all_gather(status, all.data(), 9);
-  for (int r = 0; r < world.size(); ++r)
-    if (all[9 * static_cast<std::size_t>(r) + 8] != 0)
-      throw InputError(error.empty() ? fmt::format("checkpoint {}: rank {} could not write its shard",
-                                                   step_dir, r)
-                                     : error);
-  if (world.rank() == 0) {
+  std::vector<float> all(8 * static_cast<std::size_t>(world.size()));
+  world.all_gather(status, all.data(), 8);
+  throw_if_any_rank_failed(world, capture_error([&] {
+    if (world.rank() != 0) return;
     nlohmann::ordered_json m;
     m["format"] = kFormat;
     m["version"] = 1;
@@ -124,13 +111,12 @@ void write_checkpoint(kernels::Communicator& world, const std::string& dir,
     m["identity"] = id;
     m["shards"] = nlohmann::ordered_json::array();
     for (int r = 0; r < world.size(); ++r) {
-      const float* s = all.data() + 9 * static_cast<std::size_t>(r);
+      const float* s = all.data() + 8 * static_cast<std::size_t>(r);
       m["shards"].push_back({{"rank", r}, {"file", shard_name(r)}, {"bytes", decode(s + 4)},
                              {"fnv1a64", hex(decode(s))}});
     }
     write_file_atomic(manifest.string(), m.dump(2) + "\n");
-  }
-  world.barrier();
+  }));  // also the barrier: no rank returns before the manifest is written
 }
 
 std::optional<std::int64_t> latest_checkpoint(const std::string& dir) {

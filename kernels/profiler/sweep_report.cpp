@@ -46,6 +46,9 @@ std::string human_bytes(std::int64_t bytes) {
 std::string format_gemm_table(const RunContext& ctx, const std::vector<GemmRecord>& records) {
   std::string s = preamble(ctx, "GEMM", ctx.gemm_timing);
   if (!ctx.peak.empty()) s += fmt::format("# peak per rank: {}\n", ctx.peak);
+  if (ctx.backend == "cpu")
+    s += "#   (the clock is /proc/cpuinfo's, usually the base clock: with turbo/boost, small in-cache\n"
+         "#   GEMMs can exceed 100%)\n";
   s += "#\n";
   s += fmt::format("#{:>9} {:>9} {:>9} {:>6} {:>12} {:>9} {:>7} {:>7}\n", "m", "n", "k", "dtype", "time",
                    "TFLOP/s", "eff", "#wrong");
@@ -77,6 +80,8 @@ std::string format_gemm_table(const RunContext& ctx, const std::vector<GemmRecor
 
 std::string format_collective_table(const RunContext& ctx, const std::vector<CollectiveRecord>& records) {
   std::string s = preamble(ctx, "collectives", ctx.collective_timing);
+  s += "# dtype: float (fp32), reduction: sum; size = all-reduce/broadcast buffer, gathered output of\n"
+       "#   all_gather, input of reduce_scatter, send buffer of all_to_all, message of send_recv (ring)\n";
   s += "# busbw = algbw x factor: all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n;\n"
        "#   broadcast, send_recv 1 (nccl-tests doc/PERFORMANCE.md). One-rank groups move no data (trivial).\n";
   s += "#\n";

@@ -25,7 +25,7 @@ inline planner::Plan make_plan(int tp, int pp, int dp, double iteration_s, doubl
   q.tokens_per_s = 64.0 * 1024 / iteration_s;
   q.model_tflops_per_gpu = 123.4;
   q.hardware_tflops_per_gpu = 150.0;
-  q.mfu = 0.3955;
+  q.mfu = 0.395;
   q.peak_memory_gib = 41.25;
   q.stage_memory_gib.assign(pp, 41.25);
   q.bubble_fraction = bubble_s / iteration_s;

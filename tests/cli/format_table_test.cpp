@@ -38,7 +38,8 @@ TEST(FormatDuration, PicksAReadableUnit) {
   EXPECT_EQ(duration_cell(12.3456), "12.346 s");
   EXPECT_EQ(duration_cell(0.0852), "85.2 ms");
   EXPECT_EQ(duration_cell(0.00031), "310 us");
-  EXPECT_EQ(percent_cell(0.3955), "39.5%");
+  EXPECT_EQ(percent_cell(0.3949), "39.5%");
+  EXPECT_EQ(duration_cell(0.0), "0 s");
 }
 
 TEST(FormatPlanTable, HasHeaderRankedRowsAndTheReasonTheBestWon) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <regex>
 
 #include "cli/svg_chart.h"
@@ -128,6 +129,43 @@ TEST(GanttChart, BarsMapTimeLinearlyOntoThePlotWidth) {
   EXPECT_NEAR(ws[1], plot_w / 2, 1e-2);
   const auto ys = attr_values(svg, "<rect class=\"ev\"", "y");
   EXPECT_NEAR(ys[1] - ys[0], c.row_height, 1e-6);
+}
+
+TEST(GanttChart, MergesRunsOfSubPixelBarsIntoOneWithTheMajorityColour) {
+  GanttChart c;
+  c.rows = {"r0", "r1"};
+  for (int i = 0; i < 1000; ++i)  // 0.001 time units = 0.4 px each at this width
+    c.bars.push_back({0, i * 0.001, (i + 1) * 0.001, i % 3 == 0 ? "#bbb" : "#aaa", "", "e" + std::to_string(i)});
+  c.bars.push_back({0, 1.0, 2.0, "#ccc", "wide", ""});
+  c.bars.push_back({1, 0.5, 0.5005, "#ddd", "", "lonely"});  // thin but alone: kept
+  c.end_time = 2;
+  const auto m = merged_gantt_bars(c);
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[0].row, 0);
+  EXPECT_NEAR(m[0].start, 0, 1e-12);
+  EXPECT_NEAR(m[0].end, 1.0, 1e-12);
+  EXPECT_EQ(m[0].color, "#aaa");
+  EXPECT_EQ(m[0].tooltip.rfind("1000 events", 0), 0u) << m[0].tooltip;
+  EXPECT_NEAR(m[0].opacity, 1.0, 1e-9);  // back to back: fully busy
+  EXPECT_EQ(m[1].label, "wide");
+  EXPECT_EQ(m[2].tooltip, "lonely");
+  EXPECT_EQ(std::count_if(m.begin(), m.end(), [](const GanttBar& b) { return b.row == 1; }), 1);
+  const std::string svg = gantt_chart(c);
+  EXPECT_EQ(count(svg, "class=\"ev\""), 3);
+  c.merge_below_px = 0;
+  EXPECT_EQ(merged_gantt_bars(c).size(), c.bars.size());
+}
+
+TEST(GanttChart, MergedSparseEventsAreDrawnFaint) {
+  GanttChart c;
+  c.rows = {"r0"};
+  for (int i = 0; i < 200; ++i)  // 10% busy: 0.04 px wide every 0.4 px
+    c.bars.push_back({0, i * 0.0005, i * 0.0005 + 0.00005, "#aaa", "", ""});
+  c.end_time = 1;
+  const auto m = merged_gantt_bars(c);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_NEAR(m[0].opacity, 0.15, 1e-9);  // 10% busy, drawn at the floor opacity
+  EXPECT_NE(gantt_chart(c).find("fill-opacity=\"0.15\""), std::string::npos);
 }
 
 TEST(GanttChart, EscapesLabelsAndTooltips) {

@@ -18,7 +18,7 @@ std::string temp_log(const char* name) {
 
 TEST(MetricsJsonl, ReadsStepsInOrderAndSkipsBlankLines) {
   const auto m = parse_metrics_jsonl(
-      "{\"step\":2,\"loss\":5.1,\"step_s\":0.03,\"tokens_per_s\":100,\"predicted_step_s\":0.02}\n"
+      "{\"step\":2,\"loss\":5.1,\"step_s\":0.03,\"tokens_per_s\":100,\"predicted_step_s\":0.02,\"gemm_s\":0.01}\n"
       "\n"
       "{\"step\":1,\"loss\":5.5,\"step_s\":0.5,\"tokens_per_s\":6}\n",
       "m.jsonl");
@@ -28,6 +28,8 @@ TEST(MetricsJsonl, ReadsStepsInOrderAndSkipsBlankLines) {
   EXPECT_DOUBLE_EQ(m[0].predicted_step_s, 0);
   EXPECT_EQ(m[1].step, 2);
   EXPECT_DOUBLE_EQ(m[1].predicted_step_s, 0.02);
+  EXPECT_DOUBLE_EQ(m[1].gemm_s, 0.01);
+  EXPECT_DOUBLE_EQ(m[0].gemm_s, 0);
 }
 
 TEST(MetricsJsonl, NamesTheLineOfABadRecord) {

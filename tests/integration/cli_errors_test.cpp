@@ -4,6 +4,7 @@
 // hang, and no file left half-written.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -23,6 +24,9 @@ struct BadInput {
   int exit_code;
   std::vector<std::string> mentions;           // substrings the error line must contain
   std::map<std::string, std::string> files;    // created in {dir} before the run
+  // When set: {dir}/p.yaml is first written by `strata simulate --out` (a valid plan for
+  // the tiny model, tp 2 x pp 2), then edited by hand: `from` replaced with `to`.
+  std::pair<std::string, std::string> plan_edit = {};
 };
 
 const char* kGoodModel =
@@ -43,6 +47,12 @@ std::string model_without(const std::string& key) {
 
 std::string model_with(const std::string& key, const std::string& value) {
   return model_without(key) + key + ": " + value + "\n";
+}
+
+BadInput plan_file(std::string name, std::vector<std::string> args, std::string from,
+                   std::string to, std::vector<std::string> mentions) {
+  return BadInput{std::move(name), std::move(args), 2, std::move(mentions), {},
+                  {std::move(from), std::move(to)}};
 }
 
 std::vector<BadInput> cases() {
@@ -125,11 +135,51 @@ std::vector<BadInput> cases() {
       {"out_is_a_folder", {"plan", "--out", "{dir}"}, 2, {"--out"}},
       {"unwritable_trace_folder", {"simulate", "--tp", "8", "--pp", "8", "--dp", "16", "--trace",
                                    "{dir}/no/t.json"}, 2, {"--trace"}},
+      // Plan files edited by hand into inconsistency (export and train read them).
+      plan_file("plan_tp_not_dividing_heads", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron",
+                "--out", "{dir}/args.sh"}, "  tp: 2", "  tp: 3", {"--plan", "tp", "heads"}),
+      plan_file("plan_stage_map_skips_a_layer", {"export", "--plan", "{dir}/p.yaml", "--to", "deepspeed",
+                "--out", "{dir}/ds.json"}, "[3, 4, 5]", "[4, 5]", {"stage_layers"}),
+      plan_file("plan_rank_grid_disagrees", {"export", "--plan", "{dir}/p.yaml", "--to", "torchtitan"},
+                "rank_grid: {dp: 1", "rank_grid: {dp: 2", {"rank_grid"}),
+      plan_file("plan_unknown_schedule", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
+                "schedule: 1f1b", "schedule: zigzag", {"schedule", "zigzag"}),
+      plan_file("plan_unknown_key", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
+                "schema_version: 1", "schema_version: 1\nextra_key: 1", {"extra_key"}),
+      plan_file("plan_truncated_mid_model", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
+                "  norm: layernorm", "  norm: laye", {"norm"}),
+      plan_file("plan_gpus_disagree", {"train", "--plan", "{dir}/p.yaml", "--steps", "1"},
+                "\ngpus: 4", "\ngpus: 8", {"gpus"}),
+      plan_file("plan_model_heads_edited", {"train", "--plan", "{dir}/p.yaml", "--steps", "1"},
+                "  heads: 4", "  heads: 3", {"heads"}),
+      plan_file("train_world_size_differs_from_plan", {"train", "--plan", "{dir}/p.yaml", "--steps", "1"},
+                "", "", {"ranks"}),
+      {"export_unknown_target", {"export", "--plan", "{dir}/p.yaml", "--to", "jax"}, 2, {"--to"}, {},
+       {"\ngpus: 4", "\ngpus: 4"}},
+      {"export_missing_plan", {"export", "--plan", "{dir}/nope.yaml", "--to", "megatron"}, 2,
+       {"nope.yaml"}},
+      // The other commands' flags.
+      {"compare_top_zero", {"compare", "--top", "0"}, 2, {"--top"}},
+      {"compare_missing_strategies_file", {"compare", "--strategies", "{dir}/nope.yaml"}, 2, {"--strategies"}},
+      {"compare_unknown_format", {"compare", "--format", "pdf"}, 2, {"--format", "pdf"}},
+      {"compare_unwritable_report", {"compare", "--report", "{dir}/no/r.html"}, 2, {"--report"}},
+      {"validate_unknown_model", {"validate", "--model", "bogus"}, 2, {"--model", "bogus"}},
+      {"validate_unknown_cluster", {"validate", "--cluster", "nope"}, 2, {"--cluster", "nope"}},
+      {"calibrate_unwritable_out", {"calibrate", "--quick", "--out", "{dir}/no/p.yaml"}, 2, {"--out"}},
+      {"calibrate_zero_tp_degree", {"calibrate", "--out", "{dir}/p.yaml", "--tp-degrees", "0"}, 2, {"--tp-degrees"}},
+      {"calibrate_bad_max_bytes", {"calibrate", "--out", "{dir}/p.yaml", "--max-bytes", "lots"}, 2, {"--max-bytes"}},
+      {"calibrate_unknown_backend", {"calibrate", "--out", "{dir}/p.yaml", "--backend", "tpu"}, 2, {"backend", "tpu"}},
+      {"calibrate_unknown_dtype", {"calibrate", "--out", "{dir}/p.yaml", "--dtypes", "fp8"}, 2, {"fp8"}},
+      {"train_missing_plan", {"train", "--plan", "{dir}/nope.yaml"}, 2, {"nope.yaml"}},
+      {"train_negative_lr", {"train", "--plan", "{dir}/p.yaml", "--lr", "-1"}, 2, {"--lr"}, {},
+       {"\ngpus: 4", "\ngpus: 4"}},
       // Nothing fits.
       {"no_strategy_fits_memory", {"plan", "--model", "llama3-405b", "--cluster", "dgx-a100", "--gpus", "1"},
        3, {"memory", "GiB"}},
   };
 }
+
+void PrintTo(const BadInput& c, std::ostream* os) { *os << c.name; }
 
 class BadInputTest : public ::testing::TestWithParam<BadInput> {};
 
@@ -139,6 +189,22 @@ TEST_P(BadInputTest, AnswersWithOneErrorLineAndExitCode) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (const auto& [name, text] : c.files) std::ofstream(dir / name, std::ios::binary) << text;
+  std::size_t inputs = c.files.size();
+  const bool edit_plan = !c.plan_edit.first.empty() || c.name.find("world_size") != std::string::npos;
+  if (edit_plan) {
+    std::string p = (dir / "p.yaml").string();
+    auto w = run_strata({"simulate", "--model", "tiny", "--cluster", "dgx-a100", "--tp", "2", "--pp",
+                         "2", "--dp", "1", "--global-batch", "8", "--out", p});
+    ASSERT_EQ(w.exit_code, 0) << w.err;
+    std::string text = strata::testing::read_all(p);
+    if (!c.plan_edit.first.empty()) {
+      auto pos = text.find(c.plan_edit.first);
+      ASSERT_NE(pos, std::string::npos) << "plan file lacks `" << c.plan_edit.first << "`:\n" << text;
+      text.replace(pos, c.plan_edit.first.size(), c.plan_edit.second);
+      std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+    }
+    ++inputs;
+  }
   std::vector<std::string> args;
   for (std::string a : c.args) {
     for (size_t p; (p = a.find("{dir}")) != std::string::npos;) a.replace(p, 5, dir.string());
@@ -164,11 +230,67 @@ TEST_P(BadInputTest, AnswersWithOneErrorLineAndExitCode) {
     (void)e;
     ++entries;
   }
-  EXPECT_EQ(entries, c.files.size()) << "a failed command left a file in " << dir;
+  EXPECT_EQ(entries, inputs) << "a failed command left a file in " << dir;
   fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cli, BadInputTest, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
+
+// Absurd but well-formed sizes (1e6 layers, 1e9 GPUs): strata must answer, not hang or
+// run out of memory. A clean answer is a result (exit 0), "bad input" (2) or "nothing
+// fits" (3); whatever it is comes within the timeout and without a crash.
+struct AbsurdSize {
+  std::string name;
+  std::vector<std::string> args;
+  std::vector<int> exit_codes;
+};
+
+void PrintTo(const AbsurdSize& c, std::ostream* os) { *os << c.name; }
+
+class AbsurdSizeTest : public ::testing::TestWithParam<AbsurdSize> {};
+
+TEST_P(AbsurdSizeTest, AnswersWithinTheTimeout) {
+  const AbsurdSize& c = GetParam();
+  fs::path dir = fs::temp_directory_path() / ("strata_absurd_" + c.name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "layers.yaml")
+      << "name: million-layers\nlayers: 1000000\nhidden: 256\nheads: 8\nvocab: 1000\nseq_len: 128\n";
+  std::ofstream(dir / "huge.yaml")
+      << "name: huge\ndevice: a100-sxm-80gb\ngpus_per_node: 64\nnodes: 16777216\n"
+         "intra_node: {bandwidth_gbps: 300, latency_us: 3, source: {kind: estimate, ref: test}}\n"
+         "inter_node: {bandwidth_gbps: 25, latency_us: 8, source: {kind: estimate, ref: test}}\n";
+  std::vector<std::string> args;
+  for (std::string a : c.args) {
+    for (size_t p; (p = a.find("{dir}")) != std::string::npos;) a.replace(p, 5, dir.string());
+    args.push_back(a);
+  }
+  auto r = run_strata(args, 90);
+  SCOPED_TRACE("strata " + ::testing::PrintToString(args) + "\nstderr:\n" + r.err);
+  ASSERT_FALSE(r.timed_out) << "no answer within 90 s";
+  ASSERT_FALSE(r.signaled) << "killed by signal " << r.signal;
+  EXPECT_NE(std::find(c.exit_codes.begin(), c.exit_codes.end(), r.exit_code), c.exit_codes.end())
+      << "exit code " << r.exit_code;
+  int errors = 0;
+  for (const auto& l : r.err_lines()) errors += l.rfind("error:", 0) == 0;
+  EXPECT_EQ(errors, r.exit_code == 0 ? 0 : 1);
+  for (const char* bad : {"terminate", "Aborted", "AddressSanitizer", "runtime error:", "internal:"})
+    EXPECT_EQ(r.err.find(bad), std::string::npos) << "stderr contains " << bad;
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cli, AbsurdSizeTest,
+    ::testing::ValuesIn(std::vector<AbsurdSize>{
+        {"plan_1e6_layers", {"plan", "--model", "{dir}/layers.yaml", "--gpus", "8"}, {2, 3}},
+        {"simulate_1e6_layers", {"simulate", "--model", "{dir}/layers.yaml"}, {0, 2}},
+        {"plan_1e9_gpus", {"plan", "--cluster", "{dir}/huge.yaml", "--gpus", "1000000000"}, {0, 2, 3}},
+        {"simulate_1e9_gpus",
+         {"simulate", "--cluster", "{dir}/huge.yaml", "--model", "gpt2-124m", "--gpus",
+          "1000000000", "--global-batch", "1000000000"},
+         {0, 2}},
+    }),
+    [](const auto& info) { return info.param.name; });
 
 }  // namespace

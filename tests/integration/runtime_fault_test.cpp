@@ -37,6 +37,27 @@ TEST(RuntimeFaults, KilledRankEndsTheJobWithinBoundedTime) {
   EXPECT_EQ(r.out.find("step     3/1000"), std::string::npos) << r.out;
 }
 
+TEST(RuntimeFaults, ErrorOnOneRankDuringTrainingEndsTheJob) {
+  const fs::path dir = fresh_dir("fault_throw");
+  const std::string plan = write_plan(dp2(), dir);
+  const RunResult r = mpirun_strata(2, {"train", "--plan", plan, "--steps", "1000",
+                                        "--debug-throw-at-step", "3"}, 60);
+  EXPECT_FALSE(r.timed_out) << "the other rank hung";
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("error: rank 1: debug: failure injected before step 3"), std::string::npos) << r.err;
+}
+
+TEST(RuntimeFaults, UnwritableCheckpointFolderFailsBeforeTraining) {
+  const fs::path dir = fresh_dir("fault_ckpt_dir");
+  std::ofstream(dir / "a_file") << "x";
+  const RunResult r = mpirun_strata(2, {"train", "--plan", write_plan(dp2(), dir), "--checkpoint-dir",
+                                        (dir / "a_file" / "ckpt").string()}, 60);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(count(r.err, "cannot create the folder"), 2) << r.err;
+  EXPECT_EQ(r.out.find("step "), std::string::npos) << r.out;
+}
+
 TEST(RuntimeFaults, WorldSizeMismatchIsAnErrorOnEveryRank) {
   const fs::path dir = fresh_dir("fault_world");
   const std::string plan = write_plan(dp2(), dir);

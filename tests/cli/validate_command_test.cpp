@@ -1,0 +1,106 @@
+// `strata validate` end to end through mpirun, with a stand-in for `strata train`
+// (a shell script passed as --strata): it fails on tp = 2 plans and writes known step
+// times otherwise, so the medians, the failure report and `compare --measured` can be
+// checked exactly without the runtime's cost.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class ValidateCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("strata_validate_cmd_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    fake_ = (dir_ / "fake-strata").string();
+    std::ofstream(fake_) << R"(#!/bin/sh
+# stand-in for `strata train --plan P --steps S --synthetic --metrics M`
+[ "$1" = train ] || exit 5
+shift
+while [ $# -gt 0 ]; do
+  case $1 in --metrics) metrics=$2; shift;; --steps) steps=$2; shift;; --plan) plan=$2; shift;; esac
+  shift
+done
+if grep -q '^  tp: 2' "$plan"; then echo "error: stand-in refuses tp 2" >&2; exit 4; fi
+[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] || exit 0
+: > "$metrics"
+i=1
+while [ $i -le $steps ]; do
+  echo "{\"step\":$i,\"loss\":5,\"step_s\":0.0$i,\"tokens_per_s\":1}" >> "$metrics"
+  i=$((i + 1))
+done
+)";
+    fs::permissions(fake_, fs::perms::owner_all);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+  std::string fake_;
+};
+
+TEST_F(ValidateCommand, ReportsFailedPlansAndMediansAfterWarmup) {
+  auto r = strata::testing::run_strata({"validate", "--cluster", "local-cpu", "--model", "tiny", "--global-batch",
+                                        "64", "--steps", "5", "--warmup", "2", "--top", "2", "--strata", fake_,
+                                        "--format", "json"},
+                                       300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["command"], "validate");
+  EXPECT_EQ(j["ranks"], 2);
+  const auto& plans = j["plans"];
+  ASSERT_GE(plans.size(), 3u);  // top 2 (one may be the dp baseline) + tp + pp baselines
+  int failed = 0, ok = 0;
+  std::vector<double> pred, meas;
+  for (const auto& p : plans) {
+    if (p["strategy"]["tp"] == 2) {
+      ++failed;
+      EXPECT_EQ(p["status"], "failed");
+      EXPECT_EQ(p["exit_code"], 4);
+      EXPECT_NE(p["error"].get<std::string>().find("stand-in refuses tp 2"), std::string::npos) << p.dump();
+      EXPECT_TRUE(p["measured_step_s"].is_null());
+    } else {
+      ++ok;
+      ASSERT_EQ(p["status"], "ok") << p.dump();
+      // Steps 0.01 .. 0.05 s; warm-up drops the first two: median of 0.03, 0.04, 0.05.
+      EXPECT_NEAR(p["measured_step_s"].get<double>(), 0.04, 1e-12);
+      EXPECT_EQ(p["step_times_s"].size(), 5u);
+      pred.push_back(p["predicted_step_s"].get<double>());
+      meas.push_back(0.04);
+    }
+  }
+  EXPECT_EQ(failed, 1);
+  const auto& s = j["summary"];
+  EXPECT_EQ(s["plans_failed"], 1);
+  EXPECT_EQ(s["plans_ok"], ok);
+  double mape = 0;
+  for (std::size_t i = 0; i < pred.size(); ++i) mape += std::fabs(pred[i] - 0.04) / 0.04 * 100;
+  EXPECT_NEAR(s["mape_pct"].get<double>(), mape / pred.size(), 1e-9);
+  EXPECT_TRUE(s["spearman"].is_null());  // all measured equal: correlation undefined
+
+  // compare --measured takes the measured plans and shows both columns.
+  const std::string vpath = (dir_ / "v.json").string();
+  std::ofstream(vpath) << r.out;
+  auto c = strata::testing::run_strata(
+      {"compare", "--model", "tiny", "--cluster", "local-cpu", "--measured", vpath, "--format", "md"}, 120);
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("| measured | error |"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("| 40 ms |"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("| failed |"), std::string::npos) << c.out;
+}
+
+TEST_F(ValidateCommand, RejectsTooFewStepsForTheWarmup) {
+  auto r = strata::testing::run_strata({"validate", "--steps", "2", "--warmup", "2", "--strata", fake_}, 60);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--steps (2) must be greater than --warmup (2)"), std::string::npos) << r.err;
+}
+
+}  // namespace
