@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
              "({} tokens/step)\n",
              model.name, model.layers, model.hidden, model.heads, model.ffn, model.vocab, model.seq_len,
              micro_batch, global_batch, global_batch * model.seq_len);
-  fmt::print("# {} steps per layout, statistic: median of steps 3..{} (2 warm-up steps dropped)\n", steps, steps);
+  fmt::print("# {} steps per layout, statistic: median of steps 3..{} (2 warm-up steps dropped); mpirun "
+             "--bind-to none --mca mpi_yield_when_idle 1 (waiting ranks yield the core)\n", steps, steps);
   fmt::print("# {:>16} {:>5} {:>10} {:>12} {:>10} {:>7} {:>10}\n", "layout", "ranks", "step", "tokens/s",
              "gemm", "gemm%", "loss@end");
   fmt::print("# {:>16} {:>5} {:>10} {:>12} {:>10} {:>7} {:>10}\n", "", "", "(ms)", "", "(ms)", "", "");
@@ -126,7 +127,7 @@ int main(int argc, char** argv) {
     const int ranks = l.dp * l.tp * l.pp;
     const std::string cmd = fmt::format(
         "OPENBLAS_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 {} "
-        "--oversubscribe --bind-to none -np {} '{}' train --plan '{}' --steps {} --metrics '{}' "
+        "--oversubscribe --bind-to none --mca mpi_yield_when_idle 1 -np {} '{}' train --plan '{}' --steps {} --metrics '{}' "
         "--log-every 1000 > '{}' 2>&1",
         MPIEXEC, ranks, STRATA_EXE, plan, steps, metrics, (dir / "log.txt").string());
     const int rc = std::system(cmd.c_str());

@@ -255,6 +255,7 @@ void run_calibrate(const CalibrateFlags& f) {
   ctx.backend = kernels::to_string(backend);
   ctx.host = place.host.empty() ? hostname() : place.host;
   ctx.date = utc_now();
+  ctx.load_average = load_before;
   ctx.ranks = place.world_size;
   ctx.nodes = place.nodes;
   ctx.gemm_timing = gemm_timing;
@@ -285,7 +286,6 @@ void run_calibrate(const CalibrateFlags& f) {
     runner = std::make_unique<kp::CpuGemmRunner>(cpu.model_name, peak_tflops);
     memory = kernels::host_memory();
     bandwidth_bytes = f.quick ? std::int64_t{64} << 20 : std::int64_t{256} << 20;
-    info.compute_dtype = "fp32";
     info.memory_gib = cpu.memory_gib / std::max(1, place.local_size);
     info.peak_tflops = {{GemmDType::Fp32, peak_tflops}};
     info.reserve_gib = 1;
@@ -317,11 +317,9 @@ void run_calibrate(const CalibrateFlags& f) {
     runner = std::make_unique<kp::CudaGemmRunner>(cuda_device, peaks);
     memory = kernels::cuda_memory(cuda_device);
     bandwidth_bytes = std::int64_t{1} << 30;
-    info.compute_dtype = "bf16";
     info.memory_gib = dev.memory_gib;
     for (GemmDType d : dtypes)
       if (peaks.count(d)) info.peak_tflops.push_back({d, peaks[d]});
-    if (info.peak_tflops.empty()) info.peak_tflops = {{GemmDType::Bf16, 0}};
 #endif
   }
   std::vector<std::string> lib_text;
@@ -376,7 +374,24 @@ void run_calibrate(const CalibrateFlags& f) {
   // reach the other ranks, which wait in the final reduction below.
   std::exception_ptr root_error;
   if (root) try {
-    const GemmDType main_dtype = backend == kernels::Backend::Cpu ? GemmDType::Fp32 : GemmDType::Bf16;
+    // The efficiencies describe the dtype training runs in (fp32 on cpu, bf16 on cuda).
+    GemmDType main_dtype = backend == kernels::Backend::Cpu ? GemmDType::Fp32 : GemmDType::Bf16;
+    if (std::find(dtypes.begin(), dtypes.end(), main_dtype) == dtypes.end()) main_dtype = dtypes.front();
+    info.compute_dtype = to_string(main_dtype);
+    if (info.peak_tflops.empty()) {
+      // No datasheet peak for this device: the profile format needs one, so the best
+      // measured throughput per dtype stands in (and says so).
+      for (GemmDType d : dtypes) {
+        double best = 0;
+        for (const auto& g : gemms)
+          if (g.ok() && g.dtype == d) best = std::max(best, g.tflops);
+        if (best > 0) info.peak_tflops.push_back({d, best});
+      }
+      for (auto& g : gemms)
+        for (const auto& [d, peak] : info.peak_tflops)
+          if (g.dtype == d && peak > 0) g.efficiency = g.tflops / peak;
+      ctx.peak = "no datasheet profile matches this device: peak_tflops = best measured TFLOP/s per dtype";
+    }
     double gemm_eff = kp::median_gemm_efficiency(gemms, main_dtype);
     double attn_eff = kp::median_gemm_efficiency(gemms, main_dtype, 0, "attention");
     info.gemm_efficiency = gemm_eff > 0 ? std::min(gemm_eff, 1.0) : 0.8;

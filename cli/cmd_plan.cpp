@@ -1,11 +1,11 @@
 // `strata plan`: search every valid strategy for a model on a cluster, print the best
 // ones (table, JSON or YAML), optionally write the best as a plan file and its trace.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/format_json.h"
@@ -81,8 +81,8 @@ planner::Plan to_plan(const models::ModelSpec& model, const std::string& cluster
 [[noreturn]] void no_feasible_plan(const PlanFlags& f, const models::ModelSpec& model,
                                    const costmodel::ClusterSpec& cluster,
                                    const planner::SearchResult& r) {
-  std::string what = fmt::format("no strategy for {} fits on {} GPU{} of {}", model.name, f.gpus, f.gpus == 1 ? "" : "s",
-                                 f.mc.cluster);
+  std::string what = fmt::format("no strategy for {} fits on {} GPU{} of {}", model.name, f.gpus,
+                                 f.gpus == 1 ? "" : "s", f.mc.cluster);
   if (r.closest_infeasible) {
     const auto& c = *r.closest_infeasible;
     const auto& s = c.strategy;
@@ -115,8 +115,7 @@ void run_plan(PlanFlags& f) {
   const models::ModelSpec model = load_model_flag(f.mc);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
   if (!f.mc.model_given()) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
-  if (!f.mc.cluster_given())
-    report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
+  if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
   if (f.gpus_opt->count() == 0) {
     if (f.mc.cluster_given() || cluster.total_gpus() < kDefaultGpus)
       f.gpus = static_cast<int>(std::min<long long>(cluster.total_gpus(), INT_MAX));
@@ -210,7 +209,8 @@ void add_plan_command(CLI::App& app) {
                                            std::int64_t{1} << 40);
   add_positive(*cmd, "--top", f.top, "how many plans to show", 100000)->capture_default_str();
   add_format_flag(*cmd, f.format);
-  cmd->add_option("--out,-o", f.out, "write the best plan as a plan YAML file (- for stdout)");
+  cmd->add_option("--out,-o", f.out,
+                  "write the best plan as a plan YAML file (- for stdout, instead of the table)");
   cmd->add_option("--trace", f.trace, "write the best plan's Chrome/Perfetto trace (JSON)");
   auto* g = "Search restrictions";
   add_positive(*cmd, "--tp", f.tp, "only this tensor-parallel size", 1 << 20)->group(g);
@@ -222,7 +222,8 @@ void add_plan_command(CLI::App& app) {
                              std::int64_t{1} << 40)
       ->group(g);
   cmd->add_option("--zero", f.zero, "only this ZeRO stage (0, or 1 = distributed optimizer)")
-      ->check(CLI::Range(0, 1))->group(g);
+      ->check(CLI::Range(0, 1))
+      ->group(g);
   cmd->add_option("--recompute", f.recompute, "only this activation recompute")
       ->check(CLI::IsMember(recompute_names()))
       ->group(g);

@@ -1,9 +1,9 @@
 // `strata simulate`: predict one strategy's step time and memory (table, JSON or YAML),
 // optionally write its Chrome trace and a plan file.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <climits>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/format_json.h"
@@ -52,16 +52,15 @@ void run_simulate(SimulateFlags& f) {
   const models::ModelSpec model = load_model_flag(f.mc);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
   if (!f.mc.model_given()) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
-  if (!f.mc.cluster_given())
-    report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
+  if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
 
   // dp: given, or what --gpus leaves after tp and pp, or 1.
   const std::int64_t tp_pp = checked_mul(f.tp, f.pp, "tp x pp");
   if (f.dp_opt->count() == 0) {
     if (f.gpus_opt->count() > 0) {
       if (f.gpus % tp_pp != 0)
-        input_error("--gpus ({}) must be divisible by tp x pp = {} x {} = {} to derive dp",
-                    f.gpus, f.tp, f.pp, tp_pp);
+        input_error("--gpus ({}) must be divisible by tp x pp = {} x {} = {} to derive dp", f.gpus,
+                    f.tp, f.pp, tp_pp);
       f.dp = static_cast<int>(f.gpus / tp_pp);
     } else {
       f.dp = 1;
@@ -70,8 +69,8 @@ void run_simulate(SimulateFlags& f) {
   }
   const std::int64_t world = checked_mul(tp_pp, f.dp, "dp x tp x pp");
   if (f.gpus_opt->count() > 0 && world != f.gpus)
-    input_error("--gpus ({}) must equal dp x tp x pp = {} x {} x {} = {}", f.gpus, f.dp, f.tp,
-                f.pp, world);
+    input_error("--gpus ({}) must equal dp x tp x pp = {} x {} x {} = {}", f.gpus, f.dp, f.tp, f.pp,
+                world);
   if (world > INT_MAX) input_error("dp x tp x pp ({}) exceeds {} GPUs", world, INT_MAX);
 
   // Global batch: given, or the default rounded up to a multiple of micro-batch x dp.
@@ -130,11 +129,11 @@ void run_simulate(SimulateFlags& f) {
                      plan.prediction.peak_memory_gib, cluster.device.name,
                      cluster.device.memory_gib));
   if (!f.trace.empty())
-    write_output(f.trace,
-                 planner::chrome_trace_json(
-                     sim, fmt::format("strata simulate: {} tp={} pp={} dp={}", model.name, s.tp,
-                                      s.pp, s.dp)),
-                 "--trace");
+    write_output(
+        f.trace,
+        planner::chrome_trace_json(sim, fmt::format("strata simulate: {} tp={} pp={} dp={}",
+                                                    model.name, s.tp, s.pp, s.dp)),
+        "--trace");
   if (!f.out.empty()) {
     write_output(f.out, planner::plan_to_yaml(plan), "--out");
     if (f.out == "-") return;
@@ -157,9 +156,9 @@ void add_simulate_command(CLI::App& app) {
       "Example: strata simulate --model gpt3-175b --cluster dgx-a100 --tp 8 --pp 16 --dp 8 "
       "--micro-batch 1 --global-batch 1536 --schedule interleaved --vpp 2");
   add_model_cluster_flags(*cmd, f.mc);
-  f.gpus_opt = add_positive(*cmd, "--gpus,-g", f.gpus,
-                            "total GPUs; must equal dp x tp x pp (dp defaults to gpus/(tp x pp))",
-                            INT_MAX);
+  f.gpus_opt =
+      add_positive(*cmd, "--gpus,-g", f.gpus,
+                   "total GPUs; must equal dp x tp x pp (dp defaults to gpus/(tp x pp))", INT_MAX);
   add_positive(*cmd, "--tp", f.tp, "tensor-parallel size", 1 << 20)->capture_default_str();
   add_positive(*cmd, "--pp", f.pp, "pipeline-parallel size", 1 << 20)->capture_default_str();
   f.dp_opt = add_positive(*cmd, "--dp", f.dp, "data-parallel size", INT_MAX);
@@ -184,7 +183,8 @@ void add_simulate_command(CLI::App& app) {
       ->check(CLI::IsMember(schedule_names()));
   cmd->add_flag("--sequence-parallel", f.sequence_parallel, "shard norms/dropout over tp");
   add_format_flag(*cmd, f.format);
-  cmd->add_option("--out,-o", f.out, "write the strategy as a plan YAML file (- for stdout)");
+  cmd->add_option("--out,-o", f.out,
+                  "write the strategy as a plan YAML file (- for stdout, instead of the table)");
   cmd->add_option("--trace", f.trace, "write a Chrome/Perfetto trace (JSON) of the iteration");
   cmd->callback([flags] { run_simulate(*flags); });
 }

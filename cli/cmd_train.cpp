@@ -156,16 +156,18 @@ void train(const TrainOptions& o) {
   }
 
   if (root) {
-    fmt::print("strata train: model {} (layers {}, hidden {}, heads {}, vocab {}, seq {}), {} ranks\n",
+    fmt::print("strata train: model {} (layers {}, hidden {}, heads {}, vocab {}, seq {}), {} rank{}\n",
                plan.model.name, plan.model.layers, plan.model.hidden, plan.model.heads,
-               plan.model.vocab, plan.model.seq_len, grid.world_size());
+               plan.model.vocab, plan.model.seq_len, grid.world_size(), grid.world_size() == 1 ? "" : "s");
     fmt::print("  layout dp {} x tp {} x pp {} (vpp {}, {}), micro-batch {} x {} per rank, global "
                "batch {} ({} tokens), zero {}, recompute {}, sequence parallel {}\n",
                s.dp, s.tp, s.pp, s.vpp, planner::to_string(s.schedule), s.micro_batch,
                s.num_microbatches(), s.global_batch, trainer->tokens_per_step(), s.zero,
                planner::to_string(s.recompute), s.sequence_parallel ? "on" : "off");
-    fmt::print("  data {}, seed {}, lr {}, steps {}, predicted step {:.3f} ms\n", data_name(cfg),
-               cfg.seed, cfg.adamw.lr, cfg.steps, plan.prediction.iteration_s * 1e3);
+    fmt::print("  data {}, seed {}, lr {}, steps {}, predicted step {}\n", data_name(cfg), cfg.seed,
+               cfg.adamw.lr, cfg.steps,
+               plan.prediction.iteration_s > 0 ? fmt::format("{:.3f} ms", plan.prediction.iteration_s * 1e3)
+                                               : std::string("n/a (the plan has no prediction)"));
     std::fflush(stdout);
   }
 

@@ -205,16 +205,23 @@ PlanRun run_one(const ValidateFlags& f, const PlanToRun& p, std::size_t index, c
   return r;
 }
 
+// The 1-minute load average (-1 if unknown).
+double host_load() {
+  std::ifstream in("/proc/loadavg");
+  double load1 = -1;
+  if (!(in >> load1)) return -1;
+  return load1;
+}
+
+int host_cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
 // Other work on the machine inflates measured step times; say so rather than hide it.
 void warn_if_busy() {
-  std::ifstream in("/proc/loadavg");
-  double load1 = 0;
-  if (!(in >> load1)) return;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  if (load1 > 0.5 * cores)
+  const double load1 = host_load();
+  if (load1 > 0.5 * host_cores())
     warn(fmt::format("the machine is busy (1-minute load {:.1f} on {} cores): measured step times will be "
                      "inflated by other processes",
-                     load1, cores));
+                     load1, host_cores()));
 }
 
 void run_validate(ValidateFlags& f) {
@@ -238,12 +245,14 @@ void run_validate(ValidateFlags& f) {
   report.ranks = f.np;
   report.steps = f.steps;
   report.warmup = f.warmup;
+  report.host_cores = host_cores();
   try {
     for (std::size_t i = 0; i < plans.size(); ++i) {
       fmt::print(stderr, "[{}/{}] {} ({}): ", i + 1, plans.size(), plans[i].name,
                  strategy_label(plans[i].plan.strategy));
       std::fflush(stderr);
       PlanRun r = run_one(f, plans[i], i, dir, strata);
+      r.host_load_1m = host_load();
       if (r.status == "ok")
         fmt::print(stderr, "measured {} predicted {} ({:+.1f}%){}\n", format_seconds(r.measured_s),
                    format_seconds(r.predicted_s), (r.predicted_s / r.measured_s - 1) * 100,

@@ -4,7 +4,7 @@
 
 namespace strata::cli {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 json plan_json(const planner::Plan& plan) {
   json j;
@@ -52,8 +52,10 @@ std::string format_plan_json(const PlanReport& r) {
 
 std::string format_simulation_json(const PlanReport& r) {
   STRATA_CHECK(r.plans.size() == 1, "simulate report holds {} plans", r.plans.size());
-  json out = plan_json(r.plans.front());
+  json plan = plan_json(r.plans.front());
+  json out = json::object();
   out["schema_version"] = kJsonSchemaVersion;
+  for (auto it = plan.begin(); it != plan.end(); ++it) out[it.key()] = it.value();
   if (!out.contains("device")) out["device"] = r.device;
   if (!out.contains("memory_capacity_gib")) out["memory_capacity_gib"] = r.memory_capacity_gib;
   if (!out.contains("defaults")) out["defaults"] = r.defaults;
@@ -87,18 +89,18 @@ std::string format_clusters_json(const std::vector<costmodel::ClusterSpec>& clus
   for (const auto& c : clusters) {
     json peak = json::object();
     for (const auto& [d, tf] : c.device.peak_tflops) peak[costmodel::to_string(d)] = tf;
-    list.push_back({{"name", c.name},
-                    {"device", c.device.name},
-                    {"gpus_per_node", c.gpus_per_node},
-                    {"nodes", c.nodes},
-                    {"total_gpus", c.total_gpus()},
-                    {"intra_node_bandwidth_gbps", c.intra_node.bandwidth_gbps},
-                    {"inter_node_bandwidth_gbps", c.inter_node.bandwidth_gbps},
-                    {"memory_gib", c.device.memory_gib},
-                    {"peak_tflops", peak},
-                    {"source", c.device.source.kind},
-                    {"measured_tables",
-                     !c.device.gemm_table.empty() || !c.device.collective_table.empty()}});
+    list.push_back(
+        {{"name", c.name},
+         {"device", c.device.name},
+         {"gpus_per_node", c.gpus_per_node},
+         {"nodes", c.nodes},
+         {"total_gpus", c.total_gpus()},
+         {"intra_node_bandwidth_gbps", c.intra_node.bandwidth_gbps},
+         {"inter_node_bandwidth_gbps", c.inter_node.bandwidth_gbps},
+         {"memory_gib", c.device.memory_gib},
+         {"peak_tflops", peak},
+         {"source", c.device.source.kind},
+         {"measured_tables", !c.device.gemm_table.empty() || !c.device.collective_table.empty()}});
   }
   return dump({{"schema_version", kJsonSchemaVersion}, {"clusters", list}});
 }

@@ -1,10 +1,9 @@
 // JSON rendering (DESIGN.md "Interfaces that others rely on"): one object per command,
 // versioned with "schema_version", so `strata plan --format json | jq` always works.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/format_table.h"
 #include "cli/plan_report.h"
@@ -16,8 +15,8 @@ namespace strata::cli {
 inline constexpr int kJsonSchemaVersion = 1;
 
 // One plan as the DESIGN.md object: model, cluster, gpus, strategy, prediction,
-// fits_memory (from planner::plan_to_json).
-nlohmann::json plan_json(const planner::Plan& plan);
+// fits_memory (from planner::plan_to_json, its key order kept).
+nlohmann::ordered_json plan_json(const planner::Plan& plan);
 
 // `strata plan`: {schema_version, model, cluster, gpus, global_batch, candidates_evaluated,
 // infeasible_memory, invalid, search_s, defaults, notes, plans: [best first]}.

@@ -1,9 +1,9 @@
 #include "cli/format_table.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "common/errors.h"
 #include "planner/strategy.h"
@@ -75,7 +75,12 @@ std::string strategy_brief(const planner::Strategy& s) {
 }
 
 std::string memory_cell(double used_gib, double capacity_gib) {
-  return fmt::format("{:.1f}/{:.0f}", used_gib, capacity_gib);
+  return fmt::format("{:.1f}/{:g}", used_gib, capacity_gib);
+}
+
+// TFLOP/s with one decimal for GPUs, three significant digits below 1 (CPU ranks).
+std::string tflops_cell(double tf) {
+  return tf >= 1 || tf == 0 ? fmt::format("{:.1f}", tf) : fmt::format("{:.3g}", tf);
 }
 
 struct Part {
@@ -84,8 +89,8 @@ struct Part {
 };
 
 std::vector<Part> parts(const planner::Breakdown& b) {
-  return {{"compute", b.compute},     {"tp comm", b.tp_comm},     {"pp comm", b.pp_comm},
-          {"dp comm", b.dp_comm},     {"optimizer", b.optimizer}, {"bubble", b.bubble}};
+  return {{"compute", b.compute}, {"tp comm", b.tp_comm},     {"pp comm", b.pp_comm},
+          {"dp comm", b.dp_comm}, {"optimizer", b.optimizer}, {"bubble", b.bubble}};
 }
 
 std::string header_lines(const PlanReport& r) {
@@ -94,8 +99,7 @@ std::string header_lines(const PlanReport& r) {
                      r.command, r.model, r.cluster, r.device, r.gpus, r.global_batch);
   if (!r.defaults.empty()) {
     out += "# defaults used: ";
-    for (std::size_t i = 0; i < r.defaults.size(); ++i)
-      out += (i ? ", " : "") + r.defaults[i];
+    for (std::size_t i = 0; i < r.defaults.size(); ++i) out += (i ? ", " : "") + r.defaults[i];
     out += " (override with --model/--cluster/--gpus/--global-batch)\n";
   }
   if (r.searched) {
@@ -106,7 +110,7 @@ std::string header_lines(const PlanReport& r) {
         std::max<std::int64_t>(0, r.candidates_evaluated - r.infeasible_memory),
         r.infeasible_memory, r.invalid);
   }
-  out += fmt::format("# memory per GPU: {:.0f} GiB ({:.0f} GiB reserved for workspace)\n",
+  out += fmt::format("# memory per GPU: {:g} GiB ({:g} GiB reserved for workspace)\n",
                      r.memory_capacity_gib, r.reserve_gib);
   for (const auto& n : r.notes) out += fmt::format("# note: {}\n", n);
   return out;
@@ -140,6 +144,11 @@ std::string explain_best(const PlanReport& r) {
         arg = i;
       }
     double faster = second.iteration_s > 0 ? 1.0 - t / second.iteration_s : 0.0;
+    if (faster < 5e-4) {
+      out +=
+          fmt::format("; tied with #2 ({}) to within 0.05%", strategy_brief(r.plans[1].strategy));
+      return out + "\n";
+    }
     out += fmt::format("; {} faster than #2 ({})", percent_cell(faster),
                        strategy_brief(r.plans[1].strategy));
     if (gain > 0)
@@ -173,7 +182,7 @@ std::string format_plan_table(const PlanReport& r) {
                std::to_string(s.dp), std::to_string(s.vpp), std::to_string(s.micro_batch),
                std::to_string(s.zero), planner::to_string(s.recompute),
                s.sequence_parallel ? "on" : "off", planner::to_string(s.schedule),
-               duration_cell(q.iteration_s), fmt::format("{:.1f}", q.model_tflops_per_gpu),
+               duration_cell(q.iteration_s), tflops_cell(q.model_tflops_per_gpu),
                percent_cell(q.mfu), memory_cell(q.peak_memory_gib, r.memory_capacity_gib),
                percent_cell(q.bubble_fraction)});
   }
@@ -191,8 +200,8 @@ std::string format_simulation_table(const PlanReport& r) {
   Table t({{"metric", Align::Left}, {"value", Align::Right}, {"share", Align::Right}});
   t.add_row({"step time", duration_cell(q.iteration_s), ""});
   t.add_row({"tokens/s", fmt::format("{:.0f}", q.tokens_per_s), ""});
-  t.add_row({"model TFLOP/s/GPU", fmt::format("{:.1f}", q.model_tflops_per_gpu), ""});
-  t.add_row({"hardware TFLOP/s/GPU", fmt::format("{:.1f}", q.hardware_tflops_per_gpu), ""});
+  t.add_row({"model TFLOP/s/GPU", tflops_cell(q.model_tflops_per_gpu), ""});
+  t.add_row({"hardware TFLOP/s/GPU", tflops_cell(q.hardware_tflops_per_gpu), ""});
   t.add_row({"MFU", percent_cell(q.mfu), ""});
   t.add_row({"peak mem/GPU GiB", memory_cell(q.peak_memory_gib, r.memory_capacity_gib),
              q.fits_memory ? "fits" : "OVER"});
@@ -223,9 +232,9 @@ std::string format_models_table(const std::vector<ModelRow>& rows) {
            {"arch", Align::Left}});
   for (const auto& r : rows) {
     const auto& m = r.spec;
-    t.add_row({m.name, std::to_string(m.layers), std::to_string(m.hidden),
-               std::to_string(m.heads), std::to_string(m.kv_heads), std::to_string(m.ffn),
-               std::to_string(m.vocab), std::to_string(m.seq_len),
+    t.add_row({m.name, std::to_string(m.layers), std::to_string(m.hidden), std::to_string(m.heads),
+               std::to_string(m.kv_heads), std::to_string(m.ffn), std::to_string(m.vocab),
+               std::to_string(m.seq_len),
                r.params >= 1e9 ? fmt::format("{:.1f}", r.params / 1e9)
                                : fmt::format("{:.4g}", r.params / 1e9),
                fmt::format("{}/{}", models::to_string(m.activation), models::to_string(m.norm))});

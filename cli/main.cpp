@@ -1,13 +1,13 @@
 // The strata executable. This is the only place that catches errors: each becomes one
 // `error:` line on stderr and an exit code (2 bad input, 3 no strategy fits, 1 bug or
 // device failure). Nothing escapes as an uncaught exception, abort or stack trace.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "common/errors.h"
@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
       return report("", parse_error_message(app, e, argc, argv), strata::kExitInput);
     }
-    if (std::fflush(stdout) != 0) return report("", "cannot write to standard output", strata::kExitInput);
+    if (std::fflush(stdout) != 0)
+      return report("", "cannot write to standard output", strata::kExitInput);
   } catch (const strata::InputError& e) {
     return report("", e.what(), strata::kExitInput);
   } catch (const strata::NoFeasiblePlan& e) {
@@ -101,8 +102,9 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     return report("internal: ", "out of memory", strata::kExitInternal);
   } catch (const strata::InternalError& e) {
-    return report("internal: ", std::string(e.what()) + " (this is a bug in strata; please report it)",
-                  strata::kExitInternal);
+    return report(
+        "internal: ", std::string(e.what()) + " (this is a bug in strata; please report it)",
+        strata::kExitInternal);
   } catch (const std::exception& e) {
     return report("internal: ", e.what(), strata::kExitInternal);
   } catch (...) {

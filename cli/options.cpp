@@ -62,9 +62,10 @@ std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& c) {
   // one trust warning a reader must not miss (lesson 11).
   const auto& d = c.device;
   if (!d.gemm_table.empty() || !d.collective_table.empty()) return {};
-  return {fmt::format("profile `{}` is {}-only (not calibrated): run `strata calibrate` on the "
-                      "hardware for measured GEMM and collective tables",
-                      d.name, d.source.kind.empty() ? "datasheet" : d.source.kind)};
+  return {
+      fmt::format("profile `{}` is {}-only (not calibrated): run `strata calibrate` on the "
+                  "hardware for measured GEMM and collective tables",
+                  d.name, d.source.kind.empty() ? "datasheet" : d.source.kind)};
 }
 
 CLI::Option* add_format_flag(CLI::App& cmd, std::string& format) {

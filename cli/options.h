@@ -2,11 +2,10 @@
 // which device profile, output format and files. Loading wraps library errors with the
 // flag that supplied the value, so every `error:` line names the flag.
 #pragma once
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "costmodel/cluster_spec.h"
 #include "models/model_spec.h"
@@ -21,8 +20,8 @@ inline constexpr std::int64_t kDefaultGlobalBatch = 1536;  // GPT-3 175B (Brown 
 struct ModelClusterFlags {
   std::string model = kDefaultModel;
   std::string cluster = kDefaultCluster;
-  std::string profile;      // device profile overriding the cluster's device (optional)
-  std::int64_t seq = 0;     // 0: the model's own seq_len
+  std::string profile;   // device profile overriding the cluster's device (optional)
+  std::int64_t seq = 0;  // 0: the model's own seq_len
   CLI::Option* model_opt = nullptr;
   CLI::Option* cluster_opt = nullptr;
   bool model_given() const { return model_opt && model_opt->count() > 0; }
@@ -44,8 +43,8 @@ std::vector<std::string> schedule_names();
 
 // Positive integer flag with an upper bound; CLI11 names the flag on violation.
 template <typename T>
-CLI::Option* add_positive(CLI::App& cmd, const std::string& name, T& value,
-                          const std::string& help, T max) {
+CLI::Option* add_positive(CLI::App& cmd, const std::string& name, T& value, const std::string& help,
+                          T max) {
   return cmd.add_option(name, value, help)->check(CLI::Range(T{1}, max));
 }
 

@@ -1,13 +1,12 @@
 #include "cli/output.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
@@ -16,7 +15,8 @@ namespace strata::cli {
 
 void check_output_path(const std::string& path, const char* flag) {
   namespace fs = std::filesystem;
-  if (path.empty()) input_error("{}: expected a file path or - for stdout, got an empty string", flag);
+  if (path.empty())
+    input_error("{}: expected a file path or - for stdout, got an empty string", flag);
   if (is_stdio(path)) return;
   std::error_code ec;
   fs::path p(path);

@@ -1,5 +1,6 @@
 #include "cli/validate_report.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -85,6 +86,12 @@ std::string validate_table(const ValidateReport& r) {
                          s.predicted_fastest + 1, s.predicted_fastest_gap_pct, s.measured_fastest + 1,
                          s.predicted_fastest_within_5pct ? "within 5%" : "NOT within 5%");
   }
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& p : r.runs)
+    if (p.host_load_1m >= 0) lo = std::min(lo, p.host_load_1m), hi = std::max(hi, p.host_load_1m);
+  if (hi >= 0)
+    out += fmt::format("host load (1-minute average after each plan): {:.1f} .. {:.1f}{}\n", lo, hi,
+                       r.host_cores > 0 ? fmt::format(" on {} cores", r.host_cores) : "");
   out += "[P] predicted fastest, [M] measured fastest\n";
   return out;
 }
@@ -101,6 +108,7 @@ std::string validate_json(const ValidateReport& r) {
                          {"runtime_predicted_step_s", p.runtime_predicted_s > 0 ? json(p.runtime_predicted_s) : json(nullptr)},
                          {"predicted_compute_s", number_or_null(p.predicted_compute_s)},
                          {"measured_gemm_s", ok && p.measured_gemm_s > 0 ? json(p.measured_gemm_s) : json(nullptr)},
+                         {"host_load_1m", p.host_load_1m >= 0 ? json(p.host_load_1m) : json(nullptr)},
                          {"status", p.status},
                          {"exit_code", p.exit_code},
                          {"error", p.error},
@@ -117,7 +125,7 @@ std::string validate_json(const ValidateReport& r) {
                {"predicted_fastest_gap_pct", number_or_null(s.predicted_fastest_gap_pct)},
                {"predicted_fastest_within_5pct", s.predicted_fastest_within_5pct}};
   json out{{"schema_version", 1}, {"command", "validate"}, {"model", r.model},     {"cluster", r.cluster},
-           {"ranks", r.ranks},    {"steps", r.steps},        {"warmup_steps", r.warmup}, {"plans", plans},
+           {"ranks", r.ranks},    {"steps", r.steps},        {"warmup_steps", r.warmup}, {"host_cores", r.host_cores}, {"plans", plans},
            {"summary", summary}};
   return out.dump(2) + "\n";
 }

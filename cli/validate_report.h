@@ -22,6 +22,7 @@ struct PlanRun {
   double runtime_predicted_s = 0;  // what `strata train` logged as predicted_step_s (0: none)
   double measured_gemm_s = 0;      // median GEMM time per step after warm-up (0: not logged)
   double predicted_compute_s = 0;  // the simulator's compute on the critical path
+  double host_load_1m = -1;        // 1-minute load average right after the run (-1: unknown)
 };
 
 struct ValidateSummary {
@@ -42,6 +43,7 @@ struct ValidateReport {
   int ranks = 0;
   int steps = 0;
   int warmup = 0;
+  int host_cores = 0;              // for reading host_load_1m (0: unknown)
   std::vector<PlanRun> runs;
   ValidateSummary summary;
 };
@@ -50,9 +52,9 @@ ValidateSummary summarize(const std::vector<PlanRun>& runs);
 
 // Aligned text table + summary lines.
 std::string validate_table(const ValidateReport& r);
-// {"schema_version":1,"command":"validate","model","cluster","ranks","steps","warmup_steps",
+// {"schema_version":1,"command":"validate","model","cluster","ranks","steps","warmup_steps","host_cores",
 //  "plans":[{"name","strategy","predicted_step_s","measured_step_s","abs_error_pct",
-//            "predicted_compute_s","measured_gemm_s","status","exit_code","error",
+//            "predicted_compute_s","measured_gemm_s","host_load_1m","status","exit_code","error",
 //            "step_times_s"}],
 //  "summary":{"plans_ok","plans_failed","mape_pct","spearman","predicted_fastest",
 //             "measured_fastest","predicted_fastest_is_fastest","predicted_fastest_gap_pct",

@@ -5,6 +5,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return strata::fuzz::check_parser(
       data, size,
-      [](const std::string& t, const std::string& s) { return strata::models::parse_model_yaml(t, s); },
+      [](const std::string& t, const std::string& s) {
+        return strata::models::parse_model_yaml(t, s);
+      },
       [](const strata::models::ModelSpec& m) { return strata::models::to_yaml(m); });
 }

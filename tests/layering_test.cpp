@@ -163,7 +163,8 @@ TEST(Layering, RulesAllowTheDesignTableEdges) {
       {"cli/cmd_train.cpp", "runtime/trainer.h"},
       {"models/x.cpp", "CLI/CLI.hpp"},  // not a component
   };
-  for (const auto& [from, inc] : ok) EXPECT_EQ(forbidden_reason(from, inc), "") << from << " -> " << inc;
+  for (const auto& [from, inc] : ok)
+    EXPECT_EQ(forbidden_reason(from, inc), "") << from << " -> " << inc;
 }
 
 TEST(Layering, RulesRejectEdgesTheDesignTableForbids) {

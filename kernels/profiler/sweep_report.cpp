@@ -17,7 +17,9 @@ std::string preamble(const RunContext& ctx, const char* what, const TimingOption
   if (ctx.backend == "cpu") s += fmt::format("  BLAS threads per rank: {}", ctx.blas_threads);
   s += "\n";
   if (!ctx.libraries.empty()) s += fmt::format("# libraries: {}\n", ctx.libraries);
-  s += fmt::format("# date: {}\n", ctx.date);
+  s += fmt::format("# date: {}", ctx.date);
+  if (!ctx.load_average.empty()) s += fmt::format("  load average at start: {}", ctx.load_average);
+  s += "\n";
   s += fmt::format(
       "# method: first run validated against a closed form / reference, then up to {} warm-up runs,\n"
       "#   then {}..{} timed repetitions within {:.2g} s; each repetition starts after a barrier and\n"
@@ -130,7 +132,8 @@ nlohmann::json to_json(const RunContext& ctx) {
           {"commit", ctx.commit},   {"backend", ctx.backend},
           {"transport", ctx.transport}, {"device", ctx.device},
           {"host", ctx.host},       {"libraries", ctx.libraries},
-          {"date", ctx.date},       {"ranks", ctx.ranks},
+          {"date", ctx.date},       {"load_average", ctx.load_average},
+          {"ranks", ctx.ranks},
           {"nodes", ctx.nodes},     {"blas_threads", ctx.blas_threads},
           {"peak", ctx.peak},       {"gemm_timing", timing(ctx.gemm_timing)},
           {"collective_timing", timing(ctx.collective_timing)}};

@@ -25,6 +25,7 @@ struct RunContext {
   std::string host;
   std::string libraries;        // "OpenBLAS ...; Open MPI v4.1.4"
   std::string date;             // ISO 8601 UTC
+  std::string load_average;     // 1-minute load when the run started ("" if unknown)
   int ranks = 1;
   int nodes = 1;
   int blas_threads = 1;         // per rank (cpu)

@@ -13,12 +13,12 @@ using nlohmann::json;
 void expect_design_keys(const json& p) {
   for (const char* k : {"model", "cluster", "gpus", "strategy", "prediction", "fits_memory"})
     ASSERT_TRUE(p.contains(k)) << k << " in " << p.dump();
-  for (const char* k : {"dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "zero",
-                        "recompute", "sequence_parallel", "schedule"})
+  for (const char* k : {"dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "zero", "recompute",
+                        "sequence_parallel", "schedule"})
     EXPECT_TRUE(p["strategy"].contains(k)) << "strategy." << k;
-  for (const char* k : {"iteration_s", "tokens_per_s", "model_tflops_per_gpu",
-                        "hardware_tflops_per_gpu", "mfu", "peak_memory_gib", "bubble_fraction",
-                        "breakdown_s"})
+  for (const char* k :
+       {"iteration_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu",
+        "peak_memory_gib", "bubble_fraction", "breakdown_s"})
     EXPECT_TRUE(p["prediction"].contains(k)) << "prediction." << k;
   for (const char* k : {"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "bubble"})
     EXPECT_TRUE(p["prediction"]["breakdown_s"].contains(k)) << "breakdown_s." << k;

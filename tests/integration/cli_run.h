@@ -23,8 +23,8 @@ extern char** environ;
 namespace strata::testing {
 
 struct RunResult {
-  int exit_code = -1;      // valid when !signaled && !timed_out
-  bool signaled = false;   // killed by a signal (crash)
+  int exit_code = -1;     // valid when !signaled && !timed_out
+  bool signaled = false;  // killed by a signal (crash)
   int signal = 0;
   bool timed_out = false;
   std::string out, err;
@@ -45,9 +45,11 @@ inline std::string read_all(const std::string& path) {
   return ss.str();
 }
 
-// Runs `exe args...` in `cwd` (if not empty), killing it after `timeout_s`.
+// Runs `exe args...` in `cwd` (if not empty), killing it after `timeout_s`. `env` holds
+// extra "NAME=value" entries added to (or overriding) this process' environment.
 inline RunResult run_program(const std::string& exe, const std::vector<std::string>& args,
-                             double timeout_s = 120, const std::string& cwd = "") {
+                             double timeout_s = 120, const std::string& cwd = "",
+                             const std::vector<std::string>& env = {}) {
   namespace fs = std::filesystem;
   static int counter = 0;
   fs::path tmp = fs::temp_directory_path() /
@@ -67,10 +69,22 @@ inline RunResult run_program(const std::string& exe, const std::vector<std::stri
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  std::vector<std::string> env_s = env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    std::string name = kv.substr(0, kv.find('='));
+    bool overridden = false;
+    for (const auto& x : env) overridden |= x.substr(0, x.find('=')) == name;
+    if (!overridden) env_s.push_back(kv);
+  }
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
   RunResult r;
   auto start = std::chrono::steady_clock::now();
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) throw std::runtime_error("posix_spawn " + exe + " failed: " + std::to_string(rc));
   int status = 0;
@@ -101,8 +115,8 @@ inline RunResult run_program(const std::string& exe, const std::vector<std::stri
 }
 
 inline RunResult run_strata(const std::vector<std::string>& args, double timeout_s = 120,
-                            const std::string& cwd = "") {
-  return run_program(STRATA_EXE, args, timeout_s, cwd);
+                            const std::string& cwd = "", const std::vector<std::string>& env = {}) {
+  return run_program(STRATA_EXE, args, timeout_s, cwd, env);
 }
 
 }  // namespace strata::testing

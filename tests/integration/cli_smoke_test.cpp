@@ -3,10 +3,10 @@
 // traces that parse, catalogs that list. Never asserts on timings.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <cctype>
 #include <sstream>
 #include <string>
 
@@ -15,8 +15,8 @@
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using strata::testing::RunResult;
 using strata::testing::run_strata;
+using strata::testing::RunResult;
 
 namespace {
 
@@ -30,12 +30,12 @@ void expect_clean_success(const RunResult& r) {
 void expect_design_plan_keys(const json& p) {
   for (const char* k : {"model", "cluster", "gpus", "strategy", "prediction", "fits_memory"})
     EXPECT_TRUE(p.contains(k)) << "plan lacks " << k << ": " << p.dump();
-  for (const char* k : {"dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "zero",
-                        "recompute", "sequence_parallel", "schedule"})
+  for (const char* k : {"dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "zero", "recompute",
+                        "sequence_parallel", "schedule"})
     EXPECT_TRUE(p["strategy"].contains(k)) << "strategy lacks " << k;
-  for (const char* k : {"iteration_s", "tokens_per_s", "model_tflops_per_gpu",
-                        "hardware_tflops_per_gpu", "mfu", "peak_memory_gib", "bubble_fraction",
-                        "breakdown_s"})
+  for (const char* k :
+       {"iteration_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu",
+        "peak_memory_gib", "bubble_fraction", "breakdown_s"})
     EXPECT_TRUE(p["prediction"].contains(k)) << "prediction lacks " << k;
   for (const char* k : {"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "bubble"})
     EXPECT_TRUE(p["prediction"]["breakdown_s"].contains(k)) << "breakdown lacks " << k;
@@ -78,8 +78,8 @@ TEST(CliPlan, JsonHasDesignKeysAndPlansBestFirst) {
                        "--top", "5", "--format", "json"});
   expect_clean_success(r);
   json j = json::parse(r.out);  // throws (test fails) if stdout is not one JSON object
-  for (const char* k : {"schema_version", "plans", "candidates_evaluated", "search_s", "model",
-                        "cluster", "gpus"})
+  for (const char* k :
+       {"schema_version", "plans", "candidates_evaluated", "search_s", "model", "cluster", "gpus"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_EQ(j["schema_version"], 1);
   ASSERT_TRUE(j["plans"].is_array());
@@ -129,16 +129,16 @@ TEST(CliPlan, OutDashWritesThePlanFileToStdout) {
 }
 
 TEST(CliPlan, YamlFormatPlansLoadAsPlanFiles) {
-  auto r = run_strata({"plan", "--model", "gpt2-124m", "--gpus", "8", "--top", "3", "--format",
-                       "yaml"});
+  auto r =
+      run_strata({"plan", "--model", "gpt2-124m", "--gpus", "8", "--top", "3", "--format", "yaml"});
   expect_clean_success(r);
   EXPECT_NE(r.out.find("plans:"), std::string::npos);
   EXPECT_NE(r.out.find("candidates_evaluated:"), std::string::npos);
 }
 
 TEST(CliPlan, RestrictionsAreHonoured) {
-  auto r = run_strata({"plan", "--model", "llama2-13b", "--gpus", "32", "--tp", "4", "--zero",
-                       "1", "--recompute", "selective", "--format", "json", "--top", "20"});
+  auto r = run_strata({"plan", "--model", "llama2-13b", "--gpus", "32", "--tp", "4", "--zero", "1",
+                       "--recompute", "selective", "--format", "json", "--top", "20"});
   expect_clean_success(r);
   json j = json::parse(r.out);
   ASSERT_FALSE(j["plans"].empty());
@@ -150,10 +150,16 @@ TEST(CliPlan, RestrictionsAreHonoured) {
 }
 
 TEST(CliSimulate, JsonHasDesignKeysAndTheGivenStrategy) {
-  auto r = run_strata({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100", "--gpus",
-                       "1024", "--tp", "8", "--pp", "16", "--micro-batch", "1", "--global-batch",
-                       "1536", "--recompute", "selective", "--sequence-parallel", "--format",
-                       "json"});
+  auto r = run_strata({"simulate",  "--model",
+                       "gpt3-175b", "--cluster",
+                       "dgx-a100",  "--gpus",
+                       "1024",      "--tp",
+                       "8",         "--pp",
+                       "16",        "--micro-batch",
+                       "1",         "--global-batch",
+                       "1536",      "--recompute",
+                       "selective", "--sequence-parallel",
+                       "--format",  "json"});
   expect_clean_success(r);
   json j = json::parse(r.out);
   expect_design_plan_keys(j);
@@ -206,7 +212,8 @@ TEST(CliCatalogs, ModelsAndClustersList) {
 
   auto c = run_strata({"clusters"});
   expect_clean_success(c);
-  for (const char* s : {"dgx-a100", "dgx-h100", "gpus/node"}) EXPECT_NE(c.out.find(s), std::string::npos) << s;
+  for (const char* s : {"dgx-a100", "dgx-h100", "gpus/node"})
+    EXPECT_NE(c.out.find(s), std::string::npos) << s;
   auto cj = run_strata({"clusters", "--format", "yaml"});
   expect_clean_success(cj);
   EXPECT_NE(cj.out.find("clusters:"), std::string::npos);

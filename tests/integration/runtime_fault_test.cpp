@@ -26,7 +26,7 @@ int count(const std::string& text, const std::string& needle) {
 }
 
 TEST(RuntimeFaults, KilledRankEndsTheJobWithinBoundedTime) {
-  const fs::path dir = fresh_dir("fault_kill");
+  const TempDir dir("fault_kill");
   const std::string plan = write_plan(dp2(), dir);
   const RunResult r = mpirun_strata(2, {"train", "--plan", plan, "--steps", "1000",
                                         "--debug-die-at-step", "3"}, 60);
@@ -38,7 +38,7 @@ TEST(RuntimeFaults, KilledRankEndsTheJobWithinBoundedTime) {
 }
 
 TEST(RuntimeFaults, ErrorOnOneRankDuringTrainingEndsTheJob) {
-  const fs::path dir = fresh_dir("fault_throw");
+  const TempDir dir("fault_throw");
   const std::string plan = write_plan(dp2(), dir);
   const RunResult r = mpirun_strata(2, {"train", "--plan", plan, "--steps", "1000",
                                         "--debug-throw-at-step", "3"}, 60);
@@ -48,7 +48,7 @@ TEST(RuntimeFaults, ErrorOnOneRankDuringTrainingEndsTheJob) {
 }
 
 TEST(RuntimeFaults, UnwritableCheckpointFolderFailsBeforeTraining) {
-  const fs::path dir = fresh_dir("fault_ckpt_dir");
+  const TempDir dir("fault_ckpt_dir");
   std::ofstream(dir / "a_file") << "x";
   const RunResult r = mpirun_strata(2, {"train", "--plan", write_plan(dp2(), dir), "--checkpoint-dir",
                                         (dir / "a_file" / "ckpt").string()}, 60);
@@ -59,7 +59,7 @@ TEST(RuntimeFaults, UnwritableCheckpointFolderFailsBeforeTraining) {
 }
 
 TEST(RuntimeFaults, WorldSizeMismatchIsAnErrorOnEveryRank) {
-  const fs::path dir = fresh_dir("fault_world");
+  const TempDir dir("fault_world");
   const std::string plan = write_plan(dp2(), dir);
   const RunResult r = mpirun_strata(3, {"train", "--plan", plan, "--steps", "2"}, 60);
   EXPECT_FALSE(r.timed_out);
@@ -69,7 +69,7 @@ TEST(RuntimeFaults, WorldSizeMismatchIsAnErrorOnEveryRank) {
 }
 
 TEST(RuntimeFaults, BadFlagsAreErrorsBeforeMpiStarts) {
-  const fs::path dir = fresh_dir("fault_flags");
+  const TempDir dir("fault_flags");
   const std::string plan = write_plan(dp2(), dir);
   RunResult r = run_strata({"train", "--plan", plan, "--resume"}, 60);
   EXPECT_EQ(r.exit_code, 2);
@@ -83,10 +83,9 @@ TEST(RuntimeFaults, BadFlagsAreErrorsBeforeMpiStarts) {
 }
 
 struct Resume : ::testing::Test {
-  fs::path dir;
+  TempDir dir{"resume"};
   Layout layout;
   void SetUp() override {
-    dir = fresh_dir("resume");
     layout.name = "dp2_pp2_zero1";
     layout.dp = 2;
     layout.pp = 2;
@@ -160,7 +159,7 @@ TEST_F(Resume, DifferentLayoutIsAnError) {
 }
 
 TEST(RuntimeData, TokenFileTrainsTheSameOnEveryLayout) {
-  const fs::path dir = fresh_dir("data_tokens");
+  const TempDir dir("data_tokens");
   std::vector<std::uint32_t> tokens;
   for (std::uint32_t i = 0; i < 5000; ++i) tokens.push_back((i * 7 + i / 13) % 256);
   const std::string file = (dir / "train.bin").string();
@@ -180,7 +179,7 @@ TEST(RuntimeData, TokenFileTrainsTheSameOnEveryLayout) {
 }
 
 TEST(RuntimeData, TextFileTrains) {
-  const fs::path dir = fresh_dir("data_text");
+  const TempDir dir("data_text");
   std::string text;
   for (int i = 0; i < 200; ++i) text += "the quick brown fox jumps over the lazy dog. ";
   const std::string file = (dir / "train.txt").string();
@@ -193,7 +192,7 @@ TEST(RuntimeData, TextFileTrains) {
 }
 
 TEST(RuntimeData, TokenOutsideTheVocabularyIsAnErrorOnEveryRank) {
-  const fs::path dir = fresh_dir("data_bad");
+  const TempDir dir("data_bad");
   const std::string file = (dir / "bad.bin").string();
   std::vector<std::uint32_t> tokens(400, 3);
   tokens[123] = 999;

@@ -120,4 +120,18 @@ inline fs::path fresh_dir(const std::string& name) {
   return d;
 }
 
+// A fresh folder that is removed with everything in it when the test ends.
+struct TempDir {
+  explicit TempDir(const std::string& name) : path(fresh_dir(name)) {}
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  operator const fs::path&() const { return path; }
+  fs::path operator/(const std::string& name) const { return path / name; }
+  fs::path path;
+};
+
 }  // namespace strata::testing

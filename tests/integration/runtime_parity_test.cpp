@@ -44,7 +44,7 @@ const TrainRun& reference(const std::string& model) {
     run.grad_norms = nlohmann::json::parse(read_all(norms.string()));
   }
   if (run.steps.size() != static_cast<std::size_t>(kSteps)) {
-    const fs::path dir = fresh_dir("parity_ref_" + model);
+    const TempDir dir("parity_ref_" + model);
     run = train(l, dir, kSteps);
     if (run.result.exit_code == 0) {  // publish atomically: copy, then rename the folder
       const fs::path tmp = cache.string() + ".tmp" + std::to_string(::getpid());
@@ -63,7 +63,8 @@ void expect_parity(const Layout& l) {
   const TrainRun& ref = reference(l.model);
   ASSERT_EQ(ref.result.exit_code, 0) << ref.result.err;
   ASSERT_EQ(ref.steps.size(), static_cast<std::size_t>(kSteps));
-  const TrainRun run = train(l, fresh_dir("parity_" + l.name), kSteps);
+  const TempDir dir("parity_" + l.name);
+  const TrainRun run = train(l, dir, kSteps);
   ASSERT_FALSE(run.result.timed_out) << l.name;
   ASSERT_EQ(run.result.exit_code, 0) << l.name << "\n" << run.result.err << run.result.out;
   ASSERT_EQ(run.steps.size(), static_cast<std::size_t>(kSteps)) << l.name;
