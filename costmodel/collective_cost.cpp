@@ -35,11 +35,41 @@ bool worse_than(const PlacedGroup& a, const PlacedGroup& b) {
 
 }  // namespace
 
+namespace {
+
+long long ceil_div_nonneg(long long a, long long b) { return a <= 0 ? 0 : (a + b - 1) / b; }
+
+// Placement of the ranks {b + i*s : 0 <= i < n} on nodes of `node` ranks, without listing
+// them: a DP group of 1e9 ranks is placed in O(s) steps instead of O(n).
+PlacedGroup placed_progression(long long b, long long s, long long n, long long node) {
+  PlacedGroup g;
+  g.size = static_cast<int>(n);
+  if (s >= node) {  // consecutive members always land on different nodes
+    g.nodes_spanned = static_cast<int>(n);
+    g.ranks_per_node_in_group = 1;
+    return g;
+  }
+  const long long first = b / node, last = (b + (n - 1) * s) / node;
+  g.nodes_spanned = static_cast<int>(last - first + 1);  // gaps < node: no node skipped
+  auto count_on = [&](long long k) {
+    long long lo = ceil_div_nonneg(k * node - b, s);
+    long long hi = std::min(n, ceil_div_nonneg((k + 1) * node - b, s));
+    return hi > lo ? hi - lo : 0;
+  };
+  // Interior node counts repeat with a period of at most s nodes; both ends are partial.
+  long long best = count_on(last);
+  for (long long k = first; k <= last && k <= first + s + 1; ++k) best = std::max(best, count_on(k));
+  g.ranks_per_node_in_group = static_cast<int>(best);
+  return g;
+}
+
+}  // namespace
+
 PlacedGroup placed_group(const RankGrid& grid, Axis axis, int gpus_per_node) {
   if (gpus_per_node < 1) input_error("gpus_per_node ({}) must be >= 1", gpus_per_node);
   const long long n = axis == Axis::Tp ? grid.tp() : axis == Axis::Dp ? grid.dp() : grid.pp();
   const long long s = grid.stride(axis);
-  // Groups are {b, b + s, ..., b + (n-1)s} for bases b with (b / s) % n == 0. The
+  // Groups are {b, b + s, ..., b + (n-1)s} for bases b = q*s*n + r (0 <= r < s). The
   // placement of a group depends only on b mod gpus_per_node, and shifting b by
   // lcm(gpus_per_node, s*n) maps bases to bases with the same residue, so bases
   // below that period (or the world size) cover every shape.
@@ -47,13 +77,11 @@ PlacedGroup placed_group(const RankGrid& grid, Axis axis, int gpus_per_node) {
   const long long limit = std::min<long long>(grid.world_size(), period);
   PlacedGroup worst;
   bool first = true;
-  std::vector<int> g(static_cast<std::size_t>(n));
-  for (long long b = 0; b < limit; ++b) {
-    if ((b / s) % n != 0) continue;
-    for (long long i = 0; i < n; ++i) g[static_cast<std::size_t>(i)] = static_cast<int>(b + i * s);
-    PlacedGroup p = placed_ranks(g, gpus_per_node);
-    if (first || worse_than(p, worst)) worst = p, first = false;
-  }
+  for (long long q = 0; q * s * n < limit; ++q)
+    for (long long r = 0; r < s && q * s * n + r < limit; ++r) {
+      PlacedGroup p = placed_progression(q * s * n + r, s, n, gpus_per_node);
+      if (first || worse_than(p, worst)) worst = p, first = false;
+    }
   return worst;
 }
 

@@ -39,8 +39,10 @@ struct ModelSpec {
 inline bool has_bias(const ModelSpec& spec) { return spec.activation == Activation::Gelu; }
 
 // Largest sizes accepted by validate() (beyond them FLOP and byte counts stop meaning
-// anything and int64 products can overflow).
-inline constexpr std::int64_t kMaxLayers = 1'000'000;
+// anything and int64 products can overflow). Layers are capped at 1e5, about 500x the
+// deepest published model: the op graph holds ~12 ops per layer, and a plan search over
+// a 1e6-layer graph would take minutes instead of answering.
+inline constexpr std::int64_t kMaxLayers = 100'000;
 inline constexpr std::int64_t kMaxHidden = 1'000'000;
 inline constexpr std::int64_t kMaxHeads = 100'000;
 inline constexpr std::int64_t kMaxFfn = 10'000'000;
