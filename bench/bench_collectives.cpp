@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
     ctx.strata_version = kp::strata_version();
     ctx.commit = kp::build_commit();
     ctx.backend = "cpu";
+    ctx.date = kp::utc_timestamp();
     ctx.transport = "mpi";
     ctx.device = k::read_cpu_info().model_name;
     ctx.host = place.host;

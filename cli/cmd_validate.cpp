@@ -39,6 +39,7 @@ struct ValidateFlags {
   int np = 2;
   int steps = 10;
   int warmup = 2;
+  int repeat = 1;
   std::int64_t global_batch = 0;
   std::string format = "table";
   std::string strata;
@@ -147,13 +148,17 @@ std::string make_work_dir(const std::string& keep) {
   return templ;
 }
 
-PlanRun run_one(const ValidateFlags& f, const PlanToRun& p, std::size_t index, const std::string& dir,
-                const std::string& strata) {
-  PlanRun r;
-  r.name = p.name;
-  r.strategy = p.plan.strategy;
-  r.predicted_s = p.plan.prediction.iteration_s;
-  r.predicted_compute_s = p.plan.prediction.breakdown_s.compute;
+// One launch of `strata train` on a plan.
+struct Attempt {
+  std::string status;  // "ok" | "failed" | "timeout"
+  int exit_code = 0;
+  std::string error;
+  std::vector<StepMetric> steps;
+};
+
+Attempt launch(const ValidateFlags& f, const PlanToRun& p, std::size_t index, const std::string& dir,
+               const std::string& strata) {
+  Attempt a;
   const std::string stem = fmt::format("{}/plan-{}", dir, index + 1);
   const std::string plan_path = stem + ".yaml", metrics = stem + ".jsonl", log = stem + ".log";
   write_file_atomic(plan_path, planner::plan_to_yaml(p.plan));
@@ -168,41 +173,32 @@ PlanRun run_one(const ValidateFlags& f, const PlanToRun& p, std::size_t index, c
                                       "--steps", std::to_string(f.steps),         "--synthetic",
                                       "--metrics", metrics};
   const ProcessResult pr = run_process(argv, env, f.timeout_s, log);
-  r.exit_code = pr.exit_code;
+  a.exit_code = pr.exit_code;
   if (pr.timed_out) {
-    r.status = "timeout";
-    r.error = fmt::format("killed after {:.0f} s (--timeout)", f.timeout_s);
-    return r;
+    a.status = "timeout";
+    a.error = fmt::format("killed after {:.0f} s (--timeout)", f.timeout_s);
+    return a;
   }
   if (pr.exit_code != 0) {
-    r.status = "failed";
-    r.error = first_error_line(pr.log);
-    if (r.error.empty()) r.error = "no output";
-    return r;
+    a.status = "failed";
+    a.error = first_error_line(pr.log);
+    if (a.error.empty()) a.error = "no output";
+    return a;
   }
-  std::vector<StepMetric> steps;
   try {
-    steps = parse_metrics_jsonl(read_file(metrics), metrics);
+    a.steps = parse_metrics_jsonl(read_file(metrics), metrics);
   } catch (const InputError& e) {
-    r.status = "failed";
-    r.error = e.what();
-    return r;
+    a.status = "failed";
+    a.error = e.what();
+    return a;
   }
-  std::vector<double> gemm;
-  for (const auto& s : steps) {
-    r.step_times_s.push_back(s.step_s);
-    gemm.push_back(s.gemm_s);
+  if (static_cast<int>(a.steps.size()) <= f.warmup) {
+    a.status = "failed";
+    a.error = fmt::format("{} steps recorded, need more than the {} warm-up steps", a.steps.size(), f.warmup);
+    return a;
   }
-  if (const double g = median_after_warmup(gemm, f.warmup); g > 0) r.measured_gemm_s = g;
-  if (!steps.empty()) r.runtime_predicted_s = steps.back().predicted_step_s;
-  r.measured_s = median_after_warmup(r.step_times_s, f.warmup);
-  if (!(r.measured_s > 0)) {
-    r.status = "failed";
-    r.error = fmt::format("{} steps recorded, need more than the {} warm-up steps", steps.size(), f.warmup);
-    return r;
-  }
-  r.status = "ok";
-  return r;
+  a.status = "ok";
+  return a;
 }
 
 // The 1-minute load average (-1 if unknown).
@@ -245,30 +241,66 @@ void run_validate(ValidateFlags& f) {
   report.ranks = f.np;
   report.steps = f.steps;
   report.warmup = f.warmup;
+  report.repeat = f.repeat;
   report.host_cores = host_cores();
+  // Rounds go over all plans in turn, so load from other work on the machine falls on
+  // every plan alike rather than on whichever ran at the wrong moment.
+  for (const auto& p : plans) {
+    PlanRun r;
+    r.name = p.name;
+    r.strategy = p.plan.strategy;
+    r.predicted_s = p.plan.prediction.iteration_s;
+    r.predicted_compute_s = p.plan.prediction.breakdown_s.compute;
+    r.status = "ok";
+    report.runs.push_back(std::move(r));
+  }
+  std::vector<std::vector<double>> measured(plans.size()), gemm(plans.size());
   try {
-    for (std::size_t i = 0; i < plans.size(); ++i) {
-      fmt::print(stderr, "[{}/{}] {} ({}): ", i + 1, plans.size(), plans[i].name,
-                 strategy_label(plans[i].plan.strategy));
-      std::fflush(stderr);
-      PlanRun r = run_one(f, plans[i], i, dir, strata);
-      r.host_load_1m = host_load();
-      if (r.status == "ok")
-        fmt::print(stderr, "measured {} predicted {} ({:+.1f}%){}\n", format_seconds(r.measured_s),
-                   format_seconds(r.predicted_s), (r.predicted_s / r.measured_s - 1) * 100,
-                   r.measured_gemm_s > 0 ? fmt::format("; GEMM {} measured, compute {} predicted",
-                                                       format_seconds(r.measured_gemm_s),
-                                                       format_seconds(r.predicted_compute_s))
-                                         : "");
-      else
-        fmt::print(stderr, "{} (exit {}): {}\n", r.status, r.exit_code, r.error);
-      report.runs.push_back(std::move(r));
+    for (int round = 0; round < f.repeat; ++round) {
+      for (std::size_t i = 0; i < plans.size(); ++i) {
+        PlanRun& r = report.runs[i];
+        if (r.status != "ok") continue;  // a plan that failed once is not retried
+        fmt::print(stderr, "{}[{}/{}] {} ({}): ", f.repeat > 1 ? fmt::format("round {}/{} ", round + 1, f.repeat) : "",
+                   i + 1, plans.size(), plans[i].name, strategy_label(plans[i].plan.strategy));
+        std::fflush(stderr);
+        const Attempt a = launch(f, plans[i], i, dir, strata);
+        r.exit_code = a.exit_code;
+        r.host_load_1m = host_load();
+        if (a.status != "ok") {
+          r.status = a.status;
+          r.error = a.error;
+          fmt::print(stderr, "{} (exit {}): {}\n", r.status, r.exit_code, r.error);
+          continue;
+        }
+        std::vector<double> times, gemm_times;
+        for (const auto& s : a.steps) {
+          r.step_times_s.push_back(s.step_s);
+          times.push_back(s.step_s);
+          gemm_times.push_back(s.gemm_s);
+        }
+        r.runtime_predicted_s = a.steps.back().predicted_step_s;
+        measured[i].insert(measured[i].end(), times.begin() + f.warmup, times.end());
+        gemm[i].insert(gemm[i].end(), gemm_times.begin() + f.warmup, gemm_times.end());
+        const double this_run = median_after_warmup(times, f.warmup);
+        const double this_gemm = median_after_warmup(gemm_times, f.warmup);
+        fmt::print(stderr, "measured {} predicted {} ({:+.1f}%){}\n", format_seconds(this_run),
+                   format_seconds(r.predicted_s), (r.predicted_s / this_run - 1) * 100,
+                   this_gemm > 0 ? fmt::format("; GEMM {} measured, compute {} predicted", format_seconds(this_gemm),
+                                               format_seconds(r.predicted_compute_s))
+                                 : "");
+      }
     }
   } catch (...) {
     if (f.keep_dir.empty()) fs::remove_all(dir);
     throw;
   }
   if (f.keep_dir.empty()) fs::remove_all(dir);
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    PlanRun& r = report.runs[i];
+    if (r.status != "ok") continue;
+    r.measured_s = median(measured[i]);
+    if (const double g = median(gemm[i]); g > 0) r.measured_gemm_s = g;
+  }
   report.summary = summarize(report.runs);
   if (report.summary.plans_failed > 0)
     warn(fmt::format("{} of {} plans failed to run; they are listed, and left out of the MAPE",
@@ -299,6 +331,11 @@ void add_validate_command(CLI::App& app) {
   add_positive(*cmd, "--np", f.np, "MPI ranks", 4096)->capture_default_str();
   add_positive(*cmd, "--steps", f.steps, "training steps per plan", 1000000)->capture_default_str();
   cmd->add_option("--warmup", f.warmup, "steps left out of the median")->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  add_positive(*cmd, "--repeat", f.repeat,
+               "run every plan this many times, in rounds over all plans; the median is over all runs' "
+               "steps after warm-up",
+               1000)
       ->capture_default_str();
   add_positive<std::int64_t>(*cmd, "--global-batch", f.global_batch,
                              "sequences per step (default: the planner's default)", std::int64_t{1} << 40);

@@ -49,8 +49,9 @@ ValidateSummary summarize(const std::vector<PlanRun>& runs) {
 }
 
 std::string validate_table(const ValidateReport& r) {
-  std::string out = fmt::format("strata validate: {} on {}, {} ranks, {} steps (median after {} warm-up)\n\n",
-                                r.model, r.cluster, r.ranks, r.steps, r.warmup);
+  std::string out = fmt::format("strata validate: {} on {}, {} ranks, {} steps{} (median after {} warm-up)\n\n",
+                                r.model, r.cluster, r.ranks, r.steps,
+                                r.repeat > 1 ? fmt::format(" x {} runs", r.repeat) : "", r.warmup);
   std::size_t name_w = 4, label_w = 8;
   for (const auto& p : r.runs) {
     name_w = std::max(name_w, p.name.size());
@@ -60,7 +61,8 @@ std::string validate_table(const ValidateReport& r) {
                      label_w, "predicted", "measured", "error", "status");
   for (std::size_t i = 0; i < r.runs.size(); ++i) {
     const auto& p = r.runs[i];
-    std::string mark = static_cast<int>(i) == r.summary.predicted_fastest ? "P" : " ";
+    std::string mark;
+    if (static_cast<int>(i) == r.summary.predicted_fastest) mark += "P";
     if (static_cast<int>(i) == r.summary.measured_fastest) mark += "M";
     const bool ok = p.status == "ok";
     std::string status = ok ? "ok" : fmt::format("{} (exit {}): {}", p.status, p.exit_code, p.error);
@@ -68,7 +70,7 @@ std::string validate_table(const ValidateReport& r) {
                        strategy_label(p.strategy), label_w, format_seconds(p.predicted_s),
                        ok ? format_seconds(p.measured_s) : "–",
                        ok ? fmt::format("{:.1f}%", abs_error_pct(p.predicted_s, p.measured_s)) : "–", status,
-                       mark == " " ? "" : "[" + mark + "]");
+                       mark.empty() ? "" : "[" + mark + "]");
   }
   const auto& s = r.summary;
   out += fmt::format("\nplans: {} ok, {} failed\n", s.plans_ok, s.plans_failed);
@@ -125,7 +127,7 @@ std::string validate_json(const ValidateReport& r) {
                {"predicted_fastest_gap_pct", number_or_null(s.predicted_fastest_gap_pct)},
                {"predicted_fastest_within_5pct", s.predicted_fastest_within_5pct}};
   json out{{"schema_version", 1}, {"command", "validate"}, {"model", r.model},     {"cluster", r.cluster},
-           {"ranks", r.ranks},    {"steps", r.steps},        {"warmup_steps", r.warmup}, {"host_cores", r.host_cores}, {"plans", plans},
+           {"ranks", r.ranks},    {"steps", r.steps},        {"warmup_steps", r.warmup}, {"repeat", r.repeat}, {"host_cores", r.host_cores}, {"plans", plans},
            {"summary", summary}};
   return out.dump(2) + "\n";
 }

@@ -17,8 +17,8 @@ struct PlanRun {
   std::string status;           // "ok" | "failed" | "timeout"
   int exit_code = 0;
   std::string error;            // first error line when not ok
-  std::vector<double> step_times_s;  // all steps, in order
-  double measured_s = 0;        // median after warm-up (status ok)
+  std::vector<double> step_times_s;  // all steps of all runs (--repeat), in order
+  double measured_s = 0;        // median of every run's steps after warm-up (status ok)
   double runtime_predicted_s = 0;  // what `strata train` logged as predicted_step_s (0: none)
   double measured_gemm_s = 0;      // median GEMM time per step after warm-up (0: not logged)
   double predicted_compute_s = 0;  // the simulator's compute on the critical path
@@ -43,6 +43,7 @@ struct ValidateReport {
   int ranks = 0;
   int steps = 0;
   int warmup = 0;
+  int repeat = 1;                  // runs per plan
   int host_cores = 0;              // for reading host_load_1m (0: unknown)
   std::vector<PlanRun> runs;
   ValidateSummary summary;
@@ -52,7 +53,7 @@ ValidateSummary summarize(const std::vector<PlanRun>& runs);
 
 // Aligned text table + summary lines.
 std::string validate_table(const ValidateReport& r);
-// {"schema_version":1,"command":"validate","model","cluster","ranks","steps","warmup_steps","host_cores",
+// {"schema_version":1,"command":"validate","model","cluster","ranks","steps","warmup_steps","repeat","host_cores",
 //  "plans":[{"name","strategy","predicted_step_s","measured_step_s","abs_error_pct",
 //            "predicted_compute_s","measured_gemm_s","host_load_1m","status","exit_code","error",
 //            "step_times_s"}],

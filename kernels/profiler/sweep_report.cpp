@@ -1,5 +1,6 @@
 #include "kernels/profiler/sweep_report.h"
 
+#include <ctime>
 #include <map>
 
 #include <fmt/format.h>
@@ -33,6 +34,15 @@ std::string cell(double v, const char* fmtspec) {
 }
 
 }  // namespace
+
+std::string utc_timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
 
 std::string human_bytes(std::int64_t bytes) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -47,6 +47,9 @@ nlohmann::json sweep_json(const RunContext& ctx, const std::vector<GemmRecord>& 
                           const std::vector<CollectiveRecord>& collectives,
                           const std::optional<BandwidthRecord>& bandwidth);
 
+// Current time as ISO 8601 UTC ("2025-12-02T17:16:19Z"), for RunContext::date.
+std::string utc_timestamp();
+
 // "1 KiB", "64 MiB", "8 B" for sizes that are powers of two; plain bytes otherwise.
 std::string human_bytes(std::int64_t bytes);
 

@@ -97,6 +97,23 @@ TEST_F(ValidateCommand, ReportsFailedPlansAndMediansAfterWarmup) {
   EXPECT_NE(c.out.find("| failed |"), std::string::npos) << c.out;
 }
 
+TEST_F(ValidateCommand, RepeatPoolsTheStepsOfEveryRun) {
+  auto r = strata::testing::run_strata({"validate", "--model", "tiny", "--global-batch", "64", "--steps", "4",
+                                        "--warmup", "1", "--top", "1", "--repeat", "2", "--strata", fake_,
+                                        "--format", "json"},
+                                       300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["repeat"], 2);
+  for (const auto& p : j["plans"]) {
+    if (p["status"] != "ok") continue;
+    EXPECT_EQ(p["step_times_s"].size(), 8u);  // 2 runs x 4 steps
+    // Each run: 0.01 (warm-up) then 0.02 0.03 0.04; pooled median of 0.02..0.04 twice = 0.03.
+    EXPECT_NEAR(p["measured_step_s"].get<double>(), 0.03, 1e-12);
+  }
+  EXPECT_NE(r.err.find("round 2/2"), std::string::npos) << r.err;
+}
+
 TEST_F(ValidateCommand, RejectsTooFewStepsForTheWarmup) {
   auto r = strata::testing::run_strata({"validate", "--steps", "2", "--warmup", "2", "--strata", fake_}, 60);
   EXPECT_EQ(r.exit_code, 2);
