@@ -32,6 +32,7 @@
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "costmodel/device_profile.h"
+#include "cli/op_benchmark.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/blas_library.h"
 #include "kernels/cpu/cpu_info.h"
@@ -362,6 +363,30 @@ void run_calibrate(const CalibrateFlags& f) {
     if (root) collectives.insert(collectives.end(), recs.begin(), recs.end());
     world->barrier();
   }
+  // The runtime's own non-GEMM kernels (cpu backend: they are what `strata train` runs),
+  // timed on every rank at once like the GEMMs; rank 0's rows go into the op_table.
+  std::vector<OpBenchmarkRow> op_rows;
+  OpBenchmarkOptions oopt;
+  if (backend == kernels::Backend::Cpu && !graphs.empty()) {
+    oopt.micro_batches = f.quick ? std::vector<std::int64_t>{1, 4} : std::vector<std::int64_t>{1, 4, 16};
+    if (std::find(oopt.micro_batches.begin(), oopt.micro_batches.end(), f.micro_batch) == oopt.micro_batches.end())
+      oopt.micro_batches.push_back(f.micro_batch);
+    oopt.target_s = f.quick ? 0.02 : 0.1;
+    for (const auto& g : graphs) {
+      const models::ModelSpec& spec = g.spec();
+      oopt.tp_degrees.clear();
+      for (int tp : f.tp_degrees)
+        if (spec.heads % tp == 0 && spec.kv_heads % tp == 0 && spec.ffn % tp == 0) oopt.tp_degrees.push_back(tp);
+      if (oopt.tp_degrees.empty()) continue;
+      auto phase = progress.phase(fmt::format("runtime ops, {}", spec.name));
+      world->barrier();
+      auto rows = benchmark_ops(spec, oopt, [&](int done, int total) {
+        if (phase) phase(static_cast<std::size_t>(done), static_cast<std::size_t>(total), spec.name);
+      });
+      if (root) op_rows.insert(op_rows.end(), rows.begin(), rows.end());
+    }
+    world->barrier();
+  }
   progress.finish();
 
   // ---- Report and write (rank 0). ----
@@ -476,7 +501,34 @@ void run_calibrate(const CalibrateFlags& f) {
       report += kp::format_collective_table(ctx, collectives);
       report += fmt::format("# profile: {} -> {}\n", info.name, f.out);
     }
-    const std::string yaml = kp::profile_to_yaml(info, gemms, collectives);
+    std::string yaml = kp::profile_to_yaml(info, gemms, collectives);
+    if (!op_rows.empty()) {
+      std::vector<costmodel::OpSample> samples;
+      std::vector<std::string> mbs;
+      for (const auto& r : op_rows) samples.push_back(r.sample);
+      for (auto mb : oopt.micro_batches) mbs.push_back(std::to_string(mb));
+      costmodel::Provenance src{"measured",
+                                {{"tool", "strata calibrate"},
+                                 {"commit", ctx.commit},
+                                 {"host", ctx.host},
+                                 {"date", ctx.date},
+                                 {"kernels", "the runtime's fp32 CPU kernels (runtime/), as strata train runs them"},
+                                 {"shapes", fmt::format("one block and the loss of {} at tp {}, micro-batch {}",
+                                                        join(model_names, ", "), join(tps, ","), join(mbs, ","))},
+                                 {"work", "costmodel::op_work: bytes moved (fp32), or attention matmul FLOPs per rank"},
+                                 {"timing", fmt::format("warm-up {}, {}..{} reps within {} s, median; rank 0 of {} "
+                                                        "running at once",
+                                                        oopt.warmup, oopt.min_reps, oopt.max_reps, oopt.target_s,
+                                                        ctx.ranks)}}};
+      yaml += costmodel::op_table_yaml(samples, src);
+      if (f.format != "json") {
+        report += "#\n# runtime ops (non-GEMM kernels of strata train; work = bytes, attention: FLOPs)\n";
+        report += fmt::format("# {:<16} {:<14} {:>14} {:>12} {:>12}\n", "op", "shape", "work", "fwd_us", "bwd_us");
+        for (const auto& r : op_rows)
+          report += fmt::format("  {:<16} {:<14} {:>14.0f} {:>12.2f} {:>12.2f}\n", r.sample.op, r.shape,
+                                r.sample.work, r.sample.fwd_us, r.sample.bwd_us);
+      }
+    }
     // Profile to stdout ("-"): the report goes to stderr so the YAML stays clean.
     if (is_stdio(f.out)) {
       std::fputs(report.c_str(), stderr);

@@ -162,13 +162,14 @@ std::string device_profile_yaml(const DeviceProfile& p, int indent) {
                        to_string(s.collective), s.ranks, s.nodes, s.bytes, yaml_number(s.time_us),
                        yaml_number(s.busbw_gbps), s.trivial ? ", trivial: true" : ""));
   }
+  o += op_table_yaml(p.op_table, p.op_source, indent);
   return o;
 }
 
 DeviceProfile parse_device_profile_node(const YamlReader& r) {
   r.expect_keys({"name", "source", "compute_dtype", "memory_gib", "memory_bandwidth_gbps",
                  "peak_tflops", "efficiency", "reserve_gib", "reserve_source", "gemm_table",
-                 "collective_table"});
+                 "collective_table", "op_table"});
   DeviceProfile p;
   p.name = r.get_string("name");
   if (p.name.empty()) r.fail("name", "must not be empty");
@@ -263,6 +264,23 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
       p.collective_table.push_back(s);
     }
   }
+  if (r.has("op_table")) {
+    YamlReader t = r.child("op_table");
+    t.expect_keys({"source", "rows"});
+    p.op_source = parse_provenance(t.child("source"));
+    YamlReader rows = t.child("rows");
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      YamlReader row = rows.element(i);
+      row.expect_keys({"op", "work", "fwd_us", "bwd_us"});
+      OpSample s;
+      s.op = row.get_enum("op", {"embedding", "norm", "rope", "attention_core", "activation", "residual",
+                                 "loss"});
+      s.work = row.get_positive("work");
+      s.fwd_us = row.get_positive("fwd_us");
+      s.bwd_us = row.get_positive("bwd_us");
+      p.op_table.push_back(s);
+    }
+  }
   return p;
 }
 
@@ -270,6 +288,16 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
 
 DeviceProfile parse_device_profile(const std::string& yaml_text, const std::string& source) {
   return detail::parse_device_profile_node(YamlReader(parse_yaml(yaml_text, source), source));
+}
+
+std::string op_table_yaml(const std::vector<OpSample>& rows, const Provenance& source, int indent) {
+  if (rows.empty()) return "";
+  const std::string pad(static_cast<std::size_t>(std::max(indent, 0)), ' ');
+  std::string o = pad + "op_table:\n" + pad + "  source: " + detail::yaml_provenance(source) + "\n" + pad + "  rows:\n";
+  for (const auto& s : rows)
+    o += pad + fmt::format("    - {{op: {}, work: {}, fwd_us: {}, bwd_us: {}}}\n", s.op, detail::yaml_number(s.work),
+                           detail::yaml_number(s.fwd_us), detail::yaml_number(s.bwd_us));
+  return o;
 }
 
 std::string to_yaml(const DeviceProfile& p) { return detail::device_profile_yaml(p, 0); }

@@ -21,6 +21,12 @@
 //     rows: [{collective: all_reduce, ranks: 8, bytes: 1048576, time_us: 30.2, busbw_gbps: 60.1}, ...]
 //     # optional per row: nodes (default 1), trivial (default false); busbw_gbps optional,
 //     # checked against bytes * bus_factor / time when given (2% tolerance).
+//   op_table:                             # optional, measured: the runtime's own non-GEMM kernels
+//     source: {...}
+//     rows: [{op: norm, work: 131072, fwd_us: 20.5, bwd_us: 51.0}, ...]
+//     # op: a non-GEMM models::OpKind name (embedding, norm, rope, attention_core,
+//     # activation, residual, loss); work: the op's size on one rank as OpCost counts it
+//     # (costmodel::op_work: bytes moved, or matmul FLOPs for attention_core).
 // `source` maps need `kind` (datasheet | measured | estimate) and at least one more
 // field; other keys are free-form scalars (nested maps are flattened to "a.b").
 // Unknown top-level keys, non-positive sizes/bandwidths/peaks are errors naming the key.
@@ -64,6 +70,14 @@ struct CollectiveSample {
   bool trivial = false;  // measured with one rank: no data moved, marked as such
 };
 
+// One measured non-GEMM op (see op_table above).
+struct OpSample {
+  std::string op;
+  double work = 0;
+  double fwd_us = 0;
+  double bwd_us = 0;
+};
+
 struct DeviceProfile {
   std::string name;
   Provenance source;
@@ -81,12 +95,17 @@ struct DeviceProfile {
   Provenance gemm_source;
   std::vector<CollectiveSample> collective_table;
   Provenance collective_source;
+  std::vector<OpSample> op_table;
+  Provenance op_source;
 
   double peak_flops(DType d) const;  // FLOP/s; InputError if the profile lacks the dtype
 };
 
 DeviceProfile parse_device_profile(const std::string& yaml_text, const std::string& source);
 std::string to_yaml(const DeviceProfile& p);
+// The `op_table:` section alone (empty string for no rows), indented by `indent` spaces;
+// `strata calibrate` appends it to a profile it writes.
+std::string op_table_yaml(const std::vector<OpSample>& rows, const Provenance& source, int indent = 0);
 // Catalog name ("h100-sxm-80gb") or a YAML path.
 DeviceProfile load_device_profile(const std::string& name_or_path);
 std::vector<std::string> device_catalog_names();

@@ -17,12 +17,16 @@
 //   a 2-byte dtype and are doubled for fp32/tf32. Bytes are divided by tp for VocabParallel ops (the
 //   loss works on V/tp logits) and for HeadParallel ops; Replicated ops run on s/tp
 //   tokens (bytes / tp) with sequence parallelism; the Embedding lookup is not split.
+// When the profile has a measured op_table with rows for the op's kind (the runtime's own
+//   kernels, timed by `strata calibrate`), non-GEMM ops (the attention core included) take
+//   their time from it instead (MeasuredOpTable), keyed by op_work().
 // TP communication (Op::tp_comm) is NOT included: CollectiveCost charges it.
 #pragma once
 #include <map>
 
 #include "costmodel/device_profile.h"
 #include "costmodel/gemm_cost.h"
+#include "costmodel/op_table.h"
 #include "models/op.h"
 
 namespace strata::costmodel {
@@ -34,11 +38,17 @@ inline constexpr double kCausalAttentionFraction = 0.5;
 // Flash-attention backward FLOPs relative to its forward FLOPs.
 inline constexpr double kFlashBackwardFlopsRatio = 2.5;
 
+// The size of a non-GEMM op on one rank, the key of the measured op_table: bytes moved
+// (forward, scaled to `dtype` and divided per the sharding rules above) for memory-bound
+// ops; for the attention core its forward model FLOPs / tp (full QK^T and AV, no causal
+// factor). 0 for GEMM ops.
+double op_work(const models::Op& op, int tp, bool sequence_parallel, DType dtype);
+
 struct OpTime {
   double fwd_s = 0;
   double bwd_s = 0;
   // Worst source among the parts (Roofline if any GEMM part came from the roofline;
-  // non-GEMM ops are always Roofline: datasheet bandwidth/efficiency).
+  // non-GEMM ops are Roofline unless the measured op_table covers their kind).
   TimeSource source = TimeSource::Roofline;
 };
 
@@ -53,6 +63,7 @@ class OpCost {
 
  private:
   GemmCost gemm_;
+  MeasuredOpTable ops_;
   std::map<DType, double> attention_flops_per_s_;  // peak * attention_efficiency
   double memory_bytes_per_s_ = 0;                  // bandwidth * memory_efficiency
 };

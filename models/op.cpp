@@ -21,6 +21,14 @@ const char* to_string(OpKind k) {
   return "unknown";
 }
 
+std::optional<OpKind> op_kind_from_string(std::string_view name) {
+  for (OpKind k : {OpKind::Embedding, OpKind::Norm, OpKind::Qkv, OpKind::Rope, OpKind::AttentionCore,
+                   OpKind::OutProj, OpKind::MlpUp, OpKind::MlpGate, OpKind::Activation,
+                   OpKind::MlpDown, OpKind::Residual, OpKind::LmHead, OpKind::Loss})
+    if (name == to_string(k)) return k;
+  return std::nullopt;
+}
+
 const char* to_string(Sharding s) {
   switch (s) {
     case Sharding::Replicated: return "replicated";

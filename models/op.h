@@ -2,6 +2,8 @@
 // micro-batch of `micro_batch` sequences, *unsharded* (tp = 1). The cost model
 // divides by tp according to `sharding`.
 #pragma once
+#include <optional>
+#include <string_view>
 #include <cstdint>
 #include <string>
 
@@ -78,6 +80,8 @@ struct Op {
 };
 
 const char* to_string(OpKind k);
+// Inverse of to_string(OpKind); nullopt for an unknown name.
+std::optional<OpKind> op_kind_from_string(std::string_view name);
 const char* to_string(Sharding s);
 const char* to_string(TpComm c);
 

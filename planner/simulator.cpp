@@ -42,10 +42,12 @@
 // + r's ZeRO-1 parameter all-gather; optimizer = r's Adam step.
 // bubble_fraction = bubble / iteration_s.
 #include <algorithm>
+#include <set>
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/errors.h"
 #include "costmodel/rank_grid.h"
@@ -519,10 +521,16 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
   else
     n.push_back(fmt::format("GEMM times: roofline at {:.0f}% of datasheet peak (no measured table)",
                             dev.gemm_efficiency * 100));
-  n.push_back(fmt::format("attention at {:.0f}% of peak, elementwise/optimizer at {:.0f}% of "
-                          "{:.0f} GB/s (datasheet)",
-                          dev.attention_efficiency * 100, dev.memory_efficiency * 100,
-                          dev.memory_bandwidth_gbps));
+  std::set<std::string> measured_ops;
+  for (const auto& r : dev.op_table) measured_ops.insert(r.op);
+  if (!measured_ops.empty())
+    n.push_back(fmt::format("non-GEMM ops {}: measured op_table ({})", fmt::join(measured_ops, ", "),
+                            ref(dev.op_source)));
+  n.push_back(fmt::format("{}attention at {:.0f}% of peak, elementwise/optimizer at {:.0f}% of "
+                          "{:.0f} GB/s ({})",
+                          measured_ops.empty() ? "" : "otherwise: ", dev.attention_efficiency * 100,
+                          dev.memory_efficiency * 100, dev.memory_bandwidth_gbps,
+                          dev.source.measured() ? "measured" : "datasheet"));
   std::string links = fmt::format("intra-node {:.4g} GB/s: {}", cluster_.intra_node.bandwidth_gbps,
                                   ref(cluster_.intra_node.source));
   if (cluster_.nodes > 1)

@@ -1,4 +1,5 @@
 #include "runtime/activation.h"
+#include "runtime/fast_math.h"
 
 #include <cmath>
 
@@ -12,7 +13,7 @@ constexpr double kGeluCubic = 0.044715;
 // of a CPU training step); exact limits at +-inf, absolute error ~1 ulp of 1.
 template <typename T>
 T fast_tanh(T u) {
-  return T(1) - T(2) / (std::exp(T(2) * u) + T(1));
+  return T(1) - T(2) / (fast_exp(T(2) * u) + T(1));
 }
 }  // namespace
 
@@ -42,7 +43,7 @@ template <typename T>
 void swiglu_forward(T* out, const T* gate, const T* up, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     const T g = gate[i];
-    const T sig = T(1) / (T(1) + std::exp(-g));
+    const T sig = T(1) / (T(1) + fast_exp(-g));
     out[i] = g * sig * up[i];
   }
 }
@@ -51,7 +52,7 @@ template <typename T>
 void swiglu_backward(T* dgate, T* dup, const T* gate, const T* up, const T* dout, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     const T g = gate[i];
-    const T sig = T(1) / (T(1) + std::exp(-g));
+    const T sig = T(1) / (T(1) + fast_exp(-g));
     const T silu = g * sig;
     const T dsilu = sig * (T(1) + g * (T(1) - sig));
     dgate[i] = dout[i] * up[i] * dsilu;

@@ -1,4 +1,5 @@
 #include "runtime/attention.h"
+#include "runtime/fast_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -71,11 +72,9 @@ void head_probs(T* p, const T* qh, const T* kh, std::size_t S, std::size_t D, T 
     T* row = p + i * S;
     T mx = -std::numeric_limits<T>::infinity();
     for (std::size_t j = 0; j <= i; ++j) mx = std::max(mx, row[j]);
+    for (std::size_t j = 0; j <= i; ++j) row[j] = fast_exp(row[j] - mx);  // vectorized
     T sum = 0;
-    for (std::size_t j = 0; j <= i; ++j) {
-      row[j] = std::exp(row[j] - mx);
-      sum += row[j];
-    }
+    for (std::size_t j = 0; j <= i; ++j) sum += row[j];
     const T inv = T(1) / sum;
     for (std::size_t j = 0; j <= i; ++j) row[j] *= inv;
     for (std::size_t j = i + 1; j < S; ++j) row[j] = T(0);

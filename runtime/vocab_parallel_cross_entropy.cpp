@@ -1,4 +1,5 @@
 #include "runtime/vocab_parallel_cross_entropy.h"
+#include "runtime/fast_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,11 +30,10 @@ void vocab_parallel_cross_entropy_forward(const TpGroup& g, T* logits, T* losses
     const std::int64_t col = targets[r] - vocab_begin;
     if (col >= 0 && col < static_cast<std::int64_t>(V))
       sums[N + r] = row[static_cast<std::size_t>(col)] - row_max[r];
+    const T mx = row_max[r];
+    for (std::size_t j = 0; j < V; ++j) row[j] = fast_exp(row[j] - mx);  // vectorized
     T s = 0;
-    for (std::size_t j = 0; j < V; ++j) {
-      row[j] = std::exp(row[j] - row_max[r]);
-      s += row[j];
-    }
+    for (std::size_t j = 0; j < V; ++j) s += row[j];  // in order: no reassociation
     sums[r] = s;
   }
   tp::all_reduce_sum(g, sums.data(), 2 * N);

@@ -58,6 +58,8 @@ TEST(DeviceProfile, YamlRoundTripKeepsEveryFieldAndTable) {
   sc::CollectiveSample t;
   t.collective = sc::Collective::AllGather, t.ranks = 1, t.bytes = 8, t.time_us = 0.5, t.trivial = true;
   p.collective_table = {a, t};
+  p.op_source = {"measured", {{"tool", "strata calibrate"}, {"method", "runtime kernels"}}};
+  p.op_table = {{"norm", 131072, 20.5, 51.25}, {"attention_core", 1.5e6, 0.1 + 0.2, 7}};
 
   std::string y = sc::to_yaml(p);
   sc::DeviceProfile q = sc::parse_device_profile(y, "roundtrip.yaml");
@@ -91,12 +93,29 @@ TEST(DeviceProfile, YamlRoundTripKeepsEveryFieldAndTable) {
   EXPECT_EQ(q.collective_table[0].busbw_gbps, a.busbw_gbps);
   EXPECT_TRUE(q.collective_table[1].trivial);
   EXPECT_EQ(q.collective_table[1].collective, sc::Collective::AllGather);
+  EXPECT_EQ(q.op_source.fields, p.op_source.fields);
+  ASSERT_EQ(q.op_table.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(q.op_table[i].op, p.op_table[i].op);
+    EXPECT_EQ(q.op_table[i].work, p.op_table[i].work);
+    EXPECT_EQ(q.op_table[i].fwd_us, p.op_table[i].fwd_us);
+    EXPECT_EQ(q.op_table[i].bwd_us, p.op_table[i].bwd_us);
+  }
   // A second round trip is a fixed point.
   EXPECT_EQ(sc::to_yaml(q), y);
 }
 
 TEST(DeviceProfile, StrictParseErrorsNameTheKey) {
   EXPECT_EQ(error_of(kValid), "no error");
+  const std::string op_rows = "op_table:\n  source: {kind: measured, tool: t}\n  rows:\n";
+  EXPECT_EQ(error_of(std::string(kValid) + op_rows + "    - {op: norm, work: 10, fwd_us: 1, bwd_us: 2}\n"),
+            "no error");
+  EXPECT_NE(error_of(std::string(kValid) + op_rows + "    - {op: qkv, work: 10, fwd_us: 1, bwd_us: 2}\n")
+                .find("op"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kValid) + op_rows + "    - {op: norm, work: 0, fwd_us: 1, bwd_us: 2}\n")
+                .find("work"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kValid) + op_rows + "    - {op: norm, work: 10, fwd_us: 1}\n")
+                .find("bwd_us"), std::string::npos);
   std::string e = error_of(std::string(kValid) + "memroy_gib: 3\n");
   EXPECT_NE(e.find("memroy_gib"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown key"), std::string::npos) << e;

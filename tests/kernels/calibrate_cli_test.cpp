@@ -1,5 +1,7 @@
 // `strata calibrate` as a user runs it: bad input gives one `error:` line and exit 2
 // before anything is measured; a tiny quick run writes a profile the cost model reads.
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -87,6 +89,13 @@ TEST(CalibrateCli, QuickRunWritesAProfileTheCostModelReads) {
   EXPECT_GT(p.peak_tflops.at(strata::costmodel::DType::Fp32), 0);
   EXPECT_NE(r.out.find("#wrong"), std::string::npos);
   EXPECT_NE(r.out.find("busbw"), std::string::npos);
+  // The runtime's non-GEMM kernels of tiny (GELU, LayerNorm): norm, residual, activation,
+  // attention core and loss at tp 1 and 2, micro-batches 1 and 4.
+  std::set<std::string> ops;
+  for (const auto& row : p.op_table) ops.insert(row.op);
+  EXPECT_EQ(ops, (std::set<std::string>{"activation", "attention_core", "loss", "norm", "residual"}));
+  EXPECT_TRUE(p.op_source.measured());
+  EXPECT_NE(r.out.find("runtime ops"), std::string::npos);
   std::filesystem::remove(path);
 }
 
