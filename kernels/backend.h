@@ -20,6 +20,16 @@ bool backend_available(Backend b);                   // cuda: built with CUDA
 void gemm_f32(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
               const float* a, const float* b, float beta, float* c);
 
+// A send in flight (Communicator::isend). The sender keeps the buffer alive until
+// done() or wait() says it completed. Destroying an unfinished send does not wait: the
+// message still goes out (or is lost with a dead peer), and nothing blocks.
+class PendingSend {
+ public:
+  virtual ~PendingSend() = default;
+  virtual bool done() = 0;   // true once the buffer may be reused
+  virtual void wait() = 0;   // blocks until then
+};
+
 // A group of ranks that can run collectives. Element type is fp32 (runtime); the byte
 // variants move raw bytes (profiler sweeps). All calls are blocking.
 class Communicator {
@@ -34,6 +44,10 @@ class Communicator {
   virtual void broadcast(float* data, std::size_t count, int root) = 0;
   virtual void send(const float* data, std::size_t count, int peer) = 0;
   virtual void recv(float* data, std::size_t count, int peer) = 0;
+  // Starts a send and returns without waiting for the receiver, so a pipeline stage
+  // computes on while its output travels (messages to one peer arrive in send order).
+  // The default sends at once (blocking) and returns a completed handle.
+  virtual std::unique_ptr<PendingSend> isend(const float* data, std::size_t count, int peer);
   virtual void barrier() = 0;
   // Sends `count` floats to `dst` while receiving `count` floats from `src` (a ring
   // shift when dst = rank+1, src = rank-1), without deadlock. The default pairs

@@ -23,6 +23,18 @@ std::vector<float> take(std::map<std::pair<int, int>, std::vector<float>>& m, st
 
 }  // namespace
 
+void PipelineExecutor::start_send(std::vector<float> buf, int peer) {
+  reap_sends(false);
+  auto pending = pp_->isend(buf.data(), buf.size(), peer);  // moving buf keeps its storage
+  in_flight_.emplace_back(std::move(pending), std::move(buf));
+}
+
+void PipelineExecutor::reap_sends(bool wait_all) {
+  if (wait_all)
+    for (auto& f : in_flight_) f.first->wait();
+  std::erase_if(in_flight_, [](auto& f) { return f.first->done(); });
+}
+
 double PipelineExecutor::run(const std::vector<planner::ScheduleStep>& steps,
                              const MicroBatchFn& data, float token_weight) {
   double loss = 0;
@@ -54,8 +66,7 @@ double PipelineExecutor::run(const std::vector<planner::ScheduleStep>& steps,
       }
       case planner::StepKind::SendActivation: {
         STRATA_CHECK(pp_ != nullptr, "pipeline send without a pipeline group");
-        std::vector<float> out = take(outputs_, key, "activation to send");
-        pp_->send(out.data(), out.size(), s.peer_stage);
+        start_send(take(outputs_, key, "activation to send"), s.peer_stage);
         break;
       }
       case planner::StepKind::RecvGrad: {
@@ -80,12 +91,12 @@ double PipelineExecutor::run(const std::vector<planner::ScheduleStep>& steps,
       }
       case planner::StepKind::SendGrad: {
         STRATA_CHECK(pp_ != nullptr, "pipeline send without a pipeline group");
-        std::vector<float> g = take(grad_inputs_, key, "gradient to send");
-        pp_->send(g.data(), g.size(), s.peer_stage);
+        start_send(take(grad_inputs_, key, "gradient to send"), s.peer_stage);
         break;
       }
     }
   }
+  reap_sends(true);
   // Outputs whose next stage is on this rank never appear (pp == 1 has one chunk holding
   // the whole model); anything left is a schedule bug.
   STRATA_CHECK(inputs_.empty() && outputs_.empty() && grad_outputs_.empty() &&

@@ -1,12 +1,15 @@
 // PipelineExecutor: runs one training step's forward and backward passes on this
 // pipeline rank by walking the step list of planner::build_schedule (GPipe, 1F1B or
 // interleaved 1F1B) -- the same list the simulator times. Activations and gradients
-// (Nl x C floats per micro-batch) move with blocking send/recv on the pipeline group,
-// whose rank i is pipeline stage i.
+// (Nl x C floats per micro-batch) move by send/recv on the pipeline group, whose rank i
+// is pipeline stage i. Sends do not wait for the receiver (Communicator::isend): a stage
+// goes on to its next step while its output travels, as the simulator's comm stream
+// assumes; the buffer stays here until the send completes (all done by the end of run).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -37,6 +40,11 @@ class PipelineExecutor {
   kernels::Communicator* pp_;
   std::map<Key, std::vector<float>> inputs_, outputs_, grad_outputs_, grad_inputs_;
   std::map<Key, ChunkActivations<float>> acts_;
+  // Sends in flight with the buffers they read from.
+  std::vector<std::pair<std::unique_ptr<kernels::PendingSend>, std::vector<float>>> in_flight_;
+
+  void start_send(std::vector<float> buf, int peer);
+  void reap_sends(bool wait_all);
 };
 
 }  // namespace strata::runtime

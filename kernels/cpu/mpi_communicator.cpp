@@ -138,6 +138,37 @@ void MpiCommunicator::send(const float* data, std::size_t count, int peer) {
   STRATA_MPI_CHECK(MPI_Send(data, to_count(count, "send"), MPI_FLOAT, peer, 0, comm_));
 }
 
+namespace {
+
+class MpiPendingSend final : public PendingSend {
+ public:
+  explicit MpiPendingSend(MPI_Request r) : request_(r) {}
+  ~MpiPendingSend() override {
+    // Never block in a destructor (it may run while unwinding from a dead peer).
+    if (request_ != MPI_REQUEST_NULL) MPI_Request_free(&request_);
+  }
+  bool done() override {
+    if (request_ == MPI_REQUEST_NULL) return true;
+    int flag = 0;
+    STRATA_MPI_CHECK(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE));
+    return flag != 0;
+  }
+  void wait() override {
+    if (request_ != MPI_REQUEST_NULL) STRATA_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
+  }
+
+ private:
+  MPI_Request request_;
+};
+
+}  // namespace
+
+std::unique_ptr<PendingSend> MpiCommunicator::isend(const float* data, std::size_t count, int peer) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  STRATA_MPI_CHECK(MPI_Isend(data, to_count(count, "isend"), MPI_FLOAT, peer, 0, comm_, &r));
+  return std::make_unique<MpiPendingSend>(r);
+}
+
 void MpiCommunicator::recv(float* data, std::size_t count, int peer) {
   STRATA_MPI_CHECK(
       MPI_Recv(data, to_count(count, "recv"), MPI_FLOAT, peer, 0, comm_, MPI_STATUS_IGNORE));
