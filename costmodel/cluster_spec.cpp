@@ -73,6 +73,10 @@ void apply_profile(ClusterSpec& cluster, const DeviceProfile& measured,
     d.collective_table = measured.collective_table;
     d.collective_source = measured.collective_source;
   }
+  if (!measured.op_table.empty()) {
+    d.op_table = measured.op_table;
+    d.op_source = measured.op_source;
+  }
   if (measured.source.measured()) {
     d.memory_bandwidth_gbps = measured.memory_bandwidth_gbps;
     d.gemm_efficiency = measured.gemm_efficiency;

@@ -44,7 +44,7 @@ ClusterSpec parse_cluster_spec(const std::string& yaml_text, const std::string& 
 std::string to_yaml(const ClusterSpec& c);
 ClusterSpec load_cluster(const std::string& name_or_path);
 // Applies a measured profile (a cluster's `profile:` key, or `--profile FILE`):
-// its GEMM and collective tables (with their sources) replace the device's where
+// its GEMM, collective and op tables (with their sources) replace the device's where
 // non-empty; when its top-level source kind is "measured", its memory bandwidth and
 // efficiencies (fitted by calibration) replace the device's too. Peaks, memory
 // capacity and reserve stay the device's. Records `profile_name` in cluster.profile.

@@ -530,7 +530,7 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
                           "{:.0f} GB/s ({})",
                           measured_ops.empty() ? "" : "otherwise: ", dev.attention_efficiency * 100,
                           dev.memory_efficiency * 100, dev.memory_bandwidth_gbps,
-                          dev.source.measured() ? "measured" : "datasheet"));
+                          dev.source.measured() || dev.efficiency_source.measured() ? "measured" : "datasheet"));
   std::string links = fmt::format("intra-node {:.4g} GB/s: {}", cluster_.intra_node.bandwidth_gbps,
                                   ref(cluster_.intra_node.source));
   if (cluster_.nodes > 1)

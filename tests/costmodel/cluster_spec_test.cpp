@@ -130,6 +130,10 @@ collective_table:
   source: {kind: measured, tool: strata calibrate, host: node1}
   rows:
     - {collective: all_reduce, ranks: 8, bytes: 1048576, time_us: 20}
+op_table:
+  source: {kind: measured, tool: strata calibrate, host: node1}
+  rows:
+    - {op: norm, work: 65536, fwd_us: 3, bwd_us: 7}
 )";
   std::string cluster = std::string(kCluster) + "profile: measured.yaml\n";
   std::ofstream(dir / "cluster.yaml") << cluster;
@@ -138,6 +142,8 @@ collective_table:
   ASSERT_EQ(c.device.gemm_table.size(), 1u);
   EXPECT_TRUE(c.device.gemm_source.measured());
   ASSERT_EQ(c.device.collective_table.size(), 1u);
+  ASSERT_EQ(c.device.op_table.size(), 1u);
+  EXPECT_TRUE(c.device.op_source.measured());
   EXPECT_DOUBLE_EQ(c.device.gemm_efficiency, 0.71);
   EXPECT_DOUBLE_EQ(c.device.memory_bandwidth_gbps, 1800);
   EXPECT_DOUBLE_EQ(c.device.peak_flops(sc::DType::Bf16), 312e12);  // datasheet peak kept
@@ -146,6 +152,7 @@ collective_table:
   auto d = sc::parse_cluster_spec(sc::to_yaml(c), "rt.yaml");
   EXPECT_EQ(d.profile, "measured.yaml");
   EXPECT_EQ(d.device.gemm_table.size(), 1u);
+  EXPECT_EQ(d.device.op_table.size(), 1u);
   // A missing profile names the key.
   std::ofstream(dir / "bad.yaml") << std::string(kCluster) + "profile: nothere.yaml\n";
   try {
