@@ -100,14 +100,6 @@ std::int64_t parse_bytes(const std::string& text, const char* flag) {
   return static_cast<std::int64_t>(bytes);
 }
 
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string hostname() {
   char buf[256] = {0};
@@ -255,7 +247,7 @@ void run_calibrate(const CalibrateFlags& f) {
   ctx.commit = kp::build_commit();
   ctx.backend = kernels::to_string(backend);
   ctx.host = place.host.empty() ? hostname() : place.host;
-  ctx.date = utc_now();
+  ctx.date = kp::utc_timestamp();
   ctx.load_average = load_before;
   ctx.ranks = place.world_size;
   ctx.nodes = place.nodes;
