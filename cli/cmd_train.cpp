@@ -4,8 +4,8 @@
 //
 // Errors and MPI: input errors found before training starts are the same on every rank
 // (the plan, the world size, data files and checkpoints are checked on each rank and the
-// ranks agree on any failure before going on), so they propagate to main.cpp, which prints
-// one `error:` line per rank and exits 2 on all of them. Once training runs, a failure may
+// ranks agree on any failure before going on), so they propagate to main.cpp, which exits
+// 2 on all of them and prints the one `error:` line on rank 0 only. Once training runs, a failure may
 // hit one rank only while the others wait in a collective; that rank prints its `error:`
 // line here and calls MPI_Abort, which ends every rank of the job (exit 2 for input
 // errors, 1 otherwise). A rank killed outright is detected by mpirun, which ends the job.

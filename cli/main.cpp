@@ -1,10 +1,17 @@
 // The strata executable. This is the only place that catches errors: each becomes one
 // `error:` line on stderr and an exit code (2 bad input, 3 no strategy fits, 1 bug or
 // device failure). Nothing escapes as an uncaught exception, abort or stack trace.
+//
+// Under mpirun every rank runs this same main. Bad flags, bad input and "no strategy
+// fits" are the same on every rank (the same arguments and files; `strata train` makes
+// the ranks agree on set-up failures before it goes on), so only rank 0 prints those and
+// the other ranks exit with the same code silently: the user sees one `error:` line.
+// Device, internal and output failures may be one rank's own, and every rank reports them.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 #include <string>
@@ -34,6 +41,30 @@ int report(const char* kind, const std::string& what, int code) {
   std::fflush(stdout);
   fmt::print(stderr, "error: {}{}\n", kind, one_line(what));
   return code;
+}
+
+// This process' rank in an MPI job, from the launcher's environment (Open MPI's mpirun,
+// PMIx or PMI launchers such as srun / MPICH's hydra), without calling MPI: it may not be
+// initialised, or may be what failed. 0 outside a launcher.
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    const long r = std::strtol(v, &end, 10);
+    if (*end == '\0' && r >= 0) return static_cast<int>(r);
+  }
+  return 0;
+}
+
+// An error every rank of an MPI job hits identically (bad flags, bad input, no strategy
+// fits): rank 0 reports it, the other ranks only exit with the same code.
+int report_on_rank0(const char* kind, const std::string& what, int code) {
+  if (launcher_rank() != 0) {
+    std::fflush(stdout);
+    return code;
+  }
+  return report(kind, what, code);
 }
 
 // The deepest subcommand that was being parsed, for the "see --help" hint.
@@ -89,14 +120,14 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
       return app.exit(e);
     } catch (const CLI::ParseError& e) {
-      return report("", parse_error_message(app, e, argc, argv), strata::kExitInput);
+      return report_on_rank0("", parse_error_message(app, e, argc, argv), strata::kExitInput);
     }
     if (std::fflush(stdout) != 0)
       return report("", "cannot write to standard output", strata::kExitInput);
   } catch (const strata::InputError& e) {
-    return report("", e.what(), strata::kExitInput);
+    return report_on_rank0("", e.what(), strata::kExitInput);
   } catch (const strata::NoFeasiblePlan& e) {
-    return report("", e.what(), strata::kExitNoPlan);
+    return report_on_rank0("", e.what(), strata::kExitNoPlan);
   } catch (const strata::DeviceError& e) {
     return report("device: ", e.what(), strata::kExitInternal);
   } catch (const std::bad_alloc&) {

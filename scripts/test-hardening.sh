@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
-# The hardening checks of issue 6, apart from the main test run: the ASan + UBSan build
-# of the unit tests, then the libFuzzer targets for a bounded time ($1 seconds, default 60).
+# The hardening checks (issue 6), run by scripts/test.sh after the main tests, or alone:
+# the ASan + UBSan build of the tests (preset `sanitize`; LeakSanitizer on, with Open MPI's
+# own allocations suppressed by tests/lsan-openmpi.supp), its non-MPI tests, then the
+# libFuzzer targets for a bounded time ($1 seconds over all targets, default 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+phase() { echo "## $1"; phase_start=$SECONDS; }
+phase_done() { echo "## $1: done in $((SECONDS - phase_start)) s"; }
+
 bash scripts/install-deps.sh clang libclang-rt-14-dev
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 jobs=$(nproc)
+
+phase "sanitizer build (preset sanitize: ASan + UBSan)"
 cmake --preset sanitize >/dev/null
 cmake --build --preset sanitize -j"$jobs"
+phase_done "sanitizer build"
+
+phase "sanitizer tests (ctest --preset sanitize -LE 'mpi|browser')"
 ctest --preset sanitize -j"$jobs" -LE 'mpi|browser'
+phase_done "sanitizer tests"
+
+phase "fuzzing (scripts/fuzz.sh ${1:-60}: build, then ${1:-60} s over all targets)"
 bash scripts/fuzz.sh "${1:-60}"
+phase_done "fuzzing"

@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything (CUDA targets compiled when a toolkit is
 # present) and runs every test with ctest: unit tests, CLI tests, MPI parity tests and
-# the headless-browser report check.
+# the headless-browser report check. Then the hardening checks (scripts/test-hardening.sh):
+# the ASan + UBSan build of the tests and bounded libFuzzer runs, STRATA_FUZZ_SECONDS
+# over all targets together (default 60). Each phase prints a `## ` header and its time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$SECONDS
+phase() { echo "## $1"; phase_start=$SECONDS; }
+phase_done() { echo "## $1: done in $((SECONDS - phase_start)) s"; }
+
 bash scripts/install-deps.sh chromium
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 jobs=$(nproc)
-start=$SECONDS
+
+phase "release build (preset default)"
 cmake --preset default >/dev/null
 cmake --build --preset default -j"$jobs"
+phase_done "release build"
+
+phase "release tests (ctest --preset default)"
 ctest --preset default -j"$jobs"
+phase_done "release tests"
+
+bash scripts/test-hardening.sh "${STRATA_FUZZ_SECONDS:-60}"
 echo "# all tests done in $((SECONDS - start)) s"

@@ -14,6 +14,7 @@
 
 #include "common/atomic_file.h"
 #include "costmodel/device_profile.h"
+#include "tests/integration/cli_run.h"
 
 namespace {
 
@@ -27,7 +28,12 @@ Result run(const std::string& args) {
   fs::path dir = fs::temp_directory_path() / ("strata_calibrate_cli_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::string out = (dir / "stdout").string(), err = (dir / "stderr").string();
-  std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + std::string(STRATA_EXE) + " calibrate " + args + " >" + out + " 2>" + err;
+  // calibrate starts MPI: in sanitizer builds, Open MPI's own allocations are suppressed
+  // (leak checking of strata's code stays on).
+  std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1";
+  for (const std::string& kv : strata::testing::mpi_child_env())
+    cmd += " " + kv.substr(0, kv.find('=') + 1) + "'" + kv.substr(kv.find('=') + 1) + "'";
+  cmd += " " + std::string(STRATA_EXE) + " calibrate " + args + " >" + out + " 2>" + err;
   int status = std::system(cmd.c_str());
   Result r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -122,7 +122,7 @@ TEST(ModelSpec, AbsurdSizesAreRejected) {
       {"vocab", "100000001"},    {"seq_len", "1e9"},    {"ffn", "99999999999"},
   };
   for (const auto& [field, value] : cases) {
-    std::string m = message_of([&] { parse_model_yaml(with(field, value), "big.yaml"); });
+    std::string m = message_of([&, f = field, v = value] { parse_model_yaml(with(f, v), "big.yaml"); });
     EXPECT_CONTAINS(m, std::string("model.") + field);
     EXPECT_CONTAINS(m, "too large");
   }
