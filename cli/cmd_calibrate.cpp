@@ -363,7 +363,7 @@ void run_calibrate(const CalibrateFlags& f) {
     oopt.micro_batches = f.quick ? std::vector<std::int64_t>{1, 4} : std::vector<std::int64_t>{1, 4, 16};
     if (std::find(oopt.micro_batches.begin(), oopt.micro_batches.end(), f.micro_batch) == oopt.micro_batches.end())
       oopt.micro_batches.push_back(f.micro_batch);
-    oopt.target_s = f.quick ? 0.02 : 0.1;
+    oopt.timing.budget_s = f.quick ? 0.02 : 0.1;
     for (const auto& g : graphs) {
       const models::ModelSpec& spec = g.spec();
       oopt.tp_degrees.clear();
@@ -510,7 +510,7 @@ void run_calibrate(const CalibrateFlags& f) {
                                  {"work", "costmodel::op_work: bytes moved (fp32), or attention matmul FLOPs per rank"},
                                  {"timing", fmt::format("warm-up {}, {}..{} reps within {} s, median; rank 0 of {} "
                                                         "running at once",
-                                                        oopt.warmup, oopt.min_reps, oopt.max_reps, oopt.target_s,
+                                                        oopt.timing.warmup, oopt.timing.min_reps, oopt.timing.max_reps, oopt.timing.budget_s,
                                                         ctx.ranks)}}};
       yaml += costmodel::op_table_yaml(samples, src);
       if (f.format != "json") {

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <set>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "common/errors.h"
+#include "kernels/profiler/gemm_check.h"
 #include "costmodel/op_cost.h"
 #include "models/model_graph.h"
 #include "planner/strategy.h"
@@ -23,34 +25,29 @@ using namespace strata::runtime;
 
 namespace {
 
+namespace kp = strata::kernels::profiler;
 using Clock = std::chrono::steady_clock;
 
-std::vector<float> random_buffer(std::size_t n, std::uint32_t seed) {
+std::vector<float> random_buffer(std::size_t n, std::uint64_t seed) {
   std::vector<float> v(n);
-  std::uint32_t x = seed * 2654435761u + 1;
-  for (auto& e : v) {
-    x = x * 1664525u + 1013904223u;
-    e = static_cast<float>(x >> 8) / static_cast<float>(1u << 24) * 2.0f - 1.0f;
-  }
+  kp::fill_check_pattern(v.data(), n, seed);
   return v;
 }
 
-// Median seconds of `fn` over repetitions (after warm-up), as the options bound them.
-template <typename Fn>
-double median_seconds(const OpBenchmarkOptions& o, Fn&& fn) {
-  for (int i = 0; i < o.warmup; ++i) fn();
-  std::vector<double> times;
-  const auto start = Clock::now();
-  while (static_cast<int>(times.size()) < o.max_reps) {
-    const auto t0 = Clock::now();
-    fn();
-    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    if (static_cast<int>(times.size()) >= o.min_reps &&
-        std::chrono::duration<double>(Clock::now() - start).count() >= o.target_s)
-      break;
-  }
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  return times[times.size() / 2];
+double seconds_of(const std::function<void()>& fn) {
+  const auto t0 = Clock::now();
+  fn();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Median seconds of `fn` under the profiler's timing policy: warm-up, then as many
+// repetitions as fit the budget (the first timed run sizes it).
+double median_seconds(const OpBenchmarkOptions& o, const std::function<void()>& fn) {
+  for (int i = 0; i < o.timing.warmup; ++i) fn();
+  std::vector<double> us{seconds_of(fn) * 1e6};
+  const int reps = kp::choose_reps(o.timing, us.front() * 1e-6);
+  while (static_cast<int>(us.size()) < reps) us.push_back(seconds_of(fn) * 1e6);
+  return kp::summarize_us(std::move(us)).median_us * 1e-6;
 }
 
 struct Shape {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "costmodel/device_profile.h"
+#include "kernels/profiler/timing.h"
 #include "models/model_spec.h"
 
 namespace strata::cli {
@@ -19,10 +20,8 @@ namespace strata::cli {
 struct OpBenchmarkOptions {
   std::vector<int> tp_degrees{1};                 // shard shapes as each TP degree does
   std::vector<std::int64_t> micro_batches{1};     // sequences per micro-batch
-  int warmup = 1;
-  int min_reps = 3;
-  int max_reps = 30;
-  double target_s = 0.05;                         // stop repeating after this much time
+  // The profiler's policy (warm-up, reps fitted to a budget, median), as for GEMMs.
+  kernels::profiler::TimingOptions timing{1, 3, 30, 0.05};
 };
 
 // One timed op: the profile row and what it was, for the calibrate table.

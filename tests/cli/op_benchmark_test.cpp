@@ -35,8 +35,7 @@ TEST(OpBenchmark, TimesEachNonGemmKindAtTheWorkTheCostModelCounts) {
   scl::OpBenchmarkOptions o;
   o.tp_degrees = {1, 2};
   o.micro_batches = {1, 2};
-  o.target_s = 0.001;
-  o.max_reps = 3;
+  o.timing = {0, 1, 3, 0.001};
   int calls = 0;
   const auto rows = scl::benchmark_ops(spec, o, [&](int done, int total) {
     ++calls;
