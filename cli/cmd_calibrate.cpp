@@ -32,6 +32,7 @@
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "costmodel/device_profile.h"
+#include "cli/block_benchmark.h"
 #include "cli/op_benchmark.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/blas_library.h"
@@ -170,6 +171,16 @@ std::vector<int> group_sizes(int world) {
   return out;
 }
 
+// The world split into groups of g consecutive ranks (g divides world).
+std::vector<std::vector<int>> consecutive_groups(int world, int g) {
+  std::vector<std::vector<int>> groups;
+  for (int start = 0; start < world; start += g) {
+    groups.emplace_back();
+    for (int r = start; r < start + g; ++r) groups.back().push_back(r);
+  }
+  return groups;
+}
+
 // Datasheet peaks for a GPU, from the costmodel catalog entry whose name's first token
 // appears in the device name ("NVIDIA H200" -> h200-sxm-141gb).
 std::optional<costmodel::DeviceProfile> datasheet_for(const std::string& device_name) {
@@ -239,7 +250,9 @@ void run_calibrate(const CalibrateFlags& f) {
   auto world = kernels::MpiCommunicator::world();
   ProgressBar progress(root);
 
-  kp::TimingOptions gemm_timing = f.quick ? kp::TimingOptions{1, 3, 10, 0.1} : kp::TimingOptions{2, 3, 30, 0.3};
+  // GEMMs are timed in bursts of >= 2 ms so every rank computes at once for the whole
+  // sample, as in training (see TimingOptions::min_sample_s).
+  kp::TimingOptions gemm_timing = f.quick ? kp::TimingOptions{1, 3, 10, 0.1, 2e-3} : kp::TimingOptions{2, 3, 30, 0.3, 2e-3};
   kp::TimingOptions coll_timing = f.quick ? kp::TimingOptions{2, 3, 20, 0.05} : kp::TimingOptions{5, 5, 100, 0.2};
 
   kp::RunContext ctx;
@@ -331,13 +344,7 @@ void run_calibrate(const CalibrateFlags& f) {
 
   std::vector<kp::CollectiveRecord> collectives;
   for (int g : group_sizes(place.world_size)) {
-    std::vector<std::vector<int>> groups;
-    for (int start = 0; start < place.world_size; start += g) {
-      std::vector<int> members;
-      for (int r = start; r < start + g; ++r) members.push_back(r);
-      groups.push_back(members);
-    }
-    auto sub = kernels::MpiCommunicator::from_groups(groups);
+    auto sub = kernels::MpiCommunicator::from_groups(consecutive_groups(place.world_size, g));
     kp::CollectiveSweepOptions copt;
     copt.max_bytes = max_bytes;
     copt.timing = coll_timing;
@@ -364,6 +371,7 @@ void run_calibrate(const CalibrateFlags& f) {
     if (std::find(oopt.micro_batches.begin(), oopt.micro_batches.end(), f.micro_batch) == oopt.micro_batches.end())
       oopt.micro_batches.push_back(f.micro_batch);
     oopt.timing.budget_s = f.quick ? 0.02 : 0.1;
+    oopt.timing.min_sample_s = 1e-3;
     for (const auto& g : graphs) {
       const models::ModelSpec& spec = g.spec();
       oopt.tp_degrees.clear();
@@ -376,6 +384,41 @@ void run_calibrate(const CalibrateFlags& f) {
         if (phase) phase(static_cast<std::size_t>(done), static_cast<std::size_t>(total), spec.name);
       });
       if (root) op_rows.insert(op_rows.end(), rows.begin(), rows.end());
+    }
+    world->barrier();
+  }
+  // The runtime's whole transformer block at the same shapes (block_table), all ranks at
+  // once: what the block costs beyond its kernels (costmodel/block_table.h).
+  std::vector<BlockBenchmarkRow> block_rows;
+  std::vector<std::string> block_skipped;
+  BlockBenchmarkOptions bopt;
+  if (backend == kernels::Backend::Cpu && !graphs.empty()) {
+    bopt.micro_batches = oopt.micro_batches;
+    bopt.timing.budget_s = f.quick ? 0.05 : 0.2;
+    bopt.timing.min_sample_s = f.quick ? 5e-3 : 20e-3;
+    bopt.sync = world.get();
+    // Real TP groups of consecutive ranks, as the collective sweep forms them.
+    std::map<int, std::unique_ptr<kernels::MpiCommunicator>> tp_groups;
+    for (int g : group_sizes(place.world_size)) {
+      if (g >= 2) tp_groups[g] = kernels::MpiCommunicator::from_groups(consecutive_groups(place.world_size, g));
+    }
+    bopt.tp_group = [&](int tp) -> kernels::Communicator* {
+      auto it = tp_groups.find(tp);
+      return it == tp_groups.end() ? nullptr : it->second.get();
+    };
+    for (const auto& g : graphs) {
+      const models::ModelSpec& spec = g.spec();
+      bopt.tp_degrees.clear();
+      for (int tp : f.tp_degrees)
+        if (spec.heads % tp == 0 && spec.kv_heads % tp == 0 && spec.ffn % tp == 0 && spec.hidden % tp == 0)
+          bopt.tp_degrees.push_back(tp);
+      if (bopt.tp_degrees.empty()) continue;
+      auto phase = progress.phase(fmt::format("runtime blocks, {}", spec.name));
+      world->barrier();
+      auto rows = benchmark_blocks(spec, bopt, [&](int done, int total) {
+        if (phase) phase(static_cast<std::size_t>(done), static_cast<std::size_t>(total), spec.name);
+      }, &block_skipped);
+      if (root) block_rows.insert(block_rows.end(), rows.begin(), rows.end());
     }
     world->barrier();
   }
@@ -458,20 +501,19 @@ void run_calibrate(const CalibrateFlags& f) {
     info.provenance.push_back(
         {"method", "validate-then-time: each GEMM is checked against a double-precision reference and each "
                    "collective against a closed form before timing; warm-up, then timed repetitions after "
-                   "a barrier; time = median over repetitions of the slowest rank"});
+                   "a barrier (GEMMs and runtime ops: bursts of back-to-back runs, all ranks busy at once); "
+                   "time = median over repetitions of the slowest rank"});
     info.gemm_provenance = {
         {"shapes", fmt::format("square 128..{}{}", max_dim,
                                model_names.empty() ? "" : fmt::format("; sharded fwd/dgrad/wgrad of {} at tp {}, micro-batch {}",
                                                                       join(model_names, ", "), join(tps, ","), f.micro_batch))},
-        {"timing", fmt::format("warm-up up to {}, {}..{} reps within {} s, median", gemm_timing.warmup,
-                               gemm_timing.min_reps, gemm_timing.max_reps, gemm_timing.budget_s)},
+        {"timing", kp::describe(gemm_timing)},
         {"concurrency", fmt::format("all {} rank(s) run the same GEMM at once", ctx.ranks)}};
     info.collective_provenance = {
         {"transport", ctx.transport},
         {"sizes", fmt::format("8 B .. {}, powers of two, fp32", kp::human_bytes(max_bytes))},
         {"busbw", "nccl-tests: all_reduce 2(n-1)/n, all_gather/reduce_scatter/all_to_all (n-1)/n, others 1"},
-        {"timing", fmt::format("warm-up up to {}, {}..{} reps within {} s, median", coll_timing.warmup,
-                               coll_timing.min_reps, coll_timing.max_reps, coll_timing.budget_s)}};
+        {"timing", kp::describe(coll_timing)}};
     info.comments = {
         fmt::format("Measured device profile written by `strata calibrate` ({}).", ctx.date),
         fmt::format("{} on {} ({} rank(s) x {} node(s)); regenerate with the command in source.command.",
@@ -508,10 +550,8 @@ void run_calibrate(const CalibrateFlags& f) {
                                  {"shapes", fmt::format("one block and the loss of {} at tp {}, micro-batch {}",
                                                         join(model_names, ", "), join(tps, ","), join(mbs, ","))},
                                  {"work", "costmodel::op_work: bytes moved (fp32), or attention matmul FLOPs per rank"},
-                                 {"timing", fmt::format("warm-up {}, {}..{} reps within {} s, median; rank 0 of {} "
-                                                        "running at once",
-                                                        oopt.timing.warmup, oopt.timing.min_reps, oopt.timing.max_reps, oopt.timing.budget_s,
-                                                        ctx.ranks)}}};
+                                 {"timing", fmt::format("{}; rank 0 of {} running at once",
+                                                        kp::describe(oopt.timing), ctx.ranks)}}};
       yaml += costmodel::op_table_yaml(samples, src);
       if (f.format != "json") {
         report += "#\n# runtime ops (non-GEMM kernels of strata train; work = bytes, attention: FLOPs)\n";
@@ -521,6 +561,38 @@ void run_calibrate(const CalibrateFlags& f) {
                                 r.sample.work, r.sample.fwd_us, r.sample.bwd_us);
       }
     }
+    if (!block_rows.empty()) {
+      std::vector<costmodel::BlockSample> samples;
+      std::vector<std::string> mbs;
+      for (const auto& r : block_rows) samples.push_back(r.sample);
+      for (auto mb : bopt.micro_batches) mbs.push_back(std::to_string(mb));
+      costmodel::Provenance src{
+          "measured",
+          {{"tool", "strata calibrate"},
+           {"commit", ctx.commit},
+           {"host", ctx.host},
+           {"date", ctx.date},
+           {"kernels", "runtime::TransformerBlock<float> forward + backward, as strata train runs it; TP "
+                       "collectives replaced by local stand-ins (charged separately)"},
+           {"shapes", fmt::format("{} at tp {} (with and without sequence parallelism), micro-batch {}",
+                                  join(model_names, ", "), join(tps, ","), join(mbs, ","))},
+           {"timing", fmt::format("{}; blocks chained like a model chunk; rank 0 of {} running at once",
+                                  kp::describe(bopt.timing), ctx.ranks)}}};
+      yaml += costmodel::block_table_yaml(samples, src);
+      if (f.format != "json") {
+        report += "#\n# runtime blocks (one transformer block of strata train, fwd/bwd per micro-batch, no TP comm)\n";
+        report += "#   (with tp: the same with a real TP group of consecutive ranks, all groups at once)\n";
+        report += fmt::format("# {:<12} {:<16} {:>10} {:>10} {:>14} {:>14}\n", "model", "shape", "fwd_us", "bwd_us",
+                              "fwd_with_tp_us", "bwd_with_tp_us");
+        for (const auto& r : block_rows) {
+          const bool tp = r.sample.fwd_with_tp_us > 0;
+          report += fmt::format("  {:<12} {:<16} {:>10.1f} {:>10.1f} {:>14} {:>14}\n", r.model, r.shape, r.sample.fwd_us,
+                                r.sample.bwd_us, tp ? fmt::format("{:.1f}", r.sample.fwd_with_tp_us) : "-",
+                                tp ? fmt::format("{:.1f}", r.sample.bwd_with_tp_us) : "-");
+        }
+      }
+    }
+    for (const auto& s : block_skipped) report += "# skipped: " + s + "\n";
     // Profile to stdout ("-"): the report goes to stderr so the YAML stays clean.
     if (is_stdio(f.out)) {
       std::fputs(report.c_str(), stderr);

@@ -41,12 +41,18 @@ double seconds_of(const std::function<void()>& fn) {
 }
 
 // Median seconds of `fn` under the profiler's timing policy: warm-up, then as many
-// repetitions as fit the budget (the first timed run sizes it).
+// samples as fit the budget, each a burst of back-to-back runs when min_sample_s asks
+// for it (the first run sizes both).
 double median_seconds(const OpBenchmarkOptions& o, const std::function<void()>& fn) {
   for (int i = 0; i < o.timing.warmup; ++i) fn();
-  std::vector<double> us{seconds_of(fn) * 1e6};
-  const int reps = kp::choose_reps(o.timing, us.front() * 1e-6);
-  while (static_cast<int>(us.size()) < reps) us.push_back(seconds_of(fn) * 1e6);
+  const double one_s = seconds_of(fn);
+  const int runs = kp::runs_per_sample(o.timing, one_s);
+  const auto burst = [&] {
+    for (int r = 0; r < runs; ++r) fn();
+  };
+  std::vector<double> us{runs == 1 ? one_s * 1e6 : seconds_of(burst) * 1e6 / runs};
+  const int reps = kp::choose_reps(o.timing, one_s * runs);
+  while (static_cast<int>(us.size()) < reps) us.push_back(seconds_of(burst) * 1e6 / runs);
   return kp::summarize_us(std::move(us)).median_us * 1e-6;
 }
 

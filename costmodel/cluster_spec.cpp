@@ -77,6 +77,10 @@ void apply_profile(ClusterSpec& cluster, const DeviceProfile& measured,
     d.op_table = measured.op_table;
     d.op_source = measured.op_source;
   }
+  if (!measured.block_table.empty()) {
+    d.block_table = measured.block_table;
+    d.block_source = measured.block_source;
+  }
   if (measured.source.measured()) {
     d.memory_bandwidth_gbps = measured.memory_bandwidth_gbps;
     d.gemm_efficiency = measured.gemm_efficiency;

@@ -163,13 +163,14 @@ std::string device_profile_yaml(const DeviceProfile& p, int indent) {
                        yaml_number(s.busbw_gbps), s.trivial ? ", trivial: true" : ""));
   }
   o += op_table_yaml(p.op_table, p.op_source, indent);
+  o += block_table_yaml(p.block_table, p.block_source, indent);
   return o;
 }
 
 DeviceProfile parse_device_profile_node(const YamlReader& r) {
   r.expect_keys({"name", "source", "compute_dtype", "memory_gib", "memory_bandwidth_gbps",
                  "peak_tflops", "efficiency", "reserve_gib", "reserve_source", "gemm_table",
-                 "collective_table", "op_table"});
+                 "collective_table", "op_table", "block_table"});
   DeviceProfile p;
   p.name = r.get_string("name");
   if (p.name.empty()) r.fail("name", "must not be empty");
@@ -281,6 +282,30 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
       p.op_table.push_back(s);
     }
   }
+  if (r.has("block_table")) {
+    YamlReader t = r.child("block_table");
+    t.expect_keys({"source", "rows"});
+    p.block_source = parse_provenance(t.child("source"));
+    YamlReader rows = t.child("rows");
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      YamlReader row = rows.element(i);
+      row.expect_keys({"block", "tp", "sp", "micro_batch", "fwd_us", "bwd_us", "fwd_with_tp_us", "bwd_with_tp_us"});
+      BlockSample s;
+      s.block = row.get_string("block");
+      if (s.block.empty()) row.fail("block", "must not be empty");
+      s.tp = static_cast<int>(row.get_int_in("tp", 1, 1 << 20));
+      s.sequence_parallel = row.get_bool("sp", false);
+      s.micro_batch = row.get_int_in("micro_batch", 1, std::int64_t{1} << 40);
+      s.fwd_us = row.get_positive("fwd_us");
+      s.bwd_us = row.get_positive("bwd_us");
+      if (row.has("fwd_with_tp_us") || row.has("bwd_with_tp_us")) {
+        if (s.tp == 1) row.fail("fwd_with_tp_us", "is for tp > 1 only (one rank has no TP collectives)");
+        s.fwd_with_tp_us = row.get_positive("fwd_with_tp_us");
+        s.bwd_with_tp_us = row.get_positive("bwd_with_tp_us");
+      }
+      p.block_table.push_back(s);
+    }
+  }
   return p;
 }
 
@@ -297,6 +322,23 @@ std::string op_table_yaml(const std::vector<OpSample>& rows, const Provenance& s
   for (const auto& s : rows)
     o += pad + fmt::format("    - {{op: {}, work: {}, fwd_us: {}, bwd_us: {}}}\n", s.op, detail::yaml_number(s.work),
                            detail::yaml_number(s.fwd_us), detail::yaml_number(s.bwd_us));
+  return o;
+}
+
+std::string block_table_yaml(const std::vector<BlockSample>& rows, const Provenance& source, int indent) {
+  if (rows.empty()) return "";
+  const std::string pad(static_cast<std::size_t>(std::max(indent, 0)), ' ');
+  std::string o =
+      pad + "block_table:\n" + pad + "  source: " + detail::yaml_provenance(source) + "\n" + pad + "  rows:\n";
+  for (const auto& s : rows) {
+    std::string with_tp;
+    if (s.fwd_with_tp_us > 0)
+      with_tp = fmt::format(", fwd_with_tp_us: {}, bwd_with_tp_us: {}", detail::yaml_number(s.fwd_with_tp_us),
+                            detail::yaml_number(s.bwd_with_tp_us));
+    o += pad + fmt::format("    - {{block: \"{}\", tp: {}, sp: {}, micro_batch: {}, fwd_us: {}, bwd_us: {}{}}}\n", s.block,
+                           s.tp, s.sequence_parallel ? "true" : "false", s.micro_batch,
+                           detail::yaml_number(s.fwd_us), detail::yaml_number(s.bwd_us), with_tp);
+  }
   return o;
 }
 

@@ -27,6 +27,13 @@
 //     # op: a non-GEMM models::OpKind name (embedding, norm, rope, attention_core,
 //     # activation, residual, loss); work: the op's size on one rank as OpCost counts it
 //     # (costmodel::op_work: bytes moved, or matmul FLOPs for attention_core).
+//   block_table:                          # optional, measured: one whole block of the runtime
+//     source: {...}
+//     rows: [{block: "hidden 64, heads 4, kv_heads 4, ffn 256, seq 32, layernorm, gelu, learned",
+//             tp: 2, sp: false, micro_batch: 4, fwd_us: 310.5, bwd_us: 702.0}, ...]
+//     # block: costmodel::block_signature of the model; times for one micro-batch on one
+//     # TP rank, TP collectives excluded (see costmodel/block_table.h). Optional for tp > 1:
+//     # fwd_with_tp_us, bwd_with_tp_us: the same with a real TP group inside one node.
 // `source` maps need `kind` (datasheet | measured | estimate) and at least one more
 // field; other keys are free-form scalars (nested maps are flattened to "a.b").
 // Unknown top-level keys, non-positive sizes/bandwidths/peaks are errors naming the key.
@@ -78,6 +85,20 @@ struct OpSample {
   double bwd_us = 0;
 };
 
+// One measured transformer block (see block_table above).
+struct BlockSample {
+  std::string block;  // costmodel::block_signature
+  int tp = 1;
+  bool sequence_parallel = false;
+  std::int64_t micro_batch = 1;
+  double fwd_us = 0;           // compute only (TP collectives replaced by local stand-ins)
+  double bwd_us = 0;
+  // With a real TP group of `tp` ranks in one node, all groups at once: compute plus the
+  // block's TP collectives as the runtime issues them. 0 = not measured.
+  double fwd_with_tp_us = 0;
+  double bwd_with_tp_us = 0;
+};
+
 struct DeviceProfile {
   std::string name;
   Provenance source;
@@ -97,6 +118,8 @@ struct DeviceProfile {
   Provenance collective_source;
   std::vector<OpSample> op_table;
   Provenance op_source;
+  std::vector<BlockSample> block_table;
+  Provenance block_source;
 
   double peak_flops(DType d) const;  // FLOP/s; InputError if the profile lacks the dtype
 };
@@ -106,6 +129,8 @@ std::string to_yaml(const DeviceProfile& p);
 // The `op_table:` section alone (empty string for no rows), indented by `indent` spaces;
 // `strata calibrate` appends it to a profile it writes.
 std::string op_table_yaml(const std::vector<OpSample>& rows, const Provenance& source, int indent = 0);
+// The `block_table:` section alone, likewise.
+std::string block_table_yaml(const std::vector<BlockSample>& rows, const Provenance& source, int indent = 0);
 // Catalog name ("h100-sxm-80gb") or a YAML path.
 DeviceProfile load_device_profile(const std::string& name_or_path);
 std::vector<std::string> device_catalog_names();

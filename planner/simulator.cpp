@@ -3,7 +3,11 @@
 // What it charges (one iteration = global_batch / (micro_batch * dp) micro-batches per
 // data-parallel replica):
 //  * Compute of each layer group for one micro-batch from costmodel::OpCost (measured
-//    GEMM tables where the device profile has them, roofline otherwise). Compute dtype:
+//    GEMM tables where the device profile has them, roofline otherwise); a transformer
+//    block whose shape, tp and SP the profile's block_table measured (the runtime's whole
+//    block, costmodel/block_table.h) takes that time instead of its ops' sum, and, when the
+//    row was also measured with a real TP group and the plan's group sits in one node, the
+//    block's TP communication from it too. Compute dtype:
 //    the device profile's compute_dtype (bf16 on the GPU profiles, fp32 on cpu-host).
 //  * TP collectives per op from its models::TpComm tag: message = Op::tp_comm_bytes (one
 //    micro-batch), on the TP group placed by RankGrid (CollectiveCost: NVLink inside a
@@ -103,6 +107,7 @@ SimEngine::SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpe
     : model_(model),
       cluster_(cluster),
       op_cost_(cluster.device),
+      blocks_(cluster.device.block_table),
       coll_(cluster),
       dtype_(cluster.device.compute_dtype),
       walk_(std::make_unique<PipelineWalk>()) {
@@ -148,6 +153,8 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
   const bool sp = s.sequence_parallel;
   GroupCostTable t;
   t.groups.resize(g.groups().size());
+  const int layers = static_cast<int>(g.groups().size()) - 2;
+  const std::string signature = blocks_.empty() ? std::string() : costmodel::block_signature(g.spec());
   auto coll = [&](Collective c, double bytes) {
     const auto e = coll_.estimate(c, bytes, pl.tp);
     if (e.source != costmodel::TimeSource::Roofline) t.tp_measured = true;
@@ -202,6 +209,22 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
                              bytes);
           break;
         case models::TpComm::None: break;
+      }
+    }
+    // A measured block replaces the sum of its ops' compute; its attention forward
+    // (selective recompute) and TP collectives stay per op.
+    if (!blocks_.empty() && is_block(static_cast<int>(gi), layers)) {
+      if (auto e = blocks_.estimate(signature, tp, sp, s.micro_batch)) {
+        c.fwd_s = e->fwd_s;
+        c.bwd_s = e->bwd_s;
+        t.blocks_measured = true;
+        // Measured with a real group inside one node: the block's TP collectives as the
+        // runtime meets them replace the per-collective table for groups placed alike.
+        if (e->has_tp && pl.tp.size == tp && pl.tp.nodes_spanned == 1) {
+          c.tp_fwd_s = e->tp_fwd_s;
+          c.tp_bwd_s = e->tp_bwd_s;
+          t.tp_blocks_measured = true;
+        }
       }
     }
   }
@@ -521,6 +544,11 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
   else
     n.push_back(fmt::format("GEMM times: roofline at {:.0f}% of datasheet peak (no measured table)",
                             dev.gemm_efficiency * 100));
+  if (t.blocks_measured)
+    n.push_back(fmt::format("transformer blocks: measured block_table ({}: the runtime's whole block, all ranks "
+                            "at once{}); per-op times for the embedding, head and loss",
+                            ref(dev.block_source),
+                            t.tp_blocks_measured ? ", TP communication with a real group" : ""));
   std::set<std::string> measured_ops;
   for (const auto& r : dev.op_table) measured_ops.insert(r.op);
   if (!measured_ops.empty())

@@ -1,5 +1,7 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 
+#include <algorithm>
+
 #include <cublasLt.h>
 
 #include <fmt/format.h>
@@ -114,15 +116,16 @@ void CublasLtGemm::matmul(GemmDType dtype, bool trans_a, bool trans_b, std::int6
 }
 
 double CublasLtGemm::timed_matmul_us(GemmDType dtype, std::int64_t m, std::int64_t n, std::int64_t k,
-                                     const void* a, const void* b, void* c, cudaStream_t stream) {
+                                     const void* a, const void* b, void* c, int runs, cudaStream_t stream) {
   plan(dtype, false, false, m, n, k);  // heuristic query outside the timed region
+  runs = std::max(1, runs);
   STRATA_CUDA_CHECK(cudaEventRecord(start_, stream));
-  matmul(dtype, false, false, m, n, k, 1.0f, a, b, 0.0f, c, stream);
+  for (int r = 0; r < runs; ++r) matmul(dtype, false, false, m, n, k, 1.0f, a, b, 0.0f, c, stream);
   STRATA_CUDA_CHECK(cudaEventRecord(stop_, stream));
   STRATA_CUDA_CHECK(cudaEventSynchronize(stop_));
   float ms = 0;
   STRATA_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-  return static_cast<double>(ms) * 1000.0;
+  return static_cast<double>(ms) * 1000.0 / runs;
 }
 
 }  // namespace strata::kernels

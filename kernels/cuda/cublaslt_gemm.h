@@ -30,9 +30,10 @@ class CublasLtGemm {
   void matmul(GemmDType dtype, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
               std::int64_t k, float alpha, const void* a, const void* b, float beta, void* c,
               cudaStream_t stream = nullptr);
-  // One call timed with CUDA events on `stream`, in microseconds (synchronizes).
+  // `runs` >= 1 calls back to back timed with CUDA events on `stream`: mean
+  // microseconds per call (synchronizes).
   double timed_matmul_us(GemmDType dtype, std::int64_t m, std::int64_t n, std::int64_t k,
-                         const void* a, const void* b, void* c, cudaStream_t stream = nullptr);
+                         const void* a, const void* b, void* c, int runs = 1, cudaStream_t stream = nullptr);
 
  private:
   struct Plan;

@@ -9,7 +9,7 @@
 #include "kernels/backend.h"
 #include "kernels/buffer.h"
 #include "kernels/memory_space.h"
-#include "kernels/profiler/detail/group_reduce.h"
+#include "kernels/profiler/group_reduce.h"
 
 namespace strata::kernels::profiler {
 
@@ -194,8 +194,8 @@ std::vector<CollectiveRecord> run_collective_sweep(Communicator& comm, MemorySpa
       } catch (const std::exception& e) {
         local_error = e.what();
       }
-      double failed = detail::sum_over_ranks(sync, local_error.empty() ? 0.0 : 1.0);
-      rec.wrong = static_cast<std::int64_t>(detail::sum_over_ranks(sync, static_cast<double>(wrong)));
+      double failed = sum_over_ranks(sync, local_error.empty() ? 0.0 : 1.0);
+      rec.wrong = static_cast<std::int64_t>(sum_over_ranks(sync, static_cast<double>(wrong)));
       if (failed > 0)
         rec.error = local_error.empty() ? fmt::format("failed on {} other rank(s)", failed) : local_error;
       else if (rec.wrong > 0)
@@ -205,13 +205,13 @@ std::vector<CollectiveRecord> run_collective_sweep(Communicator& comm, MemorySpa
         continue;
       }
       if (c == CollectiveKind::AllReduce) memory.zero(recv.get(), l.recv * 4);  // keep values finite
-      double warm_s = detail::max_over_ranks(sync, first_us) * 1e-6, last_s = warm_s;
+      double warm_s = max_over_ranks(sync, first_us) * 1e-6, last_s = warm_s;
       for (int w = 1; w < options.timing.warmup && warm_s < options.timing.budget_s / 2; ++w) {
         host_sync.barrier();
         double t0 = now_us();
         run_op(c, comm, l, send.floats(), recv.floats());
         memory.synchronize();
-        last_s = detail::max_over_ranks(sync, now_us() - t0) * 1e-6;
+        last_s = max_over_ranks(sync, now_us() - t0) * 1e-6;
         warm_s += last_s;
       }
       const int reps = choose_reps(options.timing, last_s);
@@ -222,7 +222,7 @@ std::vector<CollectiveRecord> run_collective_sweep(Communicator& comm, MemorySpa
         double t0 = now_us();
         run_op(c, comm, l, send.floats(), recv.floats());
         memory.synchronize();
-        samples.push_back(detail::max_over_ranks(sync, now_us() - t0));
+        samples.push_back(max_over_ranks(sync, now_us() - t0));
       }
       rec.time = summarize_us(samples);
       if (rec.time.median_us > 0) {

@@ -1,5 +1,6 @@
 #include "kernels/profiler/cpu_gemm_runner.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "common/errors.h"
@@ -40,11 +41,12 @@ GemmCheck CpuGemmRunner::validate() {
   return check_gemm(p_.m, p_.n, p_.k, a_.data(), b_.data(), c_.data(), GemmDType::Fp32);
 }
 
-double CpuGemmRunner::run_timed_us() {
+double CpuGemmRunner::run_timed_us(int runs) {
+  runs = std::max(1, runs);
   auto t0 = std::chrono::steady_clock::now();
-  run();
+  for (int r = 0; r < runs; ++r) run();
   auto t1 = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::micro>(t1 - t0).count();
+  return std::chrono::duration<double, std::micro>(t1 - t0).count() / runs;
 }
 
 void CpuGemmRunner::release() {

@@ -20,7 +20,7 @@ class CpuGemmRunner : public GemmRunner {
   double peak_tflops(GemmDType d) const override;
   void prepare(const GemmProblem& p, GemmDType d) override;
   GemmCheck validate() override;
-  double run_timed_us() override;
+  double run_timed_us(int runs) override;
   void release() override;
 
  private:

@@ -1,5 +1,5 @@
 // GemmRunner: one backend's GEMM as the sweep sees it. The sweep prepares a problem,
-// validates one run against the reference, then times single runs; the runner owns
+// validates one run against the reference, then times bursts of runs; the runner owns
 // the operands and the timer (host clock on cpu, CUDA events on cuda).
 #pragma once
 #include <string>
@@ -21,8 +21,8 @@ class GemmRunner {
   virtual void prepare(const GemmProblem& p, GemmDType d) = 0;
   // Runs once and compares C with the reference.
   virtual GemmCheck validate() = 0;
-  // Runs once; returns the elapsed time in microseconds.
-  virtual double run_timed_us() = 0;
+  // Runs `runs` >= 1 times back to back; returns the mean time per run in microseconds.
+  virtual double run_timed_us(int runs) = 0;
   // Frees the operands.
   virtual void release() = 0;
 };

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "kernels/backend.h"
-#include "kernels/profiler/detail/group_reduce.h"
+#include "kernels/profiler/group_reduce.h"
 #include "kernels/profiler/gemm_runner.h"
 
 namespace strata::kernels::profiler {
@@ -56,10 +56,10 @@ std::vector<GemmRecord> run_gemm_sweep(GemmRunner& runner, const std::vector<Gem
       } catch (const std::exception& e) {
         local_error = e.what();
       }
-      double failed = detail::sum_over_ranks(sync, local_error.empty() ? 0.0 : 1.0);
-      rec.check.checked = static_cast<std::int64_t>(detail::sum_over_ranks(sync, double(rec.check.checked)));
-      rec.check.wrong = static_cast<std::int64_t>(detail::sum_over_ranks(sync, double(rec.check.wrong)));
-      rec.check.max_error = detail::max_over_ranks(sync, rec.check.max_error);
+      double failed = sum_over_ranks(sync, local_error.empty() ? 0.0 : 1.0);
+      rec.check.checked = static_cast<std::int64_t>(sum_over_ranks(sync, double(rec.check.checked)));
+      rec.check.wrong = static_cast<std::int64_t>(sum_over_ranks(sync, double(rec.check.wrong)));
+      rec.check.max_error = max_over_ranks(sync, rec.check.max_error);
       if (failed > 0) {
         rec.error = local_error.empty() ? fmt::format("failed on {} other rank(s)", failed) : local_error;
       } else if (rec.check.wrong > 0) {
@@ -77,17 +77,19 @@ std::vector<GemmRecord> run_gemm_sweep(GemmRunner& runner, const std::vector<Gem
       double last_s = 0, warm_s = 0;
       for (int w = 0; w < std::max(1, options.timing.warmup); ++w) {
         barrier(sync);
-        last_s = detail::max_over_ranks(sync, runner.run_timed_us() * 1e-6);
+        last_s = max_over_ranks(sync, runner.run_timed_us(1) * 1e-6);
         warm_s += last_s;  // same value on every rank: all ranks stop together
         if (warm_s > options.timing.budget_s / 2) break;
       }
-      const int reps = choose_reps(options.timing, last_s);
+      // Same on every rank (last_s is the group's maximum).
+      const int runs = runs_per_sample(options.timing, last_s);
+      const int reps = choose_reps(options.timing, last_s * runs);
       std::vector<double> samples;
       samples.reserve(static_cast<std::size_t>(reps));
       for (int r = 0; r < reps; ++r) {
         barrier(sync);
-        double us = runner.run_timed_us();
-        samples.push_back(detail::max_over_ranks(sync, us));
+        double us = runner.run_timed_us(runs);
+        samples.push_back(max_over_ranks(sync, us));
       }
       runner.release();
       rec.time = summarize_us(samples);

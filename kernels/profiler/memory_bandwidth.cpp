@@ -6,7 +6,7 @@
 #include "kernels/backend.h"
 #include "kernels/buffer.h"
 #include "kernels/memory_space.h"
-#include "kernels/profiler/detail/group_reduce.h"
+#include "kernels/profiler/group_reduce.h"
 
 namespace strata::kernels::profiler {
 
@@ -24,7 +24,7 @@ BandwidthRecord measure_copy_bandwidth(MemorySpace& memory, std::int64_t bytes,
     memory.copy(dst.get(), src.get(), n);
     memory.synchronize();
     double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    return detail::max_over_ranks(sync, us);
+    return max_over_ranks(sync, us);
   };
   double last_us = 0;
   for (int w = 0; w < std::max(1, timing.warmup); ++w) last_us = timed_copy();

@@ -26,6 +26,10 @@ std::string preamble(const RunContext& ctx, const char* what, const TimingOption
       "#   then {}..{} timed repetitions within {:.2g} s; each repetition starts after a barrier and\n"
       "#   takes the slowest rank's time; statistic: median (p10/p90 in --format json)\n",
       t.warmup, t.min_reps, t.max_reps, t.budget_s);
+  if (t.min_sample_s > 0)
+    s += fmt::format("#   a repetition runs the kernel back to back for >= {:.3g} ms (all ranks busy at once)\n"
+                     "#   and counts the mean per run\n",
+                     t.min_sample_s * 1e3);
   return s;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace strata::kernels::profiler {
 
 namespace {
@@ -34,6 +36,22 @@ int choose_reps(const TimingOptions& opt, double one_run_s) {
   double fit = opt.budget_s / one_run_s + 1e-9;  // 0.3 / 0.05 is 5.999...
   if (fit >= hi) return hi;
   return std::clamp(static_cast<int>(fit), lo, hi);
+}
+
+std::string describe(const TimingOptions& opt) {
+  std::string s = fmt::format("warm-up up to {}, {}..{} reps within {} s, median", opt.warmup, opt.min_reps,
+                              opt.max_reps, opt.budget_s);
+  if (opt.min_sample_s > 0)
+    s += fmt::format("; each rep runs the kernel back to back for >= {} ms (mean per run)", opt.min_sample_s * 1e3);
+  return s;
+}
+
+int runs_per_sample(const TimingOptions& opt, double one_run_s) {
+  constexpr int kMaxRuns = 65536;
+  if (!(opt.min_sample_s > 0)) return 1;
+  if (!(one_run_s > 0)) return kMaxRuns;
+  const double runs = std::ceil(opt.min_sample_s / one_run_s - 1e-9);
+  return runs >= kMaxRuns ? kMaxRuns : std::max(1, static_cast<int>(runs));
 }
 
 }  // namespace strata::kernels::profiler

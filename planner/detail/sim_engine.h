@@ -17,6 +17,7 @@
 
 #include "costmodel/cluster_spec.h"
 #include "costmodel/collective_cost.h"
+#include "costmodel/block_table.h"
 #include "costmodel/memory_model.h"
 #include "costmodel/op_cost.h"
 #include "models/model_graph.h"
@@ -43,6 +44,8 @@ struct GroupCostTable {
   bool gemm_measured = false;         // any GEMM time from a measured table
   bool gemm_roofline = false;         // any GEMM time from the roofline
   bool tp_measured = false;           // TP collective time from a measured table
+  bool blocks_measured = false;       // transformer blocks from the measured block_table
+  bool tp_blocks_measured = false;    // ... and their TP communication too
 };
 
 struct Placement {
@@ -83,6 +86,7 @@ class SimEngine {
   models::ModelSpec model_;
   costmodel::ClusterSpec cluster_;
   costmodel::OpCost op_cost_;
+  costmodel::MeasuredBlockTable blocks_;
   costmodel::CollectiveCost coll_;
   costmodel::DType dtype_;
   double act_bytes_ = 2;  // bytes per activation element (dtype)

@@ -60,6 +60,11 @@ TEST(DeviceProfile, YamlRoundTripKeepsEveryFieldAndTable) {
   p.collective_table = {a, t};
   p.op_source = {"measured", {{"tool", "strata calibrate"}, {"method", "runtime kernels"}}};
   p.op_table = {{"norm", 131072, 20.5, 51.25}, {"attention_core", 1.5e6, 0.1 + 0.2, 7}};
+  p.block_source = {"measured", {{"tool", "strata calibrate"}}};
+  p.block_table = {{"hidden 64, heads 4, kv_heads 4, ffn 256, seq 32, layernorm, gelu, learned", 1, false, 4, 300.5,
+                    650.25, 0, 0},
+                   {"hidden 64, heads 4, kv_heads 4, ffn 256, seq 32, layernorm, gelu, learned", 2, true, 16, 0.1 + 0.2,
+                    7, 1.5, 9.75}};
 
   std::string y = sc::to_yaml(p);
   sc::DeviceProfile q = sc::parse_device_profile(y, "roundtrip.yaml");
@@ -101,6 +106,18 @@ TEST(DeviceProfile, YamlRoundTripKeepsEveryFieldAndTable) {
     EXPECT_EQ(q.op_table[i].fwd_us, p.op_table[i].fwd_us);
     EXPECT_EQ(q.op_table[i].bwd_us, p.op_table[i].bwd_us);
   }
+  EXPECT_EQ(q.block_source.fields, p.block_source.fields);
+  ASSERT_EQ(q.block_table.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(q.block_table[i].block, p.block_table[i].block);
+    EXPECT_EQ(q.block_table[i].tp, p.block_table[i].tp);
+    EXPECT_EQ(q.block_table[i].sequence_parallel, p.block_table[i].sequence_parallel);
+    EXPECT_EQ(q.block_table[i].micro_batch, p.block_table[i].micro_batch);
+    EXPECT_EQ(q.block_table[i].fwd_us, p.block_table[i].fwd_us);
+    EXPECT_EQ(q.block_table[i].bwd_us, p.block_table[i].bwd_us);
+    EXPECT_EQ(q.block_table[i].fwd_with_tp_us, p.block_table[i].fwd_with_tp_us);
+    EXPECT_EQ(q.block_table[i].bwd_with_tp_us, p.block_table[i].bwd_with_tp_us);
+  }
   // A second round trip is a fixed point.
   EXPECT_EQ(sc::to_yaml(q), y);
 }
@@ -116,6 +133,23 @@ TEST(DeviceProfile, StrictParseErrorsNameTheKey) {
                 .find("work"), std::string::npos);
   EXPECT_NE(error_of(std::string(kValid) + op_rows + "    - {op: norm, work: 10, fwd_us: 1}\n")
                 .find("bwd_us"), std::string::npos);
+  const std::string block_rows = "block_table:\n  source: {kind: measured, tool: t}\n  rows:\n";
+  EXPECT_EQ(error_of(std::string(kValid) + block_rows +
+                     "    - {block: \"b\", tp: 2, sp: true, micro_batch: 4, fwd_us: 1, bwd_us: 2, fwd_with_tp_us: 3, "
+                     "bwd_with_tp_us: 4}\n"),
+            "no error");
+  for (const auto& [row, key] : std::vector<std::pair<std::string, std::string>>{
+           {"{block: \"\", tp: 1, micro_batch: 4, fwd_us: 1, bwd_us: 2}", "block"},
+           {"{block: b, tp: 0, micro_batch: 4, fwd_us: 1, bwd_us: 2}", "tp"},
+           {"{block: b, tp: 1, micro_batch: 0, fwd_us: 1, bwd_us: 2}", "micro_batch"},
+           {"{block: b, tp: 1, micro_batch: 4, fwd_us: -1, bwd_us: 2}", "fwd_us"},
+           {"{block: b, tp: 1, micro_batch: 4, fwd_us: 1, bwd_us: 2, fwd_with_tp_us: 3, bwd_with_tp_us: 4}",
+            "fwd_with_tp_us"},
+           {"{block: b, tp: 2, micro_batch: 4, fwd_us: 1, bwd_us: 2, fwd_with_tp_us: 3}", "bwd_with_tp_us"},
+           {"{block: b, tp: 2, micro_batch: 4, fwd_us: 1, bwd_us: 2, seconds: 3}", "seconds"}}) {
+    const std::string err = error_of(std::string(kValid) + block_rows + "    - " + row + "\n");
+    EXPECT_NE(err.find(key), std::string::npos) << row << " -> " << err;
+  }
   std::string e = error_of(std::string(kValid) + "memroy_gib: 3\n");
   EXPECT_NE(e.find("memroy_gib"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown key"), std::string::npos) << e;

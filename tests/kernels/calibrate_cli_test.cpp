@@ -1,6 +1,7 @@
 // `strata calibrate` as a user runs it: bad input gives one `error:` line and exit 2
 // before anything is measured; a tiny quick run writes a profile the cost model reads.
 #include <set>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -13,7 +14,9 @@
 #include <string>
 
 #include "common/atomic_file.h"
+#include "costmodel/block_table.h"
 #include "costmodel/device_profile.h"
+#include "models/catalog.h"
 #include "tests/integration/cli_run.h"
 
 namespace {
@@ -102,6 +105,18 @@ TEST(CalibrateCli, QuickRunWritesAProfileTheCostModelReads) {
   EXPECT_EQ(ops, (std::set<std::string>{"activation", "attention_core", "loss", "norm", "residual"}));
   EXPECT_TRUE(p.op_source.measured());
   EXPECT_NE(r.out.find("runtime ops"), std::string::npos);
+  // Whole blocks of tiny: tp 1 at micro-batches 1 and 4, tp 2 with and without SP. One
+  // rank cannot form a TP group of 2, so no with-group times.
+  std::set<std::tuple<int, bool, std::int64_t>> blocks;
+  for (const auto& row : p.block_table) {
+    EXPECT_EQ(row.block, strata::costmodel::block_signature(strata::models::load_model("tiny")));
+    EXPECT_EQ(row.fwd_with_tp_us, 0);
+    blocks.insert({row.tp, row.sequence_parallel, row.micro_batch});
+  }
+  EXPECT_EQ(blocks, (std::set<std::tuple<int, bool, std::int64_t>>{
+                        {1, false, 1}, {1, false, 4}, {2, false, 1}, {2, true, 1}, {2, false, 4}, {2, true, 4}}));
+  EXPECT_TRUE(p.block_source.measured());
+  EXPECT_NE(r.out.find("runtime blocks"), std::string::npos);
   std::filesystem::remove(path);
 }
 

@@ -42,5 +42,18 @@ TEST(Timing, RepsFitTheBudgetWithinBounds) {
   EXPECT_EQ(choose_reps(o, 0.0), 30);
 }
 
+TEST(Timing, BurstsLastAtLeastTheMinimumSample) {
+  TimingOptions o{2, 3, 30, 0.3};
+  EXPECT_EQ(runs_per_sample(o, 1e-6), 1);  // 0: one run per sample
+  o.min_sample_s = 2e-3;
+  EXPECT_EQ(runs_per_sample(o, 1e-3), 2);
+  EXPECT_EQ(runs_per_sample(o, 0.3e-3), 7);   // 6 runs would be 1.8 ms
+  EXPECT_EQ(runs_per_sample(o, 5e-3), 1);     // one run is long enough
+  EXPECT_EQ(runs_per_sample(o, 1e-9), 65536); // capped
+  EXPECT_EQ(runs_per_sample(o, 0.0), 65536);
+  EXPECT_NE(describe(o).find(">= 2 ms"), std::string::npos) << describe(o);
+  EXPECT_EQ(describe(TimingOptions{1, 3, 10, 0.1}).find("back to back"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace strata::kernels::profiler

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.h"
+#include "costmodel/block_table.h"
 #include "costmodel/cluster_spec.h"
 #include "models/model_spec.h"
 #include "planner/detail/pipeline_walk.h"
@@ -266,6 +267,47 @@ TEST_F(SimulatorOnGpt2, FullRecomputeChargesTheReforward) {
   // Model FLOPs per iteration do not depend on recompute.
   EXPECT_NEAR(none.model_tflops_per_gpu * none.iteration_s,
               full.model_tflops_per_gpu * full.iteration_s, 1e-9 * none.model_tflops_per_gpu);
+}
+
+// A measured block replaces its ops' compute: doubling every block row adds exactly
+// layers x micro-batches x (fwd + bwd) to the compute, and rows of another shape change nothing.
+TEST_F(SimulatorOnGpt2, MeasuredBlockTimesReplaceTheBlocksCompute) {
+  const Strategy s = strategy(8, 1, 1, 2, 64);  // 4 micro-batches per rank, one stage
+  const auto base = simulate(model, cluster, s).prediction;
+  const std::string sig = costmodel::block_signature(model);
+  auto with_rows = [&](const std::string& signature, double fwd_us, double bwd_us) {
+    auto c = cluster;
+    c.device.block_table = {{signature, 1, false, 2, fwd_us, bwd_us, 0, 0}};
+    return simulate(model, c, s).prediction;
+  };
+  const auto one = with_rows(sig, 1000, 2000);
+  const auto two = with_rows(sig, 2000, 4000);
+  const double expected = 12.0 * 4 * 3000e-6;
+  EXPECT_NEAR(two.breakdown_s.compute - one.breakdown_s.compute, expected, 1e-9);
+  EXPECT_GT(one.breakdown_s.compute, expected);  // plus the embedding, head and loss
+  EXPECT_EQ(with_rows("hidden 1, heads 1", 1000, 2000).iteration_s, base.iteration_s);
+  auto c = cluster;
+  c.device.block_table = {{sig, 1, false, 2, 1000, 2000, 0, 0}};
+  bool noted = false;
+  for (const auto& n : simulate(model, c, s).prediction.notes) noted |= n.find("measured block_table") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+// Rows measured with a real TP group give the block's TP communication (with-group minus
+// compute) for groups inside one node; a group across nodes keeps the collective model.
+TEST_F(SimulatorOnGpt2, BlockRowsWithARealTpGroupGiveTheBlocksTpCommunication) {
+  const std::string sig = costmodel::block_signature(model);
+  auto tp_comm = [&](costmodel::ClusterSpec c, double extra_us) {
+    c.device.block_table = {{sig, 2, false, 2, 1000, 2000, 1000 + extra_us, 2000 + extra_us}};
+    return simulate(model, c, strategy(4, 2, 1, 2, 64)).prediction.breakdown_s.tp_comm;
+  };
+  // 8 micro-batches per rank, 12 blocks, extra in forward and backward.
+  EXPECT_NEAR(tp_comm(cluster, 200) - tp_comm(cluster, 100), 12.0 * 8 * 200e-6, 1e-9);
+  auto spread = cluster;
+  spread.gpus_per_node = 1;
+  spread.nodes = 8;
+  EXPECT_EQ(tp_comm(spread, 200), tp_comm(spread, 100));
+  EXPECT_GT(tp_comm(spread, 100), 0.0);
 }
 
 TEST_F(SimulatorOnGpt2, ThroughputFiguresAreConsistent) {

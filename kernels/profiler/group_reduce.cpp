@@ -1,10 +1,10 @@
-#include "kernels/profiler/detail/group_reduce.h"
+#include "kernels/profiler/group_reduce.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
-namespace strata::kernels::profiler::detail {
+namespace strata::kernels::profiler {
 
 std::vector<double> gather_all(Communicator* comm, double value) {
   if (comm == nullptr || comm->size() == 1) return {value};
@@ -29,4 +29,4 @@ double sum_over_ranks(Communicator* comm, double value) {
   return std::accumulate(v.begin(), v.end(), 0.0);
 }
 
-}  // namespace strata::kernels::profiler::detail
+}  // namespace strata::kernels::profiler
