@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct TrainOptions {
   std::int64_t steps = 10;
   std::uint64_t seed = 1234;
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1, grad_clip = 1.0;
+  std::string lr_schedule = "constant";
+  std::int64_t warmup_steps = 0;
+  std::optional<double> min_lr;             // default lr / 10
+  std::optional<std::int64_t> decay_steps;  // default --steps
   bool synthetic = false;
   std::string data, text, metrics;
   std::string checkpoint_dir;
@@ -74,6 +79,11 @@ runtime::TrainConfig make_config(const TrainOptions& o) {
   c.adamw.beta2 = o.beta2;
   c.adamw.eps = o.eps;
   c.adamw.weight_decay = o.weight_decay;
+  c.lr_schedule.decay = runtime::lr_decay_from_string(o.lr_schedule);
+  c.lr_schedule.warmup = o.warmup_steps;
+  c.lr_schedule.min = o.min_lr.value_or(o.lr / 10);
+  c.lr_schedule.decay_steps = o.decay_steps.value_or(o.steps);
+  c.lr_schedule.validate(o.lr);
   c.grad_clip = o.grad_clip;
   if (!o.data.empty()) {
     c.data = runtime::DataKind::TokenFile;
@@ -106,6 +116,7 @@ std::string metrics_line(const runtime::StepStats& s, double predicted_s) {
   j["tokens_per_s"] = s.tokens_per_s;
   j["predicted_step_s"] = predicted_s;
   j["grad_norm"] = s.grad_norm;
+  j["lr"] = s.lr;
   j["gemm_s"] = s.gemm_s;
   return j.dump() + "\n";
 }
@@ -164,8 +175,17 @@ void train(const TrainOptions& o) {
                s.dp, s.tp, s.pp, s.vpp, planner::to_string(s.schedule), s.micro_batch,
                s.num_microbatches(), s.global_batch, trainer->tokens_per_step(), s.zero,
                planner::to_string(s.recompute), s.sequence_parallel ? "on" : "off");
+    const auto& ls = cfg.lr_schedule;
+    const std::string lr_text =
+        ls.decay == runtime::LrDecay::Constant && ls.warmup == 0
+            ? fmt::format("{}", cfg.adamw.lr)
+            : fmt::format("{} ({}{}{})", cfg.adamw.lr, ls.warmup > 0 ? fmt::format("warm-up {} steps", ls.warmup) : "",
+                          ls.warmup > 0 && ls.decay != runtime::LrDecay::Constant ? ", " : "",
+                          ls.decay == runtime::LrDecay::Constant
+                              ? std::string()
+                              : fmt::format("{} to {} at step {}", runtime::to_string(ls.decay), ls.min, ls.decay_steps));
     fmt::print("  data {}, seed {}, lr {}, steps {}, predicted step {}\n", data_name(cfg), cfg.seed,
-               cfg.adamw.lr, cfg.steps,
+               lr_text, cfg.steps,
                plan.prediction.iteration_s > 0 ? fmt::format("{:.3f} ms", plan.prediction.iteration_s * 1e3)
                                                : std::string("n/a (the plan has no prediction)"));
     std::fflush(stdout);
@@ -234,7 +254,12 @@ void add_train_command(CLI::App& app) {
       ->required();
   cmd->add_option("--steps", opts->steps, "optimizer steps to train to (default 10)");
   cmd->add_option("--seed", opts->seed, "seed of the weights and the synthetic data (default 1234)");
-  cmd->add_option("--lr", opts->lr, "AdamW learning rate (default 1e-3)");
+  cmd->add_option("--lr", opts->lr, "AdamW learning rate; the peak of --lr-schedule (default 1e-3)");
+  cmd->add_option("--lr-schedule", opts->lr_schedule,
+                  "constant, linear or cosine: after the warm-up, decay to --min-lr by --decay-steps (default constant)");
+  cmd->add_option("--warmup-steps", opts->warmup_steps, "steps of linear warm-up from 0 to --lr (default 0)");
+  cmd->add_option("--min-lr", opts->min_lr, "learning rate at the end of the decay (default --lr / 10)");
+  cmd->add_option("--decay-steps", opts->decay_steps, "step at which the decay reaches --min-lr (default --steps)");
   cmd->add_option("--beta1", opts->beta1, "AdamW beta1 (default 0.9)");
   cmd->add_option("--beta2", opts->beta2, "AdamW beta2 (default 0.95)");
   cmd->add_option("--eps", opts->eps, "AdamW epsilon (default 1e-8)");

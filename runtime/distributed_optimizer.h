@@ -27,6 +27,8 @@ class DistributedOptimizer {
   // AdamW on [owned_begin, owned_end) with gradients times grad_scale (clipping), then
   // the all-gather of parameters (zero 1). `step` counts from 1.
   void step(std::int64_t step, float grad_scale);
+  // The learning rate of the following steps (the trainer's schedule).
+  void set_lr(double lr) { cfg_.lr = lr; }
 
   std::size_t owned_begin() const { return begin_; }
   std::size_t owned_end() const { return end_; }

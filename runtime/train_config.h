@@ -7,13 +7,15 @@
 
 #include "runtime/adamw.h"
 #include "runtime/data_loader.h"
+#include "runtime/lr_schedule.h"
 
 namespace strata::runtime {
 
 struct TrainConfig {
   std::int64_t steps = 10;
   std::uint64_t seed = 1234;       // weights and synthetic data
-  AdamWConfig adamw;
+  AdamWConfig adamw;              // adamw.lr is the peak of lr_schedule
+  LrSchedule lr_schedule;
   double grad_clip = 1.0;          // global L2 norm; 0 = off
   DataKind data = DataKind::Synthetic;
   std::string data_path;           // token file or text file

@@ -186,6 +186,8 @@ StepStats Trainer::train_step() {
   float scale = 1.0f;
   if (cfg_.grad_clip > 0 && grad_norm > cfg_.grad_clip)
     scale = static_cast<float>(cfg_.grad_clip / (grad_norm + 1e-6));
+  const double lr = cfg_.lr_schedule.at(step_ + 1, cfg_.adamw.lr);
+  optimizer_->set_lr(lr);
   optimizer_->step(step_ + 1, scale);
   ++step_;
 
@@ -194,6 +196,7 @@ StepStats Trainer::train_step() {
   st.step = step_;
   st.loss = sums.back();
   st.grad_norm = grad_norm;
+  st.lr = lr;
   st.step_s = std::chrono::duration<double>(t1 - t0).count();
   st.tokens_per_s = st.step_s > 0 ? static_cast<double>(tokens_per_step()) / st.step_s : 0;
   st.gemm_s = gemm_counter().seconds;

@@ -32,6 +32,7 @@ struct StepStats {
   std::int64_t step = 0;        // 1-based number of the step just completed
   double loss = 0;              // mean token loss over the global batch
   double grad_norm = 0;         // global L2 norm before clipping
+  double lr = 0;                // learning rate the step applied
   double step_s = 0;            // wall time on this rank
   double tokens_per_s = 0;      // global batch tokens / step_s
   double gemm_s = 0;            // time in GEMMs on this rank

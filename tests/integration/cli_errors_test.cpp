@@ -173,6 +173,13 @@ std::vector<BadInput> cases() {
       {"train_missing_plan", {"train", "--plan", "{dir}/nope.yaml"}, 2, {"nope.yaml"}},
       {"train_negative_lr", {"train", "--plan", "{dir}/p.yaml", "--lr", "-1"}, 2, {"--lr"}, {},
        {"\ngpus: 4", "\ngpus: 4"}},
+      {"train_unknown_lr_schedule", {"train", "--plan", "{dir}/p.yaml", "--lr-schedule", "cosin"}, 2,
+       {"--lr-schedule", "cosin"}, {}, {"\ngpus: 4", "\ngpus: 4"}},
+      {"train_min_lr_above_lr", {"train", "--plan", "{dir}/p.yaml", "--min-lr", "0.5"}, 2, {"--min-lr"}, {},
+       {"\ngpus: 4", "\ngpus: 4"}},
+      {"train_decay_before_warmup", {"train", "--plan", "{dir}/p.yaml", "--lr-schedule", "linear", "--warmup-steps",
+                                     "8", "--decay-steps", "4"},
+       2, {"--decay-steps"}, {}, {"\ngpus: 4", "\ngpus: 4"}},
       // Nothing fits.
       {"no_strategy_fits_memory", {"plan", "--model", "llama3-405b", "--cluster", "dgx-a100", "--gpus", "1"},
        3, {"memory", "GiB"}},

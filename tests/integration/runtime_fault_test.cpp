@@ -3,6 +3,9 @@
 // input, is an error on every rank that rank 0 reports once; resume continues the exact
 // loss curve; corrupt, mismatched or incomplete checkpoints are rejected or skipped;
 // token and text files train, bad ones are errors.
+#include <cmath>
+#include <numbers>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -141,6 +144,36 @@ TEST_F(Resume, ContinuesTheExactLossCurve) {
     EXPECT_EQ(second[static_cast<std::size_t>(i)].step, 4 + i);
     EXPECT_EQ(second[static_cast<std::size_t>(i)].loss, full[static_cast<std::size_t>(3 + i)].loss) << "step " << 4 + i;
     EXPECT_EQ(second[static_cast<std::size_t>(i)].grad_norm, full[static_cast<std::size_t>(3 + i)].grad_norm);
+  }
+}
+
+// The schedule is a function of the step: a resumed cosine run applies the same rates
+// (warm-up 2 steps to 1e-3, cosine to 1e-4 at step 6) and so the same losses.
+TEST_F(Resume, ContinuesTheLearningRateSchedule) {
+  const std::vector<std::string> sched = {"--lr-schedule", "cosine", "--warmup-steps", "2", "--decay-steps", "6",
+                                          "--min-lr", "1e-4"};
+  auto with = [&](std::vector<std::string> a) {
+    a.insert(a.end(), sched.begin(), sched.end());
+    return a;
+  };
+  ASSERT_EQ(run("full", with({"--steps", "6"})).exit_code, 0);
+  ASSERT_EQ(run("const", {"--steps", "6"}).exit_code, 0);
+  ASSERT_EQ(run("first", with({"--steps", "3", "--checkpoint-dir", ckpt(), "--checkpoint-every", "3"})).exit_code, 0);
+  const RunResult r = run("second", with({"--steps", "6", "--checkpoint-dir", ckpt(), "--resume"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("warm-up 2 steps, cosine to 0.0001 at step 6"), std::string::npos) << r.out;
+  const auto full = metrics("full"), constant = metrics("const"), second = metrics("second");
+  ASSERT_EQ(full.size(), 6u);
+  ASSERT_EQ(second.size(), 3u);
+  EXPECT_DOUBLE_EQ(full[0].lr, 0.5e-3);
+  EXPECT_DOUBLE_EQ(full[1].lr, 1e-3);
+  EXPECT_NEAR(full[3].lr, 1e-4 + 0.9e-3 * 0.5 * (1 + std::cos(std::numbers::pi / 2)), 1e-12);
+  EXPECT_DOUBLE_EQ(full[5].lr, 1e-4);
+  EXPECT_DOUBLE_EQ(constant[0].lr, 1e-3);
+  EXPECT_NE(full[1].loss, constant[1].loss);  // the first step's rate differs
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(second[static_cast<std::size_t>(i)].lr, full[static_cast<std::size_t>(3 + i)].lr);
+    EXPECT_EQ(second[static_cast<std::size_t>(i)].loss, full[static_cast<std::size_t>(3 + i)].loss) << "step " << 4 + i;
   }
 }
 

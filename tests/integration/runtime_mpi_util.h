@@ -76,6 +76,7 @@ inline RunResult mpirun_strata(int ranks, const std::vector<std::string>& args, 
 struct StepRecord {
   std::int64_t step = 0;
   double loss = 0, grad_norm = 0;
+  double lr = 0;
 };
 
 inline std::vector<StepRecord> read_metrics(const std::string& path) {
@@ -84,7 +85,8 @@ inline std::vector<StepRecord> read_metrics(const std::string& path) {
   for (std::string line; std::getline(in, line);) {
     if (line.empty()) continue;
     auto j = nlohmann::json::parse(line);
-    out.push_back({j.at("step").get<std::int64_t>(), j.at("loss").get<double>(), j.at("grad_norm").get<double>()});
+    out.push_back({j.at("step").get<std::int64_t>(), j.at("loss").get<double>(), j.at("grad_norm").get<double>(),
+                   j.at("lr").get<double>()});
   }
   return out;
 }
