@@ -5,13 +5,16 @@
 // A plan that fails to run is reported as failed, never dropped.
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -22,6 +25,8 @@
 #include "cli/validate_stats.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
+#include "costmodel/cluster_spec.h"
+#include "costmodel/device_profile.h"
 #include "planner/plan.h"
 #include "planner/search.h"
 #include "planner/simulator.h"
@@ -40,6 +45,7 @@ struct ValidateFlags {
   int steps = 10;
   int warmup = 2;
   int repeat = 1;
+  bool recalibrate = false;
   std::int64_t global_batch = 0;
   std::string format = "table";
   std::string strata;
@@ -201,6 +207,36 @@ Attempt launch(const ValidateFlags& f, const PlanToRun& p, std::size_t index, co
   return a;
 }
 
+// `strata calibrate --quick` of this machine under mpirun, at the shapes the plans use
+// (their TP degrees, their largest micro-batch), into `out`; the cluster with it applied.
+costmodel::ClusterSpec recalibrated_cluster(const ValidateFlags& f, const std::vector<PlanToRun>& plans,
+                                            const costmodel::ClusterSpec& cluster, const std::string& out,
+                                            const std::string& strata) {
+  std::set<int> tps{1};
+  std::int64_t mb = 1;
+  for (const auto& p : plans) {
+    tps.insert(p.plan.strategy.tp);
+    mb = std::max(mb, p.plan.strategy.micro_batch);
+  }
+  std::vector<std::pair<std::string, std::string>> env;
+  if (geteuid() == 0) env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) env.emplace_back("OPENBLAS_NUM_THREADS", "1");
+  const std::vector<std::string> argv{f.mpirun, "-np", std::to_string(f.np), "--oversubscribe", strata,
+                                      "calibrate", "--backend", "cpu", "--quick", "--model", f.mc.model,
+                                      "--tp-degrees", fmt::format("{}", fmt::join(tps, ",")),
+                                      "--micro-batch", std::to_string(mb), "--out", out};
+  const ProcessResult pr = run_process(argv, env, f.timeout_s, out + ".log");
+  if (pr.timed_out) throw DeviceError(fmt::format("--recalibrate: calibration killed after {:.0f} s (--timeout)", f.timeout_s));
+  if (pr.exit_code != 0) {
+    const std::string why = first_error_line(pr.log);
+    throw DeviceError(fmt::format("--recalibrate: calibration failed (exit {}): {}", pr.exit_code,
+                                  why.empty() ? "no output" : why));
+  }
+  costmodel::ClusterSpec c = cluster;
+  costmodel::apply_profile(c, costmodel::load_device_profile(out), out);
+  return c;
+}
+
 // The 1-minute load average (-1 if unknown).
 double host_load() {
   std::ifstream in("/proc/loadavg");
@@ -230,6 +266,8 @@ void run_validate(ValidateFlags& f) {
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
   if (f.np > cluster.total_gpus())
     input_error("--np ({}) exceeds cluster {} ({} ranks)", f.np, f.mc.cluster, cluster.total_gpus());
+  if (f.recalibrate && f.mc.seq != 0)
+    input_error("--recalibrate measures the model at its own sequence length; drop --seq");
   const auto plans = choose_plans(f, model, cluster);
   for (const auto& n : provenance_notes(cluster)) warn(n);
 
@@ -242,6 +280,7 @@ void run_validate(ValidateFlags& f) {
   report.steps = f.steps;
   report.warmup = f.warmup;
   report.repeat = f.repeat;
+  report.recalibrated = f.recalibrate;
   report.host_cores = host_cores();
   // Rounds go over all plans in turn, so load from other work on the machine falls on
   // every plan alike rather than on whichever ran at the wrong moment.
@@ -257,6 +296,24 @@ void run_validate(ValidateFlags& f) {
   std::vector<std::vector<double>> measured(plans.size()), gemm(plans.size());
   try {
     for (int round = 0; round < f.repeat; ++round) {
+      if (f.recalibrate) {
+        const std::string profile = fmt::format("{}/round-{}-profile.yaml", dir, round + 1);
+        const auto t0 = std::chrono::steady_clock::now();
+        fmt::print(stderr, "{}calibrating this machine (strata calibrate --quick)... ",
+                   f.repeat > 1 ? fmt::format("round {}/{}: ", round + 1, f.repeat) : "");
+        std::fflush(stderr);
+        const costmodel::ClusterSpec now = recalibrated_cluster(f, plans, cluster, profile, strata);
+        for (std::size_t i = 0; i < plans.size(); ++i) {
+          planner::SimulateOptions so;
+          so.stage_layers = plans[i].plan.stage_layers;
+          const auto sim = planner::simulate(plans[i].plan.model, now, plans[i].plan.strategy, so);
+          report.runs[i].round_predicted_s.push_back(sim.prediction.iteration_s);
+          report.runs[i].predicted_s = sim.prediction.iteration_s;  // this round's, for the progress line
+          report.runs[i].predicted_compute_s = sim.prediction.breakdown_s.compute;
+        }
+        fmt::print(stderr, "done in {:.0f} s\n",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
       for (std::size_t i = 0; i < plans.size(); ++i) {
         PlanRun& r = report.runs[i];
         if (r.status != "ok") continue;  // a plan that failed once is not retried
@@ -297,6 +354,7 @@ void run_validate(ValidateFlags& f) {
   if (f.keep_dir.empty()) fs::remove_all(dir);
   for (std::size_t i = 0; i < plans.size(); ++i) {
     PlanRun& r = report.runs[i];
+    if (!r.round_predicted_s.empty()) r.predicted_s = median(r.round_predicted_s);
     if (r.status != "ok") continue;
     r.measured_s = median(measured[i]);
     if (const double g = median(gemm[i]); g > 0) r.measured_gemm_s = g;
@@ -337,6 +395,10 @@ void add_validate_command(CLI::App& app) {
                "steps after warm-up",
                1000)
       ->capture_default_str();
+  cmd->add_flag("--recalibrate", f.recalibrate,
+                "before every round, calibrate this machine (strata calibrate --quick at the plans' shapes, on --np "
+                "ranks) and predict the round from that profile: for hosts whose speed drifts between a stored "
+                "calibration and the measurement (the table says so)");
   add_positive<std::int64_t>(*cmd, "--global-batch", f.global_batch,
                              "sequences per step (default: the planner's default)", std::int64_t{1} << 40);
   cmd->add_option("--format,-f", f.format, "output format")

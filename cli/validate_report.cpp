@@ -52,6 +52,8 @@ std::string validate_table(const ValidateReport& r) {
   std::string out = fmt::format("strata validate: {} on {}, {} ranks, {} steps{} (median after {} warm-up)\n\n",
                                 r.model, r.cluster, r.ranks, r.steps,
                                 r.repeat > 1 ? fmt::format(" x {} runs", r.repeat) : "", r.warmup);
+  if (r.recalibrated)
+    out += "predictions: from a quick calibration of this machine before each round (median over rounds)\n\n";
   std::size_t name_w = 4, label_w = 8;
   for (const auto& p : r.runs) {
     name_w = std::max(name_w, p.name.size());
@@ -105,6 +107,7 @@ std::string validate_json(const ValidateReport& r) {
     plans.push_back(json{{"name", p.name},
                          {"strategy", strategy_to_json(p.strategy)},
                          {"predicted_step_s", number_or_null(p.predicted_s)},
+                         {"round_predicted_s", p.round_predicted_s},
                          {"measured_step_s", ok ? number_or_null(p.measured_s) : json(nullptr)},
                          {"abs_error_pct", ok ? number_or_null(abs_error_pct(p.predicted_s, p.measured_s)) : json(nullptr)},
                          {"runtime_predicted_step_s", p.runtime_predicted_s > 0 ? json(p.runtime_predicted_s) : json(nullptr)},
@@ -127,7 +130,7 @@ std::string validate_json(const ValidateReport& r) {
                {"predicted_fastest_gap_pct", number_or_null(s.predicted_fastest_gap_pct)},
                {"predicted_fastest_within_5pct", s.predicted_fastest_within_5pct}};
   json out{{"schema_version", 1}, {"command", "validate"}, {"model", r.model},     {"cluster", r.cluster},
-           {"ranks", r.ranks},    {"steps", r.steps},        {"warmup_steps", r.warmup}, {"repeat", r.repeat}, {"host_cores", r.host_cores}, {"plans", plans},
+           {"ranks", r.ranks},    {"steps", r.steps},        {"warmup_steps", r.warmup}, {"repeat", r.repeat}, {"recalibrated", r.recalibrated}, {"host_cores", r.host_cores}, {"plans", plans},
            {"summary", summary}};
   return out.dump(2) + "\n";
 }

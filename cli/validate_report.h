@@ -13,7 +13,8 @@ namespace strata::cli {
 struct PlanRun {
   std::string name;             // "top 1", "baseline dp", "plans/a.yaml"
   planner::Strategy strategy;
-  double predicted_s = 0;       // simulator's iteration time
+  double predicted_s = 0;       // simulator's iteration time (median over rounds when recalibrated)
+  std::vector<double> round_predicted_s;  // per round, when recalibrated
   std::string status;           // "ok" | "failed" | "timeout"
   int exit_code = 0;
   std::string error;            // first error line when not ok
@@ -44,6 +45,7 @@ struct ValidateReport {
   int steps = 0;
   int warmup = 0;
   int repeat = 1;                  // runs per plan
+  bool recalibrated = false;       // predictions from a calibration before each round
   int host_cores = 0;              // for reading host_load_1m (0: unknown)
   std::vector<PlanRun> runs;
   ValidateSummary summary;
@@ -54,7 +56,8 @@ ValidateSummary summarize(const std::vector<PlanRun>& runs);
 // Aligned text table + summary lines.
 std::string validate_table(const ValidateReport& r);
 // {"schema_version":1,"command":"validate","model","cluster","ranks","steps","warmup_steps","repeat","host_cores",
-//  "plans":[{"name","strategy","predicted_step_s","measured_step_s","abs_error_pct",
+//  "recalibrated",
+//  "plans":[{"name","strategy","predicted_step_s","round_predicted_s","measured_step_s","abs_error_pct",
 //            "predicted_compute_s","measured_gemm_s","host_load_1m","status","exit_code","error",
 //            "step_times_s"}],
 //  "summary":{"plans_ok","plans_failed","mape_pct","spearman","predicted_fastest",

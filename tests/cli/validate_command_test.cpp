@@ -4,6 +4,7 @@
 // checked exactly without the runtime's cost.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -112,6 +113,67 @@ TEST_F(ValidateCommand, RepeatPoolsTheStepsOfEveryRun) {
     EXPECT_NEAR(p["measured_step_s"].get<double>(), 0.03, 1e-12);
   }
   EXPECT_NE(r.err.find("round 2/2"), std::string::npos) << r.err;
+}
+
+// --recalibrate: before each round the stand-in "calibrates" (it records its arguments
+// and writes a profile whose tiny blocks take 1 s, then 2 s, per micro-batch), and each
+// round is predicted from that round's profile.
+TEST_F(ValidateCommand, RecalibratePredictsEachRoundFromAFreshProfile) {
+  const std::string args_log = (dir_ / "calibrate-args").string(), count = (dir_ / "rounds").string();
+  const std::string fake = (dir_ / "fake-with-calibrate").string();
+  std::ofstream(fake) << "#!/bin/sh\n"
+                         "if [ \"$1\" = calibrate ]; then\n"
+                         "  [ \"${OMPI_COMM_WORLD_RANK:-0}\" = 0 ] || exit 0\n"
+                         "  echo \"$@\" >> " << args_log << "\n"
+                         "  echo x >> " << count << "\n"
+                         "  n=$(wc -l < " << count << ")\n"
+                         "  while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; shift; done\n"
+                         "  cat > \"$out\" <<EOF\n"
+                         "name: stand-in\n"
+                         "source: {kind: measured, tool: stand-in}\n"
+                         "compute_dtype: fp32\n"
+                         "memory_gib: 11\n"
+                         "memory_bandwidth_gbps: 10\n"
+                         "peak_tflops: {fp32: 0.1}\n"
+                         "block_table:\n"
+                         "  source: {kind: measured, tool: stand-in}\n"
+                         "  rows:\n"
+                         "    - {block: \"hidden 64, heads 4, kv_heads 4, ffn 256, seq 32, layernorm, gelu, learned\", "
+                         "tp: 1, sp: false, micro_batch: 1, fwd_us: ${n}00000, bwd_us: ${n}00000}\n"
+                         "EOF\n"
+                         "  exit 0\n"
+                         "fi\n"
+                         "exec " << fake_ << " \"$@\"\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  auto r = strata::testing::run_strata({"validate", "--cluster", "local-cpu", "--model", "tiny", "--global-batch",
+                                        "64", "--steps", "3", "--warmup", "1", "--top", "1", "--repeat", "2",
+                                        "--recalibrate", "--strata", fake, "--format", "json"},
+                                       300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(args_log);
+  const std::string calls((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), '\n'), 2) << calls;
+  for (const char* a : {"--backend cpu", "--quick", "--model tiny", "--tp-degrees 1,2", "--micro-batch"})
+    EXPECT_NE(calls.find(a), std::string::npos) << a << " in " << calls;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["recalibrated"], true);
+  bool saw_dp = false;
+  for (const auto& p : j["plans"]) {
+    if (p["strategy"]["dp"] != 2) continue;
+    saw_dp = true;
+    // 4 blocks x 32 sequences per rank x (fwd + bwd) of 0.1 s (round 1) or 0.2 s (round 2)
+    // per sequence, plus the embedding, head and optimizer from the stand-in's roofline.
+    const auto rounds = p["round_predicted_s"].get<std::vector<double>>();
+    ASSERT_EQ(rounds.size(), 2u) << p.dump();
+    EXPECT_NEAR(rounds[1] - rounds[0], 4 * 32 * 0.2, 1e-3) << p.dump();
+    EXPECT_GT(rounds[0], 4 * 32 * 0.2);
+    EXPECT_NEAR(p["predicted_step_s"].get<double>(), (rounds[0] + rounds[1]) / 2, 1e-9);
+  }
+  EXPECT_TRUE(saw_dp);
+  // The profile is measured at the model's own sequence length.
+  r = strata::testing::run_strata({"validate", "--model", "tiny", "--seq", "16", "--recalibrate", "--strata", fake}, 60);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--seq"), std::string::npos) << r.err;
 }
 
 TEST_F(ValidateCommand, RejectsTooFewStepsForTheWarmup) {
