@@ -617,8 +617,10 @@ void run_calibrate(const CalibrateFlags& f) {
   float status[2] = {root ? static_cast<float>(failed) : 0.0f, root_error ? 1.0f : 0.0f};
   world->all_reduce_sum(status, 2);
   if (root_error) std::rethrow_exception(root_error);
-  if (status[1] > 0) throw DeviceError("rank 0 failed to write the calibration results");
+  // Rank 0 says what went wrong; the other ranks only fail with it.
+  if (status[1] > 0) throw ReportedByAnotherRank(kExitInternal);
   const float failed_all = status[0];
+  if (failed_all > 0 && !root) throw ReportedByAnotherRank(kExitInternal);
   if (failed_all > 0)
     throw DeviceError(fmt::format("{} measurement(s) failed validation and were left out of {}",
                                   static_cast<long>(failed_all), f.out));

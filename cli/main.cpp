@@ -6,7 +6,8 @@
 // fits" are the same on every rank (the same arguments and files; `strata train` makes
 // the ranks agree on set-up failures before it goes on), so only rank 0 prints those and
 // the other ranks exit with the same code silently: the user sees one `error:` line.
-// Device, internal and output failures may be one rank's own, and every rank reports them.
+// Device, internal and output failures may be one rank's own, and every rank reports them,
+// unless the rank knows another one reports it (ReportedByAnotherRank: exit code only).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -128,6 +129,9 @@ int main(int argc, char** argv) {
     return report_on_rank0("", e.what(), strata::kExitInput);
   } catch (const strata::NoFeasiblePlan& e) {
     return report_on_rank0("", e.what(), strata::kExitNoPlan);
+  } catch (const strata::ReportedByAnotherRank& e) {
+    std::fflush(stdout);
+    return e.code();
   } catch (const strata::DeviceError& e) {
     return report("device: ", e.what(), strata::kExitInternal);
   } catch (const std::bad_alloc&) {

@@ -34,6 +34,18 @@ class DeviceError : public std::runtime_error {
 
 enum ExitCode : int { kExitOk = 0, kExitInternal = 1, kExitInput = 2, kExitNoPlan = 3 };
 
+// This rank's part of an MPI job failed because of an error another rank (rank 0)
+// reports itself: exit with `code` and print nothing, so the user reads one `error:`
+// line instead of one per rank.
+class ReportedByAnotherRank : public std::runtime_error {
+ public:
+  explicit ReportedByAnotherRank(int code) : std::runtime_error("reported by another rank"), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
 template <typename... Args>
 [[noreturn]] void input_error(fmt::format_string<Args...> f, Args&&... args) {
   throw InputError(fmt::format(f, std::forward<Args>(args)...));
