@@ -60,7 +60,6 @@ constexpr int kChainMax = 4;
 constexpr double kChainParamBytes = 256.0 * 1024 * 1024;  // keep the chain this small
 
 struct Chain {
-  ModelDims dims;
   ParameterStore<float> store;
   std::vector<std::unique_ptr<TransformerBlock<float>>> blocks;
   std::vector<BlockActivations<float>> acts;
@@ -126,7 +125,6 @@ std::pair<double, double> time_chain(Chain& c, const kp::TimingOptions& timing, 
 // `chain` blocks of `d` in one store, inputs and output gradient filled.
 std::unique_ptr<Chain> build_chain(const ModelDims& d, int chain, const TpGroup& group) {
   auto c = std::make_unique<Chain>();
-  c->dims = d;
   for (int b = 0; b < chain; ++b)
     for (const auto& p : TransformerBlock<float>::param_specs(d, b)) c->store.add(p);
   c->store.finalize();

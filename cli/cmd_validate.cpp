@@ -154,6 +154,15 @@ std::string make_work_dir(const std::string& keep) {
   return templ;
 }
 
+// Environment of the mpirun jobs validate starts: root allowed when we are root, and one
+// BLAS thread per rank, as `strata calibrate` measures the local-cpu profile.
+std::vector<std::pair<std::string, std::string>> mpirun_env() {
+  std::vector<std::pair<std::string, std::string>> env;
+  if (geteuid() == 0) env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) env.emplace_back("OPENBLAS_NUM_THREADS", "1");
+  return env;
+}
+
 // One launch of `strata train` on a plan.
 struct Attempt {
   std::string status;  // "ok" | "failed" | "timeout"
@@ -170,10 +179,7 @@ Attempt launch(const ValidateFlags& f, const PlanToRun& p, std::size_t index, co
   write_file_atomic(plan_path, planner::plan_to_yaml(p.plan));
   std::error_code ec;
   fs::remove(metrics, ec);
-  std::vector<std::pair<std::string, std::string>> env;
-  if (geteuid() == 0) env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
-  // One BLAS thread per rank, as `strata calibrate` measures the local-cpu profile.
-  if (!std::getenv("OPENBLAS_NUM_THREADS")) env.emplace_back("OPENBLAS_NUM_THREADS", "1");
+  const auto env = mpirun_env();
   const std::vector<std::string> argv{f.mpirun,  "-np",     std::to_string(f.np), "--oversubscribe",
                                       strata,    "train",   "--plan",             plan_path,
                                       "--steps", std::to_string(f.steps),         "--synthetic",
@@ -218,9 +224,7 @@ costmodel::ClusterSpec recalibrated_cluster(const ValidateFlags& f, const std::v
     tps.insert(p.plan.strategy.tp);
     mb = std::max(mb, p.plan.strategy.micro_batch);
   }
-  std::vector<std::pair<std::string, std::string>> env;
-  if (geteuid() == 0) env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
-  if (!std::getenv("OPENBLAS_NUM_THREADS")) env.emplace_back("OPENBLAS_NUM_THREADS", "1");
+  const auto env = mpirun_env();
   const std::vector<std::string> argv{f.mpirun, "-np", std::to_string(f.np), "--oversubscribe", strata,
                                       "calibrate", "--backend", "cpu", "--quick", "--model", f.mc.model,
                                       "--tp-degrees", fmt::format("{}", fmt::join(tps, ",")),
