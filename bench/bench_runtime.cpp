@@ -6,7 +6,9 @@
 //
 // Reported per layout: median over the steps after 2 warm-up steps of the step time
 // (rank 0's wall clock; every step ends in a world all-reduce, so it is the job's time),
-// tokens/s, and rank 0's GEMM time and share.
+// tokens/s, rank 0's GEMM time and share, and its wait for the DP gradient reduction
+// after the backward pass (the dp2 rows with 1M-parameter buckets compare the reduction
+// overlapped with the backward pass against the same buckets reduced after it).
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +38,7 @@ struct Layout {
   bool sp = false;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   strata::planner::Recompute recompute = strata::planner::Recompute::None;
+  std::string train_args;  // extra `strata train` flags
 };
 
 strata::models::ModelSpec bench_model() {
@@ -79,6 +82,16 @@ int main(int argc, char** argv) {
       {"1 rank", 1, 1, 1},
       {"dp2", 2, 1, 1},
       {"dp2 zero1", 2, 1, 1, 1, 1},
+      // DP reduction in 1M-parameter buckets (the default bucket holds this whole model),
+      // started during the backward pass or after it.
+      {"dp2 b1M overlap", 2, 1, 1, 1, 0, false, ScheduleKind::OneFOneB, strata::planner::Recompute::None,
+       "--grad-bucket-params 1000000"},
+      {"dp2 b1M after", 2, 1, 1, 1, 0, false, ScheduleKind::OneFOneB, strata::planner::Recompute::None,
+       "--grad-bucket-params 1000000 --no-overlap-grad-reduce"},
+      {"zero1 b1M overlap", 2, 1, 1, 1, 1, false, ScheduleKind::OneFOneB, strata::planner::Recompute::None,
+       "--grad-bucket-params 1000000"},
+      {"zero1 b1M after", 2, 1, 1, 1, 1, false, ScheduleKind::OneFOneB, strata::planner::Recompute::None,
+       "--grad-bucket-params 1000000 --no-overlap-grad-reduce"},
       {"tp2", 1, 2, 1},
       {"tp2 sp", 1, 2, 1, 1, 0, true},
       {"pp2 1f1b", 1, 1, 2},
@@ -102,9 +115,9 @@ int main(int argc, char** argv) {
              micro_batch, global_batch, global_batch * model.seq_len);
   fmt::print("# {} steps per layout, statistic: median of steps 3..{} (2 warm-up steps dropped); mpirun "
              "--bind-to none --mca mpi_yield_when_idle 1 (waiting ranks yield the core)\n", steps, steps);
-  fmt::print("# {:>16} {:>5} {:>10} {:>12} {:>10} {:>7} {:>10}\n", "layout", "ranks", "step", "tokens/s",
-             "gemm", "gemm%", "loss@end");
-  fmt::print("# {:>16} {:>5} {:>10} {:>12} {:>10} {:>7} {:>10}\n", "", "", "(ms)", "", "(ms)", "", "");
+  fmt::print("# {:>17} {:>5} {:>10} {:>12} {:>10} {:>7} {:>10} {:>10}\n", "layout", "ranks", "step", "tokens/s",
+             "gemm", "gemm%", "dp wait", "loss@end");
+  fmt::print("# {:>17} {:>5} {:>10} {:>12} {:>10} {:>7} {:>10} {:>10}\n", "", "", "(ms)", "", "(ms)", "", "(ms)", "");
   int failed = 0;
   for (const Layout& l : layouts) {
     Plan p;
@@ -128,10 +141,10 @@ int main(int argc, char** argv) {
     const std::string cmd = fmt::format(
         "OPENBLAS_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 {} "
         "--oversubscribe --bind-to none --mca mpi_yield_when_idle 1 -np {} '{}' train --plan '{}' --steps {} --metrics '{}' "
-        "--log-every 1000 > '{}' 2>&1",
-        MPIEXEC, ranks, STRATA_EXE, plan, steps, metrics, (dir / "log.txt").string());
+        "--log-every 1000 {} > '{}' 2>&1",
+        MPIEXEC, ranks, STRATA_EXE, plan, steps, metrics, l.train_args, (dir / "log.txt").string());
     const int rc = std::system(cmd.c_str());
-    std::vector<double> step_s, gemm_s;
+    std::vector<double> step_s, gemm_s, wait_s;
     double loss = 0;
     std::ifstream in(metrics);
     for (std::string line; std::getline(in, line);) {
@@ -141,18 +154,20 @@ int main(int argc, char** argv) {
       if (j.at("step").get<int>() <= 2) continue;
       step_s.push_back(j.at("step_s").get<double>());
       gemm_s.push_back(j.at("gemm_s").get<double>());
+      wait_s.push_back(j.at("dp_wait_s").get<double>());
     }
     if (rc != 0 || step_s.empty()) {
-      fmt::print("  {:>16} {:>5} failed (exit {}), see {}\n", l.name, ranks, rc, (dir / "log.txt").string());
+      fmt::print("  {:>17} {:>5} failed (exit {}), see {}\n", l.name, ranks, rc, (dir / "log.txt").string());
       ++failed;
       continue;
     }
-    const double s = median(step_s), g = median(gemm_s);
-    fmt::print("  {:>16} {:>5} {:10.2f} {:12.0f} {:10.2f} {:6.1f}% {:10.4f}\n", l.name, ranks, s * 1e3,
-               static_cast<double>(global_batch * model.seq_len) / s, g * 1e3, 100 * g / s, loss);
+    const double s = median(step_s), g = median(gemm_s), w = median(wait_s);
+    fmt::print("  {:>17} {:>5} {:10.2f} {:12.0f} {:10.2f} {:6.1f}% {:10.2f} {:10.4f}\n", l.name, ranks, s * 1e3,
+               static_cast<double>(global_batch * model.seq_len) / s, g * 1e3, 100 * g / s, w * 1e3, loss);
   }
   fmt::print("# gemm = rank 0's time inside sgemm per step; the rest is attention softmax, norms,\n");
-  fmt::print("# activations, copies, MPI collectives and pipeline waits (bubble).\n");
+  fmt::print("# activations, copies, MPI collectives and pipeline waits (bubble). dp wait = rank 0's\n");
+  fmt::print("# wait for the DP gradient reduction after its backward pass (the exposed part).\n");
   fmt::print("# {} layouts, {} failed\n", layouts.size(), failed);
   if (failed == 0) fs::remove_all(dir);
   return 0;

@@ -53,6 +53,8 @@ struct TrainOptions {
   std::int64_t checkpoint_every = 0;
   bool resume = false;
   std::int64_t log_every = 1;
+  std::int64_t grad_bucket_params = 0;
+  bool no_overlap_grad_reduce = false;
   std::int64_t die_at_step = 0;  // hidden: SIGKILL rank die_rank before this step
   std::int64_t throw_at_step = 0;  // hidden: InputError on rank die_rank before this step
   int die_rank = 1;
@@ -68,6 +70,8 @@ runtime::TrainConfig make_config(const TrainOptions& o) {
   if (!(o.weight_decay >= 0)) input_error("--weight-decay ({}) must be >= 0", o.weight_decay);
   if (!(o.grad_clip >= 0)) input_error("--grad-clip ({}) must be >= 0 (0 = off)", o.grad_clip);
   if (o.log_every < 1) input_error("--log-every ({}) must be >= 1", o.log_every);
+  if (o.grad_bucket_params < 0)
+    input_error("--grad-bucket-params ({}) must be >= 1 (or 0 for the default)", o.grad_bucket_params);
   if (o.checkpoint_every < 0) input_error("--checkpoint-every ({}) must be >= 0", o.checkpoint_every);
   if ((o.checkpoint_every > 0 || o.resume) && o.checkpoint_dir.empty())
     input_error("{} needs --checkpoint-dir", o.resume ? "--resume" : "--checkpoint-every");
@@ -95,6 +99,8 @@ runtime::TrainConfig make_config(const TrainOptions& o) {
   c.checkpoint_dir = o.checkpoint_dir;
   c.checkpoint_every = o.checkpoint_every;
   c.resume = o.resume;
+  c.grad_bucket_params = o.grad_bucket_params;
+  c.overlap_grad_reduce = !o.no_overlap_grad_reduce;
   return c;
 }
 
@@ -107,7 +113,8 @@ std::string data_name(const runtime::TrainConfig& c) {
   return "?";
 }
 
-// One metrics line: the keys DESIGN.md / `strata validate` read, plus grad_norm and gemm_s.
+// One metrics line: the keys DESIGN.md / `strata validate` read, plus grad_norm, lr,
+// gemm_s and dp_wait_s (the DP gradient reduction left after the backward pass).
 std::string metrics_line(const runtime::StepStats& s, double predicted_s) {
   nlohmann::ordered_json j;
   j["step"] = s.step;
@@ -118,6 +125,7 @@ std::string metrics_line(const runtime::StepStats& s, double predicted_s) {
   j["grad_norm"] = s.grad_norm;
   j["lr"] = s.lr;
   j["gemm_s"] = s.gemm_s;
+  j["dp_wait_s"] = s.dp_wait_s;
   return j.dump() + "\n";
 }
 
@@ -184,6 +192,11 @@ void train(const TrainOptions& o) {
                           ls.decay == runtime::LrDecay::Constant
                               ? std::string()
                               : fmt::format("{} to {} at step {}", runtime::to_string(ls.decay), ls.min, ls.decay_steps));
+    if (s.dp > 1)
+      fmt::print("  dp gradient reduction: {} {} of <= {} parameters on rank 0, {} the backward pass\n",
+                 trainer->grad_buckets(), s.zero == 1 ? "reduce-scatter buckets" : "all-reduce buckets",
+                 cfg.grad_bucket_params > 0 ? cfg.grad_bucket_params : planner::default_grad_bucket_params(s.dp),
+                 cfg.overlap_grad_reduce ? "started during" : "after");
     fmt::print("  data {}, seed {}, lr {}, steps {}, predicted step {}\n", data_name(cfg), cfg.seed,
                lr_text, cfg.steps,
                plan.prediction.iteration_s > 0 ? fmt::format("{:.3f} ms", plan.prediction.iteration_s * 1e3)
@@ -206,9 +219,10 @@ void train(const TrainOptions& o) {
       if (root) {
         if (st.step % o.log_every == 0 || st.step == cfg.steps) {
           fmt::print("step {:5d}/{} | loss {:.6f} | grad norm {:.4f} | {:8.2f} ms | {:9.0f} tok/s | "
-                     "gemm {:3.0f}%\n",
+                     "gemm {:3.0f}%{}\n",
                      st.step, cfg.steps, st.loss, st.grad_norm, st.step_s * 1e3, st.tokens_per_s,
-                     st.step_s > 0 ? 100.0 * st.gemm_s / st.step_s : 0.0);
+                     st.step_s > 0 ? 100.0 * st.gemm_s / st.step_s : 0.0,
+                     s.dp > 1 ? fmt::format(" | dp wait {:.2f} ms", st.dp_wait_s * 1e3) : "");
           std::fflush(stdout);
         }
         if (metrics.is_open()) {
@@ -275,6 +289,12 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--checkpoint-every", opts->checkpoint_every,
                   "save every K steps (and at the last step) when --checkpoint-dir is given");
   cmd->add_flag("--resume", opts->resume, "continue from the latest complete checkpoint in --checkpoint-dir");
+  cmd->add_option("--grad-bucket-params", opts->grad_bucket_params,
+                  "parameters per data-parallel gradient bucket (default max(40M, 1M x dp), "
+                  "Megatron's, which the plan's prediction assumes)");
+  cmd->add_flag("--no-overlap-grad-reduce", opts->no_overlap_grad_reduce,
+                "reduce data-parallel gradients after the backward pass instead of bucket by "
+                "bucket during it");
   cmd->add_option("--log-every", opts->log_every, "print a step line every K steps (default 1)");
   cmd->add_option("--debug-die-at-step", opts->die_at_step, "test hook: SIGKILL one rank before this step")
       ->group("");

@@ -34,15 +34,38 @@ bool backend_available(Backend b) {
 }
 
 namespace {
-struct CompletedSend final : PendingSend {
+struct CompletedRequest final : PendingRequest {
   bool done() override { return true; }
   void wait() override {}
 };
 }  // namespace
 
-std::unique_ptr<PendingSend> Communicator::isend(const float* data, std::size_t count, int peer) {
+std::unique_ptr<PendingRequest> completed_request() { return std::make_unique<CompletedRequest>(); }
+
+std::unique_ptr<PendingRequest> Communicator::isend(const float* data, std::size_t count, int peer) {
   send(data, count, peer);
-  return std::make_unique<CompletedSend>();
+  return completed_request();
+}
+
+std::unique_ptr<PendingRequest> Communicator::iall_reduce_sum(float* data, std::size_t count) {
+  all_reduce_sum(data, count);
+  return completed_request();
+}
+
+std::unique_ptr<PendingRequest> Communicator::ireduce_scatter_sum(
+    const float* send, float* recv, const std::vector<std::size_t>& counts) {
+  STRATA_CHECK(counts.size() == static_cast<std::size_t>(size()),
+               "reduce-scatter with {} counts on a group of {}", counts.size(), size());
+  std::size_t offset = 0, total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (static_cast<int>(r) < rank()) offset += counts[r];
+    total += counts[r];
+  }
+  std::vector<float> sum(send, send + total);
+  all_reduce_sum(sum.data(), total);
+  const auto mine = counts[static_cast<std::size_t>(rank())];
+  std::copy_n(sum.begin() + static_cast<std::ptrdiff_t>(offset), mine, recv);
+  return completed_request();
 }
 
 void Communicator::send_recv(const float* send_buf, int dst, float* recv_buf, int src,

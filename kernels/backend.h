@@ -20,15 +20,19 @@ bool backend_available(Backend b);                   // cuda: built with CUDA
 void gemm_f32(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
               const float* a, const float* b, float beta, float* c);
 
-// A send in flight (Communicator::isend). The sender keeps the buffer alive until
-// done() or wait() says it completed. Destroying an unfinished send does not wait: the
-// message still goes out (or is lost with a dead peer), and nothing blocks.
-class PendingSend {
+// A non-blocking operation in flight (Communicator::isend, iall_reduce_sum,
+// ireduce_scatter_sum). The caller keeps its buffers alive and untouched until done() or
+// wait() says it completed; done() also lets the transport make progress (MPI moves a
+// non-blocking collective forward only inside MPI calls). Destroying an unfinished
+// request does not wait: nothing blocks in a destructor.
+class PendingRequest {
  public:
-  virtual ~PendingSend() = default;
-  virtual bool done() = 0;   // true once the buffer may be reused
+  virtual ~PendingRequest() = default;
+  virtual bool done() = 0;   // true once the buffers may be used again
   virtual void wait() = 0;   // blocks until then
 };
+// A request that finished before it was returned (blocking fallbacks).
+std::unique_ptr<PendingRequest> completed_request();
 
 // A group of ranks that can run collectives. Element type is fp32 (runtime); the byte
 // variants move raw bytes (profiler sweeps). All calls are blocking.
@@ -47,7 +51,18 @@ class Communicator {
   // Starts a send and returns without waiting for the receiver, so a pipeline stage
   // computes on while its output travels (messages to one peer arrive in send order).
   // The default sends at once (blocking) and returns a completed handle.
-  virtual std::unique_ptr<PendingSend> isend(const float* data, std::size_t count, int peer);
+  virtual std::unique_ptr<PendingRequest> isend(const float* data, std::size_t count, int peer);
+  // Non-blocking all-reduce in place, for gradient buckets reduced while the backward
+  // pass goes on. Every rank issues its non-blocking collectives in the same order. The
+  // default reduces at once (blocking) and returns a completed request.
+  virtual std::unique_ptr<PendingRequest> iall_reduce_sum(float* data, std::size_t count);
+  // Non-blocking reduce-scatter with a count per rank: rank r receives, in `recv`, the
+  // sum over ranks of send[o_r, o_r + counts[r]) with o_r = counts[0] + ... + counts[r-1]
+  // (ZeRO-1 buckets cut across the shard boundaries). `send` and `recv` must not overlap.
+  // The default is blocking and works on host memory (one all-reduce of a copy); a
+  // transport whose buffers live on a device overrides it.
+  virtual std::unique_ptr<PendingRequest> ireduce_scatter_sum(const float* send, float* recv,
+                                                              const std::vector<std::size_t>& counts);
   virtual void barrier() = 0;
   // Sends `count` floats to `dst` while receiving `count` floats from `src` (a ring
   // shift when dst = rank+1, src = rank-1), without deadlock. The default pairs

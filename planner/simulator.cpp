@@ -71,9 +71,6 @@ using costmodel::DType;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // Gradients are reduced in fp32 (see top of file).
 constexpr double kGradBytes = 4;
-// Megatron DDP bucket size: max(40M, 1M * dp) parameters.
-constexpr double kBucketParamsMin = 40e6;
-constexpr double kBucketParamsPerDp = 1e6;
 
 // Bytes Adam moves per parameter. Mixed precision: read fp32 grad, master, m, v (16),
 // write master, m, v (12) and the bf16 weight (2) = 30. fp32: no separate master:
@@ -367,7 +364,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   // DP gradient reduction, per pipeline rank.
   const bool dp_comm = s.dp > 1;
   const Collective grad_coll = s.zero >= 1 ? Collective::ReduceScatter : Collective::AllReduce;
-  const double bucket_cap = std::max(kBucketParamsMin, kBucketParamsPerDp * s.dp);
+  const auto bucket_cap = static_cast<double>(default_grad_bucket_params(s.dp));
   std::vector<double> ready(pp), dp_end(pp, 0.0);
   struct Bucket {
     double ready, params;

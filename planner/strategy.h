@@ -1,6 +1,7 @@
 // Strategy: one parallel layout of a training step. Plain data; validate() lists
 // every violated constraint with the field, its value and the rule.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,6 +46,12 @@ bool valid_rank_order(const std::string& order);
 // multiple of 128 * tp. tp need not divide model.vocab; the vocab-parallel embedding and
 // the cost model use this size.
 std::int64_t padded_vocab(std::int64_t vocab, int tp);
+// Parameters per data-parallel gradient bucket (one collective each): Megatron-LM DDP's
+// default, max(40M, 1M * dp). The simulator times the reduction with it; the runtime
+// reduces with it unless told otherwise.
+inline std::int64_t default_grad_bucket_params(int dp) {
+  return std::max<std::int64_t>(40'000'000, std::int64_t{1'000'000} * dp);
+}
 
 const char* to_string(Recompute r);
 const char* to_string(ScheduleKind k);

@@ -8,8 +8,8 @@ namespace strata::runtime {
 
 DistributedOptimizer::DistributedOptimizer(ParameterStore<float>& store, kernels::Communicator* dp,
                                            int zero, const AdamWConfig& cfg,
-                                           std::size_t bucket_floats)
-    : store_(store), dp_(dp), zero_(zero), cfg_(cfg), bucket_(std::max<std::size_t>(1, bucket_floats)) {
+                                           GradReduction reduction)
+    : store_(store), dp_(dp), zero_(zero), cfg_(cfg) {
   if (dp_ != nullptr) {
     dp_size_ = dp_->size();
     dp_rank_ = dp_->rank();
@@ -28,19 +28,115 @@ DistributedOptimizer::DistributedOptimizer(ParameterStore<float>& store, kernels
   }
   m_.assign(end_ - begin_, 0.0f);
   v_.assign(end_ - begin_, 0.0f);
+
+  // Buckets from the end of the buffer; the first one also takes the padding.
+  const std::size_t cap = std::max<std::size_t>(1, reduction.bucket_floats);
+  const auto& entries = store.entries();
+  Bucket open;
+  auto close = [&] {
+    if (open.params.empty()) return;
+    if (buckets_.empty()) open.hi = padded;
+    for (const auto& name : open.params) bucket_of_[name] = buckets_.size();
+    buckets_.push_back(std::move(open));
+    open = Bucket{};
+  };
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    const bool held = reduction.held_back.count(it->spec.name) != 0;
+    if (held) close();
+    if (open.params.empty()) open.hi = it->offset + it->numel;
+    open.lo = it->offset;
+    open.params.push_back(it->spec.name);
+    open.held_back = held;
+    if (held || open.hi - open.lo >= cap) close();
+  }
+  close();
+  if (buckets_.empty() && padded > 0) {  // padding only
+    Bucket b;
+    b.hi = padded;
+    buckets_.push_back(std::move(b));
+  }
+}
+
+DistributedOptimizer::~DistributedOptimizer() = default;
+
+void DistributedOptimizer::begin_reduction(const std::map<std::string, int>& uses) {
+  overlapped_ = 0;
+  for (Bucket& b : buckets_) {
+    STRATA_CHECK(b.request == nullptr, "gradient bucket still in flight from the last step");
+    b.started = false;
+    b.pending = 0;
+    for (const auto& name : b.params) {
+      auto it = uses.find(name);
+      if (it != uses.end()) b.pending += it->second;
+    }
+  }
+}
+
+void DistributedOptimizer::grads_ready(const std::string& name) {
+  if (dp_size_ == 1) return;
+  auto it = bucket_of_.find(name);
+  STRATA_CHECK(it != bucket_of_.end(), "grads_ready({}): not a parameter of this rank", name);
+  Bucket& b = buckets_[it->second];
+  STRATA_CHECK(b.pending > 0, "grads_ready({}) more often than announced", name);
+  if (--b.pending == 0 && !b.held_back && !b.started) {
+    start(b);
+    ++overlapped_;
+  }
+  // MPI advances a non-blocking collective only inside MPI calls: poll the ones in
+  // flight so they move while the backward pass computes.
+  for (Bucket& f : buckets_)
+    if (f.request != nullptr) f.request->done();
+}
+
+void DistributedOptimizer::start(Bucket& b) {
+  b.started = true;
+  float* g = store_.grads().data();
+  if (zero_ == 0) {
+    b.request = dp_->iall_reduce_sum(g + b.lo, b.hi - b.lo);
+    return;
+  }
+  const std::size_t shard = (end_ - begin_);
+  std::vector<std::size_t> counts(static_cast<std::size_t>(dp_size_));
+  for (int d = 0; d < dp_size_; ++d) {
+    const std::size_t s_lo = shard * static_cast<std::size_t>(d), s_hi = s_lo + shard;
+    const std::size_t lo = std::max(b.lo, s_lo), hi = std::min(b.hi, s_hi);
+    counts[static_cast<std::size_t>(d)] = hi > lo ? hi - lo : 0;
+  }
+  b.shard.assign(counts[static_cast<std::size_t>(dp_rank_)], 0.0f);
+  b.request = dp_->ireduce_scatter_sum(g + b.lo, b.shard.data(), counts);
+}
+
+void DistributedOptimizer::complete(Bucket& b) {
+  if (b.request == nullptr) return;
+  b.request->wait();
+  b.request.reset();
+  if (zero_ == 1 && !b.shard.empty()) {
+    std::copy(b.shard.begin(), b.shard.end(),
+              store_.grads().begin() + static_cast<std::ptrdiff_t>(std::max(b.lo, begin_)));
+    b.shard = {};
+  }
+}
+
+void DistributedOptimizer::finish_reduction() {
+  if (dp_size_ == 1) return;
+  for (Bucket& b : buckets_)
+    if (!b.held_back && !b.started) start(b);
+  for (Bucket& b : buckets_) complete(b);
+}
+
+void DistributedOptimizer::reduce_held_back() {
+  if (dp_size_ == 1) return;
+  for (Bucket& b : buckets_)
+    if (b.held_back) {
+      start(b);
+      complete(b);
+    }
 }
 
 void DistributedOptimizer::reduce_gradients() {
-  if (dp_size_ == 1) return;
-  std::vector<float>& g = store_.grads();
-  if (zero_ == 1) {
-    std::vector<float> shard(end_ - begin_);
-    dp_->reduce_scatter_sum(g.data(), shard.data(), shard.size());
-    std::copy(shard.begin(), shard.end(), g.begin() + static_cast<std::ptrdiff_t>(begin_));
-    return;
-  }
-  for (std::size_t off = 0; off < g.size(); off += bucket_)
-    dp_->all_reduce_sum(g.data() + off, std::min(bucket_, g.size() - off));
+  begin_reduction({});
+  finish_reduction();
+  reduce_held_back();
 }
 
 void DistributedOptimizer::step(std::int64_t step, float grad_scale) {

@@ -33,9 +33,18 @@ template <typename T>
 ModelChunk<T>::ModelChunk(const ModelDims& d, const ChunkLayout& layout, ParameterStore<T>& store,
                           const TpGroup& tp)
     : d_(d), layout_(layout) {
-  if (layout.embedding) embedding_.emplace(d, store, tp);
-  for (int b : layout.blocks) blocks_.emplace_back(d, b, store, tp);
-  if (layout.head) head_.emplace(d, store, tp);
+  if (layout.embedding) {
+    embedding_.emplace(d, store, tp);
+    embedding_specs_ = VocabParallelEmbedding<T>::param_specs(d);
+  }
+  for (int b : layout.blocks) {
+    blocks_.emplace_back(d, b, store, tp);
+    block_specs_.push_back(TransformerBlock<T>::param_specs(d, b));
+  }
+  if (layout.head) {
+    head_.emplace(d, store, tp);
+    head_specs_ = LanguageModelHead<T>::param_specs(d);
+  }
 }
 
 template <typename T>
@@ -61,17 +70,27 @@ double ModelChunk<T>::forward(ChunkActivations<T>& acts, const std::int32_t* tok
 }
 
 template <typename T>
-void ModelChunk<T>::backward(ChunkActivations<T>& acts, const T* dx_out, T* dx_in) const {
+void ModelChunk<T>::backward(ChunkActivations<T>& acts, const T* dx_out, T* dx_in,
+                             const ParamsDoneFn& done) const {
   const std::size_t n = activation_size();
   std::vector<T> dx(n), prev(n);
-  if (head_) head_->backward(dx.data(), acts.head);
-  else std::copy_n(dx_out, n, dx.data());
+  if (head_) {
+    head_->backward(dx.data(), acts.head);
+    if (done) done(head_specs_);
+  } else {
+    std::copy_n(dx_out, n, dx.data());
+  }
   for (std::size_t i = blocks_.size(); i-- > 0;) {
     blocks_[i].backward(prev.data(), dx.data(), acts.blocks[i]);
     std::swap(dx, prev);
+    if (done) done(block_specs_[i]);
   }
-  if (embedding_) embedding_->backward(dx.data(), acts.tokens.data());
-  else std::copy(dx.begin(), dx.end(), dx_in);
+  if (embedding_) {
+    embedding_->backward(dx.data(), acts.tokens.data());
+    if (done) done(embedding_specs_);
+  } else {
+    std::copy(dx.begin(), dx.end(), dx_in);
+  }
   acts = ChunkActivations<T>{};
 }
 

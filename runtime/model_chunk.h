@@ -4,6 +4,7 @@
 // micro-batch; the pipeline executor moves activations (Nl, C) between chunks.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -33,6 +34,12 @@ struct ChunkActivations {
   HeadActivations<T> head;
 };
 
+// Told, during a backward pass, the parameters of a component (the embedding, one block,
+// the head) whose backward just ran: the gradients it accumulates into are complete for
+// that micro-batch. Each component's param_specs(), in backward order (head, blocks last
+// to first, embedding); the tied embedding is named by both the head and the embedding.
+using ParamsDoneFn = std::function<void(const std::vector<ParamSpec>&)>;
+
 template <typename T>
 class ModelChunk {
  public:
@@ -46,8 +53,10 @@ class ModelChunk {
   double forward(ChunkActivations<T>& acts, const std::int32_t* tokens,
                  const std::int32_t* targets, const T* x_in, T* x_out, T token_weight) const;
   // Backward: dx_out (Nl, C) unless the chunk has the head; writes dx_in (Nl, C) unless it
-  // has the embedding. Accumulates parameter gradients and releases `acts`.
-  void backward(ChunkActivations<T>& acts, const T* dx_out, T* dx_in) const;
+  // has the embedding. Accumulates parameter gradients and releases `acts`. `done`, when
+  // given, hears of each component as its backward finishes.
+  void backward(ChunkActivations<T>& acts, const T* dx_out, T* dx_in,
+                const ParamsDoneFn& done = {}) const;
 
   const ChunkLayout& layout() const { return layout_; }
   std::size_t activation_size() const { return d_.local_rows() * d_.hidden; }  // Nl * C
@@ -58,6 +67,8 @@ class ModelChunk {
   std::optional<VocabParallelEmbedding<T>> embedding_;
   std::vector<TransformerBlock<T>> blocks_;
   std::optional<LanguageModelHead<T>> head_;
+  std::vector<ParamSpec> embedding_specs_, head_specs_;
+  std::vector<std::vector<ParamSpec>> block_specs_;
 };
 
 }  // namespace strata::runtime

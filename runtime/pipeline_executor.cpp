@@ -36,10 +36,17 @@ void PipelineExecutor::reap_sends(bool wait_all) {
 }
 
 double PipelineExecutor::run(const std::vector<planner::ScheduleStep>& steps,
-                             const MicroBatchFn& data, float token_weight) {
+                             const MicroBatchFn& data, float token_weight,
+                             const ParamsDoneFn& grads_final) {
   double loss = 0;
   std::vector<std::int32_t> tokens, targets;
-  for (const planner::ScheduleStep& s : steps) {
+  std::vector<std::size_t> last_backward(chunks_.size(), steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].kind == planner::StepKind::Backward && steps[i].chunk >= 0 &&
+        static_cast<std::size_t>(steps[i].chunk) < chunks_.size())
+      last_backward[static_cast<std::size_t>(steps[i].chunk)] = i;
+  for (std::size_t index = 0; index < steps.size(); ++index) {
+    const planner::ScheduleStep& s = steps[index];
     STRATA_CHECK(s.chunk >= 0 && static_cast<std::size_t>(s.chunk) < chunks_.size(),
                  "schedule names chunk {} of {}", s.chunk, chunks_.size());
     ModelChunk<float>& chunk = *chunks_[static_cast<std::size_t>(s.chunk)];
@@ -84,7 +91,9 @@ double PipelineExecutor::run(const std::vector<planner::ScheduleStep>& steps,
         auto it = acts_.find(key);
         STRATA_CHECK(it != acts_.end(), "backward of micro-batch {} chunk {} before its forward",
                      s.microbatch, s.chunk);
-        chunk.backward(it->second, dout.data(), din.data());
+        const bool last = last_backward[static_cast<std::size_t>(s.chunk)] == index;
+        chunk.backward(it->second, dout.data(), din.data(),
+                       last ? grads_final : ParamsDoneFn{});
         acts_.erase(it);
         if (!l.embedding) grad_inputs_[key] = std::move(din);
         break;

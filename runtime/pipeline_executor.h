@@ -31,8 +31,11 @@ class PipelineExecutor {
 
   // Executes `steps`; returns the sum of the loss contributions computed here (non-zero
   // only on the rank holding the head). Gradients accumulate into the parameter store.
+  // `grads_final`, when given, hears of each component's parameters during the last
+  // backward of their chunk in `steps`, when their gradients for the step are complete
+  // (the data-parallel reduction starts on them while the backward pass goes on).
   double run(const std::vector<planner::ScheduleStep>& steps, const MicroBatchFn& data,
-             float token_weight);
+             float token_weight, const ParamsDoneFn& grads_final = {});
 
  private:
   using Key = std::pair<int, int>;  // (micro-batch, chunk)
@@ -41,7 +44,7 @@ class PipelineExecutor {
   std::map<Key, std::vector<float>> inputs_, outputs_, grad_outputs_, grad_inputs_;
   std::map<Key, ChunkActivations<float>> acts_;
   // Sends in flight with the buffers they read from.
-  std::vector<std::pair<std::unique_ptr<kernels::PendingSend>, std::vector<float>>> in_flight_;
+  std::vector<std::pair<std::unique_ptr<kernels::PendingRequest>, std::vector<float>>> in_flight_;
 
   void start_send(std::vector<float> buf, int peer);
   void reap_sends(bool wait_all);

@@ -22,6 +22,11 @@ struct TrainConfig {
   std::string checkpoint_dir;
   std::int64_t checkpoint_every = 0;  // 0 = only at the end when a directory is given
   bool resume = false;
+  // Data-parallel gradient reduction: buckets of this many parameters (0 = the planner's
+  // default, planner::default_grad_bucket_params, which the prediction assumes), started
+  // during the last micro-batch's backward when overlap is on.
+  std::int64_t grad_bucket_params = 0;
+  bool overlap_grad_reduce = true;
 };
 
 }  // namespace strata::runtime

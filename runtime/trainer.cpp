@@ -66,7 +66,10 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
     layouts.push_back(chunk_layout(plan.stage_layers[v], layers));
     holds_embedding_ |= layouts.back().embedding;
     holds_head_ |= layouts.back().head;
-    for (const auto& spec : ModelChunk<float>::param_specs(dims_, layouts.back())) store_.add(spec);
+    for (const auto& spec : ModelChunk<float>::param_specs(dims_, layouts.back())) {
+      store_.add(spec);
+      ++grad_uses_[spec.name];
+    }
   }
   store_.finalize(s.zero == 1 ? static_cast<std::size_t>(s.dp) : 1);
   store_.init(cfg.seed);
@@ -76,8 +79,15 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
     raw.push_back(chunks_.back().get());
   }
   executor_ = std::make_unique<PipelineExecutor>(raw, s.pp > 1 ? &grid.pp() : nullptr);
+  if (cfg.grad_bucket_params < 0)
+    input_error("--grad-bucket-params ({}) must be >= 1 (or 0 for the default)", cfg.grad_bucket_params);
+  GradReduction reduction;
+  reduction.bucket_floats = static_cast<std::size_t>(
+      cfg.grad_bucket_params > 0 ? cfg.grad_bucket_params : planner::default_grad_bucket_params(s.dp));
+  if (s.zero == 1 && dims_.tied() && grid.embedding() != nullptr && store_.contains("embedding.wte"))
+    reduction.held_back.insert("embedding.wte");
   optimizer_ = std::make_unique<DistributedOptimizer>(store_, s.dp > 1 ? &grid.dp() : nullptr,
-                                                      s.zero, cfg.adamw);
+                                                      s.zero, cfg.adamw, std::move(reduction));
   schedule_ = planner::build_schedule(s.schedule, s.pp, coords.pp,
                                       static_cast<int>(s.num_microbatches()), s.vpp);
 
@@ -152,10 +162,22 @@ StepStats Trainer::train_step() {
                     tokens.data() + i * S, targets.data() + i * S);
   };
   const float token_weight = 1.0f / static_cast<float>(tokens_per_step());
-  const double local_loss = executor_->run(schedule_, data, token_weight);
+  optimizer_->begin_reduction(grad_uses_);
+  ParamsDoneFn grads_final;
+  if (cfg_.overlap_grad_reduce)
+    grads_final = [this](const std::vector<ParamSpec>& specs) {
+      for (const ParamSpec& spec : specs) optimizer_->grads_ready(spec.name);
+    };
+  const double local_loss = executor_->run(schedule_, data, token_weight, grads_final);
 
+  const auto w0 = std::chrono::steady_clock::now();
+  optimizer_->finish_reduction();
+  const auto w1 = std::chrono::steady_clock::now();
   sync_model_parallel_grads();
-  optimizer_->reduce_gradients();
+  const auto w2 = std::chrono::steady_clock::now();
+  optimizer_->reduce_held_back();
+  const auto w3 = std::chrono::steady_clock::now();
+  const double dp_wait_s = std::chrono::duration<double>((w1 - w0) + (w3 - w2)).count();
 
   // Squared norm of every parameter's full gradient: each part counted once (TP shards
   // by every TP rank, replicated parameters by TP rank 0; DP copies by DP rank 0 or, with
@@ -200,6 +222,7 @@ StepStats Trainer::train_step() {
   st.step_s = std::chrono::duration<double>(t1 - t0).count();
   st.tokens_per_s = st.step_s > 0 ? static_cast<double>(tokens_per_step()) / st.step_s : 0;
   st.gemm_s = gemm_counter().seconds;
+  st.dp_wait_s = dp_wait_s;
   return st;
 }
 

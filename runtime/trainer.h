@@ -1,15 +1,20 @@
 // Trainer: one rank's share of training a plan. Builds the model chunks this rank holds
 // (its pipeline stage's virtual stages, its tensor-parallel shard), the data loader,
 // the pipeline executor and the optimizer; train_step() runs one global batch:
-//   pipeline forward/backward over the micro-batches (planner schedule)
-//   -> TP all-reduce of sequence-parallel partial gradients
-//   -> embedding-group all-reduce of the tied embedding (first + last stage)
-//   -> DP reduction (all-reduce, or reduce-scatter with ZeRO-1)
+//   pipeline forward/backward over the micro-batches (planner schedule), with the DP
+//   reduction (all-reduce, or reduce-scatter with ZeRO-1) of each gradient bucket
+//   started as the last micro-batch's backward completes it
+//   -> wait for the DP reduction
+//   -> TP all-reduce of sequence-parallel partial gradients (sums commute with the DP
+//      sum; under ZeRO-1 the TP peers own the same shard)
+//   -> embedding-group all-reduce of the tied embedding (first + last stage); under
+//      ZeRO-1 its DP reduce-scatter comes after it (the two stages shard it differently)
 //   -> global gradient norm (one all-reduce over the world, also carrying the loss)
 //   -> clipping + AdamW (+ all-gather of parameters with ZeRO-1).
 // Every rank returns the same StepStats.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,6 +41,7 @@ struct StepStats {
   double step_s = 0;            // wall time on this rank
   double tokens_per_s = 0;      // global batch tokens / step_s
   double gemm_s = 0;            // time in GEMMs on this rank
+  double dp_wait_s = 0;         // waiting for the DP gradient reduction after the backward pass
 };
 
 class Trainer {
@@ -57,6 +63,8 @@ class Trainer {
   // fixed order; the same on every rank and for every layout.
   const std::vector<std::pair<std::string, double>>& param_grad_norms() const { return norms_; }
   std::int64_t tokens_per_step() const;
+  // Data-parallel gradient buckets per step on this rank (0 without DP).
+  std::size_t grad_buckets() const { return plan_.strategy.dp > 1 ? optimizer_->bucket_count() : 0; }
 
  private:
   void sync_model_parallel_grads();
@@ -75,6 +83,7 @@ class Trainer {
   std::vector<planner::ScheduleStep> schedule_;
   bool holds_embedding_ = false, holds_head_ = false;
   std::vector<std::string> global_names_;   // every parameter of the model, fixed order
+  std::map<std::string, int> grad_uses_;    // components of this rank that write each gradient
   std::vector<std::pair<std::string, double>> norms_;
   std::int64_t step_ = 0;
 };

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdlib>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -140,10 +141,15 @@ void MpiCommunicator::send(const float* data, std::size_t count, int peer) {
 
 namespace {
 
-class MpiPendingSend final : public PendingSend {
+class MpiPendingRequest final : public PendingRequest {
  public:
-  explicit MpiPendingSend(MPI_Request r) : request_(r) {}
-  ~MpiPendingSend() override {
+  // `counts` are arrays the operation reads until it completes (MPI forbids freeing them
+  // earlier), so the request owns them.
+  explicit MpiPendingRequest(MPI_Request r, std::vector<int> counts = {})
+      : request_(r), counts_(std::move(counts)) {}
+  MPI_Request* request() { return &request_; }
+  const int* counts_data() const { return counts_.data(); }
+  ~MpiPendingRequest() override {
     // Never block in a destructor (it may run while unwinding from a dead peer).
     if (request_ != MPI_REQUEST_NULL) MPI_Request_free(&request_);
   }
@@ -159,14 +165,41 @@ class MpiPendingSend final : public PendingSend {
 
  private:
   MPI_Request request_;
+  std::vector<int> counts_;
 };
 
 }  // namespace
 
-std::unique_ptr<PendingSend> MpiCommunicator::isend(const float* data, std::size_t count, int peer) {
+std::unique_ptr<PendingRequest> MpiCommunicator::isend(const float* data, std::size_t count, int peer) {
   MPI_Request r = MPI_REQUEST_NULL;
   STRATA_MPI_CHECK(MPI_Isend(data, to_count(count, "isend"), MPI_FLOAT, peer, 0, comm_, &r));
-  return std::make_unique<MpiPendingSend>(r);
+  return std::make_unique<MpiPendingRequest>(r);
+}
+
+std::unique_ptr<PendingRequest> MpiCommunicator::iall_reduce_sum(float* data, std::size_t count) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  STRATA_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, to_count(count, "iall_reduce"), MPI_FLOAT,
+                                  MPI_SUM, comm_, &r));
+  return std::make_unique<MpiPendingRequest>(r);
+}
+
+std::unique_ptr<PendingRequest> MpiCommunicator::ireduce_scatter_sum(
+    const float* send, float* recv, const std::vector<std::size_t>& counts) {
+  STRATA_CHECK(counts.size() == static_cast<std::size_t>(size_),
+               "reduce-scatter with {} counts on a group of {}", counts.size(), size_);
+  std::vector<int> c;
+  std::size_t total = 0;
+  for (std::size_t n : counts) {
+    c.push_back(to_count(n, "ireduce_scatter"));
+    total += n;
+  }
+  to_count(total, "ireduce_scatter");
+  auto req = std::make_unique<MpiPendingRequest>(MPI_REQUEST_NULL, std::move(c));
+  // recv may be null where this rank receives nothing; MPI wants a valid address.
+  float unused = 0;
+  STRATA_MPI_CHECK(MPI_Ireduce_scatter(send, recv != nullptr ? recv : &unused, req->counts_data(),
+                                       MPI_FLOAT, MPI_SUM, comm_, req->request()));
+  return req;
 }
 
 void MpiCommunicator::recv(float* data, std::size_t count, int peer) {

@@ -38,7 +38,10 @@ class MpiCommunicator : public Communicator {
   void broadcast(float* data, std::size_t count, int root) override;
   void send(const float* data, std::size_t count, int peer) override;
   void recv(float* data, std::size_t count, int peer) override;
-  std::unique_ptr<PendingSend> isend(const float* data, std::size_t count, int peer) override;
+  std::unique_ptr<PendingRequest> isend(const float* data, std::size_t count, int peer) override;
+  std::unique_ptr<PendingRequest> iall_reduce_sum(float* data, std::size_t count) override;
+  std::unique_ptr<PendingRequest> ireduce_scatter_sum(const float* send, float* recv,
+                                                      const std::vector<std::size_t>& counts) override;
   void barrier() override;
   void send_recv(const float* send_buf, int dst, float* recv_buf, int src,
                  std::size_t count) override;

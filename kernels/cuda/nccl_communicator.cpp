@@ -2,6 +2,7 @@
 
 #include <nccl.h>
 
+#include "common/errors.h"
 #include "kernels/cpu/detail/mpi_check.h"
 #include "kernels/cuda/device_check.h"
 
@@ -37,6 +38,24 @@ void NcclCommunicator::all_gather(const float* send, float* recv, std::size_t co
 void NcclCommunicator::reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) {
   STRATA_NCCL_CHECK(ncclReduceScatter(send, recv, count_per_rank, ncclFloat, ncclSum, comm_, stream_));
   wait();
+}
+
+std::unique_ptr<PendingRequest> NcclCommunicator::ireduce_scatter_sum(
+    const float* send, float* recv, const std::vector<std::size_t>& counts) {
+  STRATA_CHECK(counts.size() == static_cast<std::size_t>(size_),
+               "reduce-scatter with {} counts on a group of {}", counts.size(), size_);
+  STRATA_NCCL_CHECK(ncclGroupStart());
+  std::size_t offset = 0;
+  for (int root = 0; root < size_; ++root) {
+    const std::size_t n = counts[static_cast<std::size_t>(root)];
+    if (n > 0)
+      STRATA_NCCL_CHECK(ncclReduce(send + offset, root == rank_ ? recv : nullptr, n, ncclFloat,
+                                   ncclSum, root, comm_, stream_));
+    offset += n;
+  }
+  STRATA_NCCL_CHECK(ncclGroupEnd());
+  wait();
+  return completed_request();
 }
 
 void NcclCommunicator::all_to_all(const float* send, float* recv, std::size_t count_per_rank) {

@@ -32,6 +32,10 @@ class NcclCommunicator : public Communicator {
   void all_gather(const float* send, float* recv, std::size_t count_per_rank) override;
   void reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) override;
   void all_to_all(const float* send, float* recv, std::size_t count_per_rank) override;
+  // Uneven counts: one grouped ncclReduce per root (NCCL's reduce-scatter is even only).
+  // Blocking, like the rest of this class.
+  std::unique_ptr<PendingRequest> ireduce_scatter_sum(const float* send, float* recv,
+                                                      const std::vector<std::size_t>& counts) override;
   void broadcast(float* data, std::size_t count, int root) override;
   void send(const float* data, std::size_t count, int peer) override;
   void recv(float* data, std::size_t count, int peer) override;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <regex>
 
 #include "tests/integration/runtime_mpi_util.h"
 
@@ -59,12 +60,18 @@ const TrainRun& reference(const std::string& model) {
   return runs.emplace(model, std::move(run)).first->second;
 }
 
-void expect_parity(const Layout& l) {
+// Data-parallel layouts reduce in buckets of this many parameters: the default bucket
+// holds a whole tiny model, so the reduction would never overlap the backward pass.
+const std::vector<std::string> kSmallBuckets = {"--grad-bucket-params", "20000"};
+
+void expect_parity(const Layout& l, std::vector<std::string> extra = {}) {
   const TrainRun& ref = reference(l.model);
   ASSERT_EQ(ref.result.exit_code, 0) << ref.result.err;
   ASSERT_EQ(ref.steps.size(), static_cast<std::size_t>(kSteps));
   const TempDir dir("parity_" + l.name);
-  const TrainRun run = train(l, dir, kSteps);
+  if (l.dp > 1 && std::find(extra.begin(), extra.end(), kSmallBuckets[0]) == extra.end())
+    extra.insert(extra.end(), kSmallBuckets.begin(), kSmallBuckets.end());
+  const TrainRun run = train(l, dir, kSteps, extra);
   ASSERT_FALSE(run.result.timed_out) << l.name;
   ASSERT_EQ(run.result.exit_code, 0) << l.name << "\n" << run.result.err << run.result.out;
   ASSERT_EQ(run.steps.size(), static_cast<std::size_t>(kSteps)) << l.name;
@@ -84,6 +91,13 @@ void expect_parity(const Layout& l) {
               "loss %.6f -> %.6f\n",
               l.name.c_str(), l.ranks(), max_loss_diff, max_norm_diff, run.steps.front().loss,
               run.steps.back().loss);
+  if (l.dp > 1) {  // the reduction ran in the buckets asked for
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(run.result.out, m, std::regex(R"(dp gradient reduction: (\d+) )")))
+        << run.result.out;
+    const bool small = std::search(extra.begin(), extra.end(), kSmallBuckets.begin(), kSmallBuckets.end()) != extra.end();
+    if (small) EXPECT_GE(std::stoi(m[1].str()), 3) << l.name;
+  }
   const auto& want = ref.grad_norms.at("params");
   const auto& got = run.grad_norms.at("params");
   EXPECT_EQ(got.size(), want.size()) << l.name;
@@ -106,6 +120,18 @@ TEST(RuntimeParity, DataParallel2) {
   Layout l = layout("dp2");
   l.dp = 2;
   expect_parity(l);
+}
+
+TEST(RuntimeParity, DataParallel2ReducedAfterTheBackwardPass) {
+  Layout l = layout("dp2_no_overlap");
+  l.dp = 2;
+  expect_parity(l, {"--no-overlap-grad-reduce"});
+}
+
+TEST(RuntimeParity, DataParallel2OneBucket) {
+  Layout l = layout("dp2_one_bucket");
+  l.dp = 2;
+  expect_parity(l, {"--grad-bucket-params", "100000000"});
 }
 
 TEST(RuntimeParity, TensorParallel2) {
@@ -201,6 +227,15 @@ TEST(RuntimeParity, Zero1DataParallel2PipelineParallel2) {
   Layout l = layout("zero1_dp2_pp2");
   l.dp = 2;
   l.pp = 2;
+  l.zero = 1;
+  expect_parity(l);
+}
+
+TEST(RuntimeParity, Zero1DataParallel2TensorParallel2SequenceParallel) {
+  Layout l = layout("zero1_dp2_tp2_sp");
+  l.dp = 2;
+  l.tp = 2;
+  l.sequence_parallel = true;
   l.zero = 1;
   expect_parity(l);
 }

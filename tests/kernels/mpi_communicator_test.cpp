@@ -65,6 +65,38 @@ TEST(MpiCommunicator, ReduceScatterGivesEachRankItsSummedSlice) {
   }
 }
 
+TEST(MpiCommunicator, NonBlockingCollectivesInFlightTogether) {
+  auto w = MpiCommunicator::world();
+  const int n = w->size(), r = w->rank();
+  // Two all-reduces and an uneven reduce-scatter (rank 1 receives nothing) in flight at
+  // once, completed out of issue order.
+  std::vector<std::size_t> counts(static_cast<std::size_t>(n));
+  for (int q = 0; q < n; ++q) counts[static_cast<std::size_t>(q)] = q == 1 ? 0 : std::size_t(7 * q + 3);
+  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+  std::size_t offset = 0;
+  for (int q = 0; q < r; ++q) offset += counts[static_cast<std::size_t>(q)];
+  std::vector<float> a(1 << 16), b(999), send(total), recv(counts[static_cast<std::size_t>(r)], -1);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(r + int(i % 100));
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = float(2 * r - int(i % 7));
+  for (std::size_t i = 0; i < total; ++i) send[i] = float(5 * r + int(i));
+  auto ra = w->iall_reduce_sum(a.data(), a.size());
+  auto rs = w->ireduce_scatter_sum(send.data(), recv.data(), counts);
+  auto rb = w->iall_reduce_sum(b.data(), b.size());
+  rb->wait();
+  while (!rs->done()) {
+  }
+  ra->wait();
+  EXPECT_TRUE(ra->done());
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], float(n * int(i % 100) + n * (n - 1) / 2));
+  for (std::size_t i = 0; i < b.size(); ++i) ASSERT_EQ(b[i], float(n * (n - 1) - n * int(i % 7)));
+  for (std::size_t i = 0; i < recv.size(); ++i)
+    ASSERT_EQ(recv[i], float(5 * n * (n - 1) / 2 + n * int(offset + i))) << "rank " << r << " i " << i;
+  // The base class's blocking fallback (host memory) gives the same slices.
+  std::vector<float> fallback(recv.size(), -1);
+  w->Communicator::ireduce_scatter_sum(send.data(), fallback.data(), counts)->wait();
+  EXPECT_EQ(fallback, recv);
+}
+
 TEST(MpiCommunicator, AllToAllTransposesBlocks) {
   auto w = MpiCommunicator::world();
   const int n = w->size(), r = w->rank();

@@ -83,7 +83,9 @@ TEST(DistributedOptimizer, ZeroStagesMatchOneRankWithSummedGradients) {
       th.emplace_back([&, r] {
         testing::ThreadCommunicator comm(g, r);
         ParameterStore<float> s = make_store(zero == 1 ? 3 : 1);
-        DistributedOptimizer opt(s, &comm, zero, cfg, /*bucket_floats=*/4);
+        GradReduction red;
+        red.bucket_floats = 4;
+        DistributedOptimizer opt(s, &comm, zero, cfg, red);
         if (zero == 1) EXPECT_EQ(opt.exp_avg().size(), s.padded_size() / 3);
         for (int step = 1; step <= 3; ++step) {
           fill_grads(s, r + step);
@@ -96,6 +98,73 @@ TEST(DistributedOptimizer, ZeroStagesMatchOneRankWithSummedGradients) {
     for (int r = 0; r < 3; ++r)
       for (std::size_t i = 0; i < ref.size(); ++i)
         EXPECT_NEAR(params[static_cast<std::size_t>(r)][i], ref.params()[i], 1e-6) << "zero " << zero << " rank " << r << " [" << i << "]";
+  }
+}
+
+// Five parameters, buckets of >= 8 values from the end: {e, d, c} = [10, 20), then "b"
+// alone when held back, then {a} (else {b, a}).
+ParameterStore<float> make_bucket_store(std::size_t pad) {
+  ParameterStore<float> s;
+  for (auto [name, n] : std::vector<std::pair<const char*, int>>{{"a", 6}, {"b", 4}, {"c", 5}, {"d", 3}, {"e", 2}}) {
+    ParamSpec p;
+    p.name = name;
+    p.rows = n;
+    s.add(p);
+  }
+  s.finalize(pad);
+  return s;
+}
+
+float local_grad(std::size_t i, int rank) { return static_cast<float>(i) + 100.0f * static_cast<float>(rank + 1); }
+float summed_grad(std::size_t i) { return 2.0f * static_cast<float>(i) + 300.0f; }  // ranks 0 and 1
+
+TEST(DistributedOptimizer, BucketStartsWhenItsLastGradientIsReadyAndHeldBackWaits) {
+  for (int zero : {0, 1}) {
+    testing::ThreadGroup g(2);
+    std::vector<std::thread> th;
+    for (int r = 0; r < 2; ++r)
+      th.emplace_back([&, r] {
+        testing::ThreadCommunicator comm(g, r);
+        ParameterStore<float> s = make_bucket_store(zero == 1 ? 2 : 1);
+        GradReduction red;
+        red.bucket_floats = 8;
+        red.held_back = {"b"};
+        DistributedOptimizer opt(s, &comm, zero, AdamWConfig{}, red);
+        EXPECT_EQ(opt.bucket_count(), 3u);
+        for (std::size_t i = 0; i < s.size(); ++i) s.grads()[i] = local_grad(i, r);
+        auto is_local = [&](std::size_t lo, std::size_t hi) {
+          for (std::size_t i = lo; i < hi; ++i)
+            if (s.grads()[i] != local_grad(i, r)) return false;
+          return true;
+        };
+        auto is_summed = [&](std::size_t lo, std::size_t hi) {
+          for (std::size_t i = std::max(lo, opt.owned_begin()); i < std::min(hi, opt.owned_end()); ++i)
+            if (s.grads()[i] != summed_grad(i)) return false;
+          return true;
+        };
+        // "e" is written by two components (a tied parameter): its bucket waits for both.
+        opt.begin_reduction({{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 2}});
+        opt.grads_ready("e");
+        opt.grads_ready("d");
+        opt.grads_ready("c");
+        EXPECT_TRUE(is_local(10, 20)) << "zero " << zero << ": bucket started before e's second writer";
+        opt.grads_ready("e");
+        if (zero == 0) EXPECT_TRUE(is_summed(10, 20)) << "bucket {c, d, e} not reduced when complete";
+        opt.grads_ready("b");
+        opt.grads_ready("a");
+        EXPECT_EQ(opt.buckets_overlapped(), 2);
+        opt.finish_reduction();
+        EXPECT_TRUE(is_local(6, 10)) << "zero " << zero << ": held-back b reduced early";
+        EXPECT_TRUE(is_summed(0, 6) && is_summed(10, 20)) << "zero " << zero;
+        opt.reduce_held_back();
+        EXPECT_TRUE(is_summed(0, 20)) << "zero " << zero;
+        // The next step starts over; without grads_ready calls finish_reduction does it all.
+        for (std::size_t i = 0; i < s.size(); ++i) s.grads()[i] = local_grad(i, r);
+        opt.reduce_gradients();
+        EXPECT_EQ(opt.buckets_overlapped(), 0);
+        EXPECT_TRUE(is_summed(0, 20)) << "zero " << zero;
+      });
+    for (auto& t : th) t.join();
   }
 }
 
