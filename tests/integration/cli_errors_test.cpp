@@ -177,6 +177,8 @@ std::vector<BadInput> cases() {
        {"--lr-schedule", "cosin"}, {}, {"\ngpus: 4", "\ngpus: 4"}},
       {"train_min_lr_above_lr", {"train", "--plan", "{dir}/p.yaml", "--min-lr", "0.5"}, 2, {"--min-lr"}, {},
        {"\ngpus: 4", "\ngpus: 4"}},
+      {"train_negative_grad_bucket", {"train", "--plan", "{dir}/p.yaml", "--grad-bucket-params", "-5"}, 2,
+       {"--grad-bucket-params"}, {}, {"\ngpus: 4", "\ngpus: 4"}},
       {"train_decay_before_warmup", {"train", "--plan", "{dir}/p.yaml", "--lr-schedule", "linear", "--warmup-steps",
                                      "8", "--decay-steps", "4"},
        2, {"--decay-steps"}, {}, {"\ngpus: 4", "\ngpus: 4"}},
