@@ -1,0 +1,130 @@
+#include "runtime/cuda/strided_batched_gemm.h"
+
+#include <cublasLt.h>
+
+#include <fmt/format.h>
+
+#include "common/errors.h"
+#include "kernels/cuda/device_check.h"
+
+namespace strata::runtime::gpu {
+
+struct StridedBatchedGemm::Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLASLt's A (= our B), B (= our A), C
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    if (desc) cublasLtMatmulDescDestroy(desc);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+  }
+};
+
+namespace {
+
+cudaDataType_t storage_type(kernels::GemmDType d) {
+  switch (d) {
+    case kernels::GemmDType::Bf16: return CUDA_R_16BF;
+    case kernels::GemmDType::Fp16: return CUDA_R_16F;
+    case kernels::GemmDType::Tf32:
+    case kernels::GemmDType::Fp32: return CUDA_R_32F;
+  }
+  return CUDA_R_32F;
+}
+
+cublasComputeType_t compute_type(kernels::GemmDType d) {
+  return d == kernels::GemmDType::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+cublasLtHandle_t lt(void* h) { return static_cast<cublasLtHandle_t>(h); }
+
+// A column-major (rows, cols) layout with leading dimension ld, repeated `batch` times
+// `stride` elements apart.
+void make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t t, std::int64_t rows, std::int64_t cols,
+                 std::int64_t ld, std::int64_t batch, std::int64_t stride) {
+  STRATA_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(layout, t, static_cast<std::uint64_t>(rows),
+                                                 static_cast<std::uint64_t>(cols), ld));
+  const auto count = static_cast<std::int32_t>(batch);
+  STRATA_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                       sizeof(count)));
+  const std::int64_t offset = stride;
+  STRATA_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                       &offset, sizeof(offset)));
+}
+
+}  // namespace
+
+StridedBatchedGemm::StridedBatchedGemm(std::size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
+  cublasLtHandle_t h = nullptr;
+  STRATA_CUBLAS_CHECK(cublasLtCreate(&h));
+  handle_ = h;
+  STRATA_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
+}
+
+StridedBatchedGemm::~StridedBatchedGemm() {
+  plans_.clear();
+  if (workspace_) cudaFree(workspace_);
+  if (handle_) cublasLtDestroy(lt(handle_));
+}
+
+StridedBatchedGemm::Plan& StridedBatchedGemm::plan(kernels::GemmDType dtype, bool trans_a, bool trans_b,
+                                                   std::int64_t m, std::int64_t n, std::int64_t k,
+                                                   std::int64_t batch, std::int64_t stride_a,
+                                                   std::int64_t stride_b, std::int64_t stride_c) {
+  const Key key{static_cast<std::int64_t>(dtype), trans_a, trans_b, m, n, k, batch, stride_a, stride_b, stride_c};
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+  auto p = std::make_unique<Plan>();
+  const cudaDataType_t t = storage_type(dtype);
+  STRATA_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, compute_type(dtype), CUDA_R_32F));
+  // Row-major C (m,n) = op(A) op(B) is the column-major C^T (n,m) = op(B)^T op(A)^T: the
+  // row-major buffers are passed unchanged, our B as cuBLASLt's A and our A as its B.
+  const cublasOperation_t op_lt_a = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_lt_b = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  STRATA_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_lt_a,
+                                                     sizeof(op_lt_a)));
+  STRATA_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_lt_b,
+                                                     sizeof(op_lt_b)));
+  // Stored column-major shapes: B row-major (k,n) is col-major (n,k) with ld n; B row-major
+  // (n,k) [trans_b] is col-major (k,n) with ld k. Likewise A (m,k) -> (k,m) ld k, or
+  // A (k,m) [trans_a] -> (m,k) ld m. C (m,n) -> (n,m) ld n.
+  if (!trans_b) make_layout(&p->a, t, n, k, n, batch, stride_b);
+  else make_layout(&p->a, t, k, n, k, batch, stride_b);
+  if (!trans_a) make_layout(&p->b, t, k, m, k, batch, stride_a);
+  else make_layout(&p->b, t, m, k, m, batch, stride_a);
+  make_layout(&p->c, t, n, m, n, batch, stride_c);
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  const std::uint64_t ws = workspace_bytes_;
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                           &ws, sizeof(ws));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(lt(handle_), p->desc, p->a, p->b, p->c, p->c, pref, 1, &result,
+                                        &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  STRATA_CUBLAS_CHECK(st);
+  if (found == 0 || result.state != CUBLAS_STATUS_SUCCESS)
+    throw DeviceError(fmt::format("cuBLASLt has no algorithm for a batched {} GEMM ({}, {}, {}) x {}",
+                                  kernels::to_string(dtype), m, n, k, batch));
+  p->algo = result.algo;
+  Plan& ref = *p;
+  plans_.emplace(key, std::move(p));
+  return ref;
+}
+
+void StridedBatchedGemm::matmul(kernels::GemmDType dtype, bool trans_a, bool trans_b, std::int64_t m,
+                                std::int64_t n, std::int64_t k, std::int64_t batch, float alpha,
+                                const void* a, std::int64_t stride_a, const void* b, std::int64_t stride_b,
+                                float beta, void* c, std::int64_t stride_c, cudaStream_t stream) {
+  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0)
+    throw InternalError(fmt::format("batched gemm ({}, {}, {}) x {}: sizes must be > 0", m, n, k, batch));
+  Plan& p = plan(dtype, trans_a, trans_b, m, n, k, batch, stride_a, stride_b, stride_c);
+  STRATA_CUBLAS_CHECK(cublasLtMatmul(lt(handle_), p.desc, &alpha, b, p.a, a, p.b, &beta, c, p.c, c, p.c,
+                                     &p.algo, workspace_, workspace_bytes_, stream));
+}
+
+}  // namespace strata::runtime::gpu
