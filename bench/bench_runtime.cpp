@@ -38,7 +38,7 @@ struct Layout {
   bool sp = false;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   strata::planner::Recompute recompute = strata::planner::Recompute::None;
-  std::string train_args;  // extra `strata train` flags
+  std::string train_args = {};  // extra `strata train` flags
 };
 
 strata::models::ModelSpec bench_model() {

@@ -29,6 +29,7 @@
 #include "common/errors.h"
 #include "costmodel/rank_grid.h"
 #include "kernels/cpu/mpi_communicator.h"
+#include "cli/train_cuda.h"
 #include "planner/plan.h"
 #include "runtime/collective_error.h"
 #include "runtime/process_grid.h"
@@ -59,6 +60,8 @@ struct TrainOptions {
   std::int64_t throw_at_step = 0;  // hidden: InputError on rank die_rank before this step
   int die_rank = 1;
   std::string grad_norms;        // hidden: per-parameter gradient norms of the first step
+  std::string backend = "cpu";
+  std::string gemm_dtype = "bf16";  // --backend cuda
 };
 
 runtime::TrainConfig make_config(const TrainOptions& o) {
@@ -139,12 +142,59 @@ std::string metrics_line(const runtime::StepStats& s, double predicted_s) {
   std::_Exit(code);  // MPI_Abort does not return
 }
 
+// --backend cuda: one process, one GPU (cli/train_cuda.h).
+void train_on_cuda(const TrainOptions& o, const runtime::TrainConfig& cfg, const planner::Plan& plan) {
+  kernels::mpi_init_once(nullptr, nullptr);
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (world != 1)
+    input_error("--backend cuda trains on one GPU in one process; launched with {} ranks (run it "
+                "without mpirun)", world);
+  if (!o.grad_norms.empty()) input_error("--debug-grad-norms is for --backend cpu");
+  CudaTraining run(plan, cfg, o.gemm_dtype);
+  std::ofstream metrics;
+  if (!o.metrics.empty()) {
+    metrics.open(o.metrics, std::ios::trunc);
+    if (!metrics) input_error("--metrics {}: cannot open for writing", o.metrics);
+  }
+  const planner::Strategy& s = plan.strategy;
+  fmt::print("strata train --backend cuda: model {} (layers {}, hidden {}, heads {}, vocab {}, seq {})\n",
+             plan.model.name, plan.model.layers, plan.model.hidden, plan.model.heads, plan.model.vocab,
+             plan.model.seq_len);
+  fmt::print("  device {}\n  micro-batch {} x {}, global batch {} ({} tokens), data {}, seed {}, lr {}, steps {}\n",
+             run.describe(), s.micro_batch, s.num_microbatches(), s.global_batch,
+             s.global_batch * plan.model.seq_len, data_name(cfg), cfg.seed, cfg.adamw.lr, cfg.steps);
+  std::fflush(stdout);
+  while (run.step() < cfg.steps) {
+    const runtime::StepStats st = run.train_step();
+    if (st.step % o.log_every == 0 || st.step == cfg.steps) {
+      const double mfu = run.last_mfu();
+      fmt::print("step {:5d}/{} | loss {:.6f} | grad norm {:.4f} | {:8.2f} ms | {:9.0f} tok/s | "
+                 "fwd+bwd {:.2f} ms | optimizer {:.2f} ms{}\n",
+                 st.step, cfg.steps, st.loss, st.grad_norm, st.step_s * 1e3, st.tokens_per_s,
+                 st.gemm_s * 1e3, run.last_optimizer_s() * 1e3,
+                 mfu >= 0 ? fmt::format(" | MFU {:.1f}%", 100 * mfu) : "");
+      std::fflush(stdout);
+    }
+    if (metrics.is_open()) {
+      metrics << metrics_line(st, plan.prediction.iteration_s);
+      metrics.flush();
+      if (!metrics) input_error("--metrics {}: write failed", o.metrics);
+    }
+  }
+}
+
 void train(const TrainOptions& o) {
   // Before MPI: flags and the plan (the same on every rank).
   const runtime::TrainConfig cfg = make_config(o);
   const planner::Plan plan = planner::load_plan(o.plan);
   const planner::Strategy& s = plan.strategy;
   planner::require_valid(s, plan.model);
+  if (kernels::backend_from_string(o.backend) == kernels::Backend::Cuda) {
+    train_on_cuda(o, cfg, plan);
+    return;
+  }
+  if (o.gemm_dtype != "bf16") input_error("--gemm-dtype is for --backend cuda (the CPU runtime is fp32)");
   const costmodel::RankGrid rank_grid(s.dp, s.tp, s.pp, s.rank_order);
 
   kernels::mpi_init_once(nullptr, nullptr);
@@ -263,10 +313,16 @@ void train(const TrainOptions& o) {
 void add_train_command(CLI::App& app) {
   auto opts = std::make_shared<TrainOptions>();
   auto* cmd = app.add_subcommand(
-      "train", "train a plan's model with its DP/TP/PP layout on CPU ranks (mpirun -np N strata train ...)");
+      "train", "train a plan's model with its DP/TP/PP layout on CPU ranks (mpirun -np N strata train ...), "
+              "or a one-GPU plan on a CUDA GPU (--backend cuda)");
   cmd->add_option("--plan", opts->plan, "plan file (YAML) from `strata plan --out` or `strata simulate --out`")
       ->required();
   cmd->add_option("--steps", opts->steps, "optimizer steps to train to (default 10)");
+  cmd->add_option("--backend", opts->backend,
+                  "cpu (MPI ranks, the plan's layout) or cuda (one GPU, a plan with dp = tp = pp = 1; "
+                  "built when CUDA was found) (default cpu)");
+  cmd->add_option("--gemm-dtype", opts->gemm_dtype,
+                  "--backend cuda: GEMM operand type bf16, tf32 or fp32 (fp32 accumulate; default bf16)");
   cmd->add_option("--seed", opts->seed, "seed of the weights and the synthetic data (default 1234)");
   cmd->add_option("--lr", opts->lr, "AdamW learning rate; the peak of --lr-schedule (default 1e-3)");
   cmd->add_option("--lr-schedule", opts->lr_schedule,

@@ -179,6 +179,13 @@ std::vector<BadInput> cases() {
        {"\ngpus: 4", "\ngpus: 4"}},
       {"train_negative_grad_bucket", {"train", "--plan", "{dir}/p.yaml", "--grad-bucket-params", "-5"}, 2,
        {"--grad-bucket-params"}, {}, {"\ngpus: 4", "\ngpus: 4"}},
+      {"train_unknown_backend", {"train", "--plan", "{dir}/p.yaml", "--backend", "tpu"}, 2, {"backend", "tpu"}, {},
+       {"\ngpus: 4", "\ngpus: 4"}},
+      // A 4-rank plan: the CUDA path runs one GPU (a CPU-only build says it has no CUDA).
+      {"train_cuda_multi_rank_plan", {"train", "--plan", "{dir}/p.yaml", "--backend", "cuda"}, 2,
+       {"--backend cuda"}, {}, {"\ngpus: 4", "\ngpus: 4"}},
+      {"train_gemm_dtype_on_cpu", {"train", "--plan", "{dir}/p.yaml", "--gemm-dtype", "fp32"}, 2, {"--gemm-dtype"},
+       {}, {"\ngpus: 4", "\ngpus: 4"}},
       {"train_decay_before_warmup", {"train", "--plan", "{dir}/p.yaml", "--lr-schedule", "linear", "--warmup-steps",
                                      "8", "--decay-steps", "4"},
        2, {"--decay-steps"}, {}, {"\ngpus: 4", "\ngpus: 4"}},
