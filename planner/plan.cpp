@@ -345,6 +345,17 @@ Plan parse_plan_yaml(const std::string& text, const std::string& source) {
   r.expect_map();
   r.expect_keys({"schema_version", "model", "cluster", "gpus", "strategy", "rank_grid",
                  "stage_layers", "prediction", "fits_memory"});
+  // A plan strata wrote (its first line is the header comment) has every section through
+  // fits_memory; one that stops early was cut off (an interrupted copy): refuse it rather
+  // than train or export with defaults in place of the lost lines. Hand-written plans may
+  // leave out the optional sections.
+  if (text.rfind("# strata plan:", 0) == 0)
+    for (const char* key : {"model", "cluster", "gpus", "strategy", "rank_grid", "stage_layers",
+                            "prediction", "fits_memory"})
+      if (!r.has(key))
+        throw InputError(fmt::format("{}: has no '{}' but was written by strata (first line), "
+                                     "which writes every section through fits_memory: the file "
+                                     "looks truncated", source, key));
   Plan p;
   p.schema_version = static_cast<int>(r.get_int("schema_version"));
   if (p.schema_version != kSchemaVersion)

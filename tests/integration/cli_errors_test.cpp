@@ -148,6 +148,8 @@ std::vector<BadInput> cases() {
                 "schema_version: 1", "schema_version: 1\nextra_key: 1", {"extra_key"}),
       plan_file("plan_truncated_mid_model", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
                 "  norm: layernorm", "  norm: laye", {"norm"}),
+      plan_file("plan_cut_off_before_its_last_line", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
+                "\nfits_memory: true", "", {"fits_memory", "truncated"}),
       plan_file("plan_gpus_disagree", {"train", "--plan", "{dir}/p.yaml", "--steps", "1"},
                 "\ngpus: 4", "\ngpus: 8", {"gpus"}),
       plan_file("plan_model_heads_edited", {"train", "--plan", "{dir}/p.yaml", "--steps", "1"},
