@@ -94,7 +94,6 @@ class DistributedOptimizer {
   std::vector<Bucket> buckets_;
   std::map<std::string, std::size_t> bucket_of_;
   int overlapped_ = 0;
-  bool in_step_ = false;
 };
 
 }  // namespace strata::runtime

@@ -7,37 +7,15 @@
 #include <fmt/format.h>
 
 #include "common/errors.h"
+#include "kernels/cuda/cublaslt_plan.h"
 #include "kernels/cuda/device_check.h"
 
 namespace strata::kernels {
 
-struct CublasLtGemm::Plan {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  ~Plan() {
-    if (desc) cublasLtMatmulDescDestroy(desc);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-  }
-};
+// The plan is the shared descriptor set (cublaslt_plan.h).
+struct CublasLtGemm::Plan : CublasLtPlan {};
 
 namespace {
-
-cudaDataType_t storage_type(GemmDType d) {
-  switch (d) {
-    case GemmDType::Bf16: return CUDA_R_16BF;
-    case GemmDType::Fp16: return CUDA_R_16F;
-    case GemmDType::Tf32:
-    case GemmDType::Fp32: return CUDA_R_32F;
-  }
-  return CUDA_R_32F;
-}
-
-cublasComputeType_t compute_type(GemmDType d) {
-  return d == GemmDType::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-}
 
 cublasLtHandle_t lt(void* h) { return static_cast<cublasLtHandle_t>(h); }
 
@@ -66,8 +44,8 @@ CublasLtGemm::Plan& CublasLtGemm::plan(GemmDType dtype, bool trans_a, bool trans
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   auto p = std::make_unique<Plan>();
-  const cudaDataType_t t = storage_type(dtype);
-  STRATA_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, compute_type(dtype), CUDA_R_32F));
+  const cudaDataType_t t = cublaslt_storage_type(dtype);
+  STRATA_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, cublaslt_compute_type(dtype), CUDA_R_32F));
   // Column-major view: C^T(n,m) = op(B)^T(n,k) * op(A)^T(k,m). cuBLASLt's "A" is our B.
   cublasOperation_t op_lt_a = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_lt_b = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;

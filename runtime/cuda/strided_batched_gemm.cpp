@@ -5,37 +5,15 @@
 #include <fmt/format.h>
 
 #include "common/errors.h"
+#include "kernels/cuda/cublaslt_plan.h"
 #include "kernels/cuda/device_check.h"
 
 namespace strata::runtime::gpu {
 
-struct StridedBatchedGemm::Plan {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLASLt's A (= our B), B (= our A), C
-  cublasLtMatmulAlgo_t algo{};
-  ~Plan() {
-    if (desc) cublasLtMatmulDescDestroy(desc);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-  }
-};
+// cuBLASLt's A is our B and its B our A (row-major operands as column-major ones).
+struct StridedBatchedGemm::Plan : kernels::CublasLtPlan {};
 
 namespace {
-
-cudaDataType_t storage_type(kernels::GemmDType d) {
-  switch (d) {
-    case kernels::GemmDType::Bf16: return CUDA_R_16BF;
-    case kernels::GemmDType::Fp16: return CUDA_R_16F;
-    case kernels::GemmDType::Tf32:
-    case kernels::GemmDType::Fp32: return CUDA_R_32F;
-  }
-  return CUDA_R_32F;
-}
-
-cublasComputeType_t compute_type(kernels::GemmDType d) {
-  return d == kernels::GemmDType::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-}
 
 cublasLtHandle_t lt(void* h) { return static_cast<cublasLtHandle_t>(h); }
 
@@ -76,8 +54,8 @@ StridedBatchedGemm::Plan& StridedBatchedGemm::plan(kernels::GemmDType dtype, boo
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   auto p = std::make_unique<Plan>();
-  const cudaDataType_t t = storage_type(dtype);
-  STRATA_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, compute_type(dtype), CUDA_R_32F));
+  const cudaDataType_t t = kernels::cublaslt_storage_type(dtype);
+  STRATA_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, kernels::cublaslt_compute_type(dtype), CUDA_R_32F));
   // Row-major C (m,n) = op(A) op(B) is the column-major C^T (n,m) = op(B)^T op(A)^T: the
   // row-major buffers are passed unchanged, our B as cuBLASLt's A and our A as its B.
   const cublasOperation_t op_lt_a = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
