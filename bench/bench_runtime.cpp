@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
+#include "common/json_text.h"
 #include "planner/plan.h"
 
 namespace fs = std::filesystem;
@@ -149,7 +150,7 @@ int main(int argc, char** argv) {
     std::ifstream in(metrics);
     for (std::string line; std::getline(in, line);) {
       if (line.empty()) continue;
-      const auto j = nlohmann::json::parse(line);
+      const auto j = strata::parse_json(line);
       loss = j.at("loss").get<double>();
       if (j.at("step").get<int>() <= 2) continue;
       step_s.push_back(j.at("step_s").get<double>());

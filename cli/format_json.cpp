@@ -1,4 +1,5 @@
 #include "cli/format_json.h"
+#include "common/json_text.h"
 
 #include "common/errors.h"
 
@@ -9,7 +10,7 @@ using json = nlohmann::ordered_json;
 json plan_json(const planner::Plan& plan) {
   json j;
   try {
-    j = json::parse(planner::plan_to_json(plan));
+    j = strata::parse_json(planner::plan_to_json(plan));
   } catch (const json::exception& e) {
     throw InternalError(std::string("planner::plan_to_json produced invalid JSON: ") + e.what());
   }

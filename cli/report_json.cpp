@@ -1,4 +1,5 @@
 #include "cli/report_json.h"
+#include "common/json_text.h"
 
 #include <cmath>
 
@@ -86,7 +87,7 @@ json prediction_to_json(const planner::Prediction& p) {
 MeasuredFile parse_measured_json(const std::string& text, const std::string& source) {
   json j;
   try {
-    j = json::parse(text);
+    j = strata::parse_json(text);
   } catch (const json::exception& e) {
     input_error("{}: not JSON (expected `strata validate --format json` output): {}", source, e.what());
   }

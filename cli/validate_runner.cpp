@@ -1,4 +1,5 @@
 #include "cli/validate_runner.h"
+#include "common/json_text.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -35,7 +36,7 @@ std::vector<StepMetric> parse_metrics_jsonl(const std::string& text, const std::
     if (std::all_of(line.begin(), line.end(), [](unsigned char c) { return std::isspace(c); })) continue;
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(line);
+      j = strata::parse_json(line);
     } catch (const nlohmann::json::exception& e) {
       input_error("{}:{}: not a JSON object: {}", source, lineno, e.what());
     }

@@ -1,4 +1,5 @@
 #include "models/model_spec.h"
+#include "common/json_text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -226,7 +227,7 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& source) {
 ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
   json j;
   try {
-    j = json::parse(text);
+    j = strata::parse_json(text);
   } catch (const json::parse_error& e) {
     input_error("{}: malformed JSON at byte {}: {}", source, e.byte, json_message(e));
   } catch (const json::exception& e) {  // e.g. out_of_range: a number that overflows

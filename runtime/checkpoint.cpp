@@ -1,4 +1,5 @@
 #include "runtime/checkpoint.h"
+#include "common/json_text.h"
 
 #include <cstring>
 #include <filesystem>
@@ -143,7 +144,7 @@ CheckpointShard read_checkpoint(kernels::Communicator& world, const std::string&
   // The manifest is the same file for every rank: its errors are raised on all ranks alike.
   nlohmann::json m;
   try {
-    m = nlohmann::json::parse(read_file(manifest_path));
+    m = strata::parse_json(read_file(manifest_path));
   } catch (const nlohmann::json::exception& e) {
     input_error("checkpoint manifest {} is not valid JSON: {}", manifest_path, e.what());
   }

@@ -2,6 +2,7 @@
 // keys are exactly the documented names expected for each plan, with values derived from
 // the plan; a bad --to is a usage error (exit 2, one `error:` line).
 #include "cli/export_formats.h"
+#include "common/json_text.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -259,7 +260,7 @@ TEST(ExportDeepSpeed, ConfigKeysAreDocumentedAndBatchArithmeticHolds) {
     Plan p = make_plan(gpt(24), dp, tp, pp, 1, mb, gb);
     p.strategy.zero = dp > 4 ? 1 : 0;
     p.strategy.recompute = pp > 2 ? Recompute::Full : Recompute::None;
-    auto j = nlohmann::json::parse(export_deepspeed(p));
+    auto j = strata::parse_json(export_deepspeed(p));
     for (auto it = j.begin(); it != j.end(); ++it)
       EXPECT_TRUE(kDeepSpeedDocumented.count(it.key())) << it.key();
     const std::int64_t gas = j["gradient_accumulation_steps"];
@@ -285,13 +286,13 @@ TEST(ExportDeepSpeed, ConfigKeysAreDocumentedAndBatchArithmeticHolds) {
 
 TEST(ExportDeepSpeed, PipelineModulePartitionFollowsTheStageMap) {
   Plan even = make_plan(gpt(8), 1, 1, 4, 1, 1, 8);
-  auto j = nlohmann::json::parse(export_deepspeed(even));
+  auto j = strata::parse_json(export_deepspeed(even));
   EXPECT_EQ(j["strata_plan"]["pipeline_module"]["partition_method"], "uniform");
   EXPECT_EQ(j["strata_plan"]["pipeline_module"]["transformer_blocks_per_stage"],
             nlohmann::json::array({2, 2, 2, 2}));
   Plan uneven = make_plan(gpt(10), 1, 1, 4, 1, 1, 8);
   uneven.stage_layers = stage_map({3, 2, 4, 1});
-  j = nlohmann::json::parse(export_deepspeed(uneven));
+  j = strata::parse_json(export_deepspeed(uneven));
   EXPECT_EQ(j["strata_plan"]["pipeline_module"]["partition_method"], "parameters");
   EXPECT_EQ(j["strata_plan"]["pipeline_module"]["transformer_blocks_per_stage"],
             nlohmann::json::array({3, 2, 4, 1}));

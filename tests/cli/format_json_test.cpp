@@ -1,4 +1,5 @@
 #include "cli/format_json.h"
+#include "common/json_text.h"
 
 #include <gtest/gtest.h>
 
@@ -26,7 +27,7 @@ void expect_design_keys(const json& p) {
 
 TEST(FormatPlanJson, ParsesAndHasEveryDesignKeyBestFirst) {
   auto r = testing::make_report();
-  json j = json::parse(format_plan_json(r));
+  json j = strata::parse_json(format_plan_json(r));
   EXPECT_EQ(j["schema_version"], kJsonSchemaVersion);
   EXPECT_EQ(j["candidates_evaluated"], 120);
   EXPECT_DOUBLE_EQ(j["search_s"].get<double>(), 0.012);
@@ -47,18 +48,18 @@ TEST(FormatPlanJson, ParsesAndHasEveryDesignKeyBestFirst) {
 TEST(FormatSimulationJson, IsOnePlanObjectWithSchemaVersion) {
   auto r = testing::make_report();
   r.plans.resize(1);
-  json j = json::parse(format_simulation_json(r));
+  json j = strata::parse_json(format_simulation_json(r));
   expect_design_keys(j);
   EXPECT_EQ(j["schema_version"], kJsonSchemaVersion);
   EXPECT_FALSE(j.contains("plans"));
 }
 
 TEST(FormatCatalogJson, ModelsAndClustersParse) {
-  json m = json::parse(format_models_json({{models::load_model("llama2-7b"), 6.7e9}}));
+  json m = strata::parse_json(format_models_json({{models::load_model("llama2-7b"), 6.7e9}}));
   ASSERT_EQ(m["models"].size(), 1u);
   EXPECT_EQ(m["models"][0]["name"], "llama2-7b");
   EXPECT_EQ(m["models"][0]["layers"], 32);
-  json c = json::parse(format_clusters_json({costmodel::load_cluster("dgx-a100")}));
+  json c = strata::parse_json(format_clusters_json({costmodel::load_cluster("dgx-a100")}));
   ASSERT_EQ(c["clusters"].size(), 1u);
   EXPECT_EQ(c["clusters"][0]["name"], "dgx-a100");
   EXPECT_EQ(c["clusters"][0]["gpus_per_node"], 8);

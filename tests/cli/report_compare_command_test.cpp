@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/cli_run.h"
+#include "common/json_text.h"
 
 namespace {
 
@@ -40,7 +41,7 @@ TEST_F(CompareCommand, JsonHasTheTopKStrategiesBestFirst) {
   auto r = run_strata({"compare", "--model", "gpt2-124m", "--cluster", "dgx-a100", "--gpus", "16", "--top", "3",
                        "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json j = json::parse(r.out);
+  const json j = strata::parse_json(r.out);
   ASSERT_EQ(j["strategies"].size(), 3u);
   EXPECT_EQ(j["best_index"], 1);
   double prev = 0;

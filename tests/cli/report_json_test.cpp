@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/report_json.h"
+#include "common/json_text.h"
 #include "cli/validate_report.h"
 #include "common/errors.h"
 #include "tests/cli/report_fixture.h"
@@ -12,7 +13,7 @@ using nlohmann::json;
 
 TEST(ReportJson, HasTheDesignKeysForEveryStrategy) {
   const auto d = testing::make_report();
-  const json j = json::parse(report_json(d));
+  const json j = strata::parse_json(report_json(d));
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["model"], "toy-<1b>");
   EXPECT_EQ(j["gpus"], 16);

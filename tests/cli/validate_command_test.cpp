@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/cli_run.h"
+#include "common/json_text.h"
 
 namespace {
 
@@ -54,7 +55,7 @@ TEST_F(ValidateCommand, ReportsFailedPlansAndMediansAfterWarmup) {
                                         "--format", "json"},
                                        300);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json j = json::parse(r.out);
+  const json j = strata::parse_json(r.out);
   EXPECT_EQ(j["command"], "validate");
   EXPECT_EQ(j["ranks"], 2);
   const auto& plans = j["plans"];
@@ -104,7 +105,7 @@ TEST_F(ValidateCommand, RepeatPoolsTheStepsOfEveryRun) {
                                         "--format", "json"},
                                        300);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json j = json::parse(r.out);
+  const json j = strata::parse_json(r.out);
   EXPECT_EQ(j["repeat"], 2);
   for (const auto& p : j["plans"]) {
     if (p["status"] != "ok") continue;
@@ -155,7 +156,7 @@ TEST_F(ValidateCommand, RecalibratePredictsEachRoundFromAFreshProfile) {
   EXPECT_EQ(std::count(calls.begin(), calls.end(), '\n'), 2) << calls;
   for (const char* a : {"--backend cpu", "--quick", "--model tiny", "--tp-degrees 1,2", "--micro-batch"})
     EXPECT_NE(calls.find(a), std::string::npos) << a << " in " << calls;
-  const json j = json::parse(r.out);
+  const json j = strata::parse_json(r.out);
   EXPECT_EQ(j["recalibrated"], true);
   bool saw_dp = false;
   for (const auto& p : j["plans"]) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "planner/plan.h"
+#include "common/json_text.h"
 #include "tests/integration/cli_run.h"
 
 namespace fs = std::filesystem;
@@ -77,7 +78,7 @@ TEST(CliPlan, JsonHasDesignKeysAndPlansBestFirst) {
   auto r = run_strata({"plan", "--model", "llama2-7b", "--cluster", "dgx-a100", "--gpus", "16",
                        "--top", "5", "--format", "json"});
   expect_clean_success(r);
-  json j = json::parse(r.out);  // throws (test fails) if stdout is not one JSON object
+  json j = strata::parse_json(r.out);  // throws (test fails) if stdout is not one JSON object
   for (const char* k :
        {"schema_version", "plans", "candidates_evaluated", "search_s", "model", "cluster", "gpus"})
     EXPECT_TRUE(j.contains(k)) << k;
@@ -102,7 +103,7 @@ TEST(CliPlan, OutWritesAPlanFileThatLoadsBack) {
   auto r = run_strata({"plan", "--model", "llama2-7b", "--gpus", "8", "--out", d / "plan.yaml",
                        "--format", "json", "--trace", d / "trace.json"});
   expect_clean_success(r);
-  json j = json::parse(r.out);
+  json j = strata::parse_json(r.out);
   auto plan = strata::planner::load_plan(d / "plan.yaml");
   const auto& best = j["plans"][0]["strategy"];
   EXPECT_EQ(plan.strategy.tp, best["tp"].get<int>());
@@ -110,8 +111,7 @@ TEST(CliPlan, OutWritesAPlanFileThatLoadsBack) {
   EXPECT_EQ(plan.strategy.dp, best["dp"].get<int>());
   EXPECT_EQ(plan.strategy.micro_batch, best["micro_batch"].get<long long>());
   EXPECT_EQ(plan.model.name, "llama2-7b");
-  std::ifstream tin(d / "trace.json");
-  json trace = json::parse(tin);
+  json trace = strata::parse_json(strata::testing::read_all(d / "trace.json"));
   EXPECT_TRUE(trace.contains("traceEvents"));
   EXPECT_FALSE(trace["traceEvents"].empty());
   // Nothing else (no temporaries) was left in the folder.
@@ -140,7 +140,7 @@ TEST(CliPlan, RestrictionsAreHonoured) {
   auto r = run_strata({"plan", "--model", "llama2-13b", "--gpus", "32", "--tp", "4", "--zero", "1",
                        "--recompute", "selective", "--format", "json", "--top", "20"});
   expect_clean_success(r);
-  json j = json::parse(r.out);
+  json j = strata::parse_json(r.out);
   ASSERT_FALSE(j["plans"].empty());
   for (const auto& p : j["plans"]) {
     EXPECT_EQ(p["strategy"]["tp"], 4);
@@ -161,7 +161,7 @@ TEST(CliSimulate, JsonHasDesignKeysAndTheGivenStrategy) {
                        "selective", "--sequence-parallel",
                        "--format",  "json"});
   expect_clean_success(r);
-  json j = json::parse(r.out);
+  json j = strata::parse_json(r.out);
   expect_design_plan_keys(j);
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["strategy"]["dp"], 8);  // derived from --gpus / (tp x pp)
@@ -181,8 +181,7 @@ TEST(CliSimulate, YamlIsAPlanFileAndTraceParses) {
   EXPECT_EQ(plan.strategy.pp, 2);
   EXPECT_EQ(plan.strategy.dp, 2);
   EXPECT_EQ(plan.strategy.global_batch, 64);
-  std::ifstream tin(d / "t.json");
-  EXPECT_TRUE(json::parse(tin).contains("traceEvents"));
+  EXPECT_TRUE(strata::parse_json(strata::testing::read_all(d / "t.json")).contains("traceEvents"));
 }
 
 TEST(CliSimulate, TableShowsBreakdown) {
@@ -199,7 +198,7 @@ TEST(CliCatalogs, ModelsAndClustersList) {
     EXPECT_NE(m.out.find(s), std::string::npos) << s;
   auto mj = run_strata({"models", "--format", "json"});
   expect_clean_success(mj);
-  json models = json::parse(mj.out)["models"];
+  json models = strata::parse_json(mj.out)["models"];
   ASSERT_GE(models.size(), 10u);
   for (const auto& e : models)
     if (e["name"] == "gpt3-175b") {

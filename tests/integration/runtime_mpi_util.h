@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
+#include "common/json_text.h"
 #include "models/model_spec.h"
 #include "planner/plan.h"
 #include "tests/integration/cli_run.h"
@@ -84,7 +85,7 @@ inline std::vector<StepRecord> read_metrics(const std::string& path) {
   std::istringstream in(read_all(path));
   for (std::string line; std::getline(in, line);) {
     if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line);
+    auto j = strata::parse_json(line);
     out.push_back({j.at("step").get<std::int64_t>(), j.at("loss").get<double>(), j.at("grad_norm").get<double>(),
                    j.at("lr").get<double>()});
   }
@@ -110,7 +111,7 @@ inline TrainRun train(const Layout& l, const fs::path& dir, int steps,
   r.result = mpirun_strata(l.ranks(), args);
   if (r.result.exit_code == 0) {
     r.steps = read_metrics(metrics);
-    r.grad_norms = nlohmann::json::parse(read_all(norms));
+    r.grad_norms = strata::parse_json(read_all(norms));
   }
   return r;
 }

@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "tests/integration/runtime_mpi_util.h"
+#include "common/json_text.h"
 
 namespace strata::testing {
 namespace {
@@ -42,7 +43,7 @@ const TrainRun& reference(const std::string& model) {
   if (fs::exists(metrics) && fs::exists(norms)) {
     run.result.exit_code = 0;
     run.steps = read_metrics(metrics.string());
-    run.grad_norms = nlohmann::json::parse(read_all(norms.string()));
+    run.grad_norms = strata::parse_json(read_all(norms.string()));
   }
   if (run.steps.size() != static_cast<std::size_t>(kSteps)) {
     const TempDir dir("parity_ref_" + model);

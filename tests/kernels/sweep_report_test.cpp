@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "kernels/profiler/sweep_report.h"
+#include "common/json_text.h"
 
 namespace strata::kernels::profiler {
 namespace {
@@ -102,7 +103,7 @@ TEST(SweepReport, JsonHasSchemaContextAndRecords) {
   EXPECT_TRUE(j["gemm"][0].contains("p10_us"));
   EXPECT_EQ(j["collectives"][0]["collective"], "all_reduce");
   EXPECT_FALSE(j.contains("memory_bandwidth"));
-  auto parsed = nlohmann::json::parse(j.dump());
+  auto parsed = strata::parse_json(j.dump());
   EXPECT_EQ(parsed, j);
 }
 

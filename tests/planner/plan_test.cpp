@@ -1,6 +1,7 @@
 // Plan I/O: the even stage map, YAML round trip, the DESIGN.md JSON keys, and strict
 // rejection of hand-edited inconsistent plans with an error naming the field.
 #include "planner/plan.h"
+#include "common/json_text.h"
 
 #include <gtest/gtest.h>
 
@@ -181,7 +182,7 @@ TEST(PlanYaml, RoundTripsInterleavedLlamaAndNonFiniteNumbers) {
   EXPECT_EQ(q.stage_layers, p.stage_layers);
   EXPECT_TRUE(std::isinf(q.prediction.iteration_s));
   EXPECT_TRUE(std::isnan(q.prediction.mfu));
-  auto j = nlohmann::json::parse(plan_to_json(p));
+  auto j = strata::parse_json(plan_to_json(p));
   EXPECT_TRUE(j["prediction"]["iteration_s"].is_null());
 }
 
@@ -237,7 +238,7 @@ TEST(PlanYaml, InconsistentHandEditsNameTheField) {
 }
 
 TEST(PlanJson, HasExactlyTheDesignKeys) {
-  auto j = nlohmann::json::parse(plan_to_json(sample_plan()));
+  auto j = strata::parse_json(plan_to_json(sample_plan()));
   auto keys = [](const nlohmann::json& o) {
     std::set<std::string> k;
     for (auto it = o.begin(); it != o.end(); ++it) k.insert(it.key());

@@ -1,4 +1,5 @@
 #include "planner/simulator.h"
+#include "common/json_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -353,7 +354,7 @@ TEST_F(SimulatorOnGpt2, TraceIsValidJsonWithEventsOnEveryStage) {
   SimulateOptions opt;
   opt.timeline = true;
   const auto r = simulate(model, cluster, s, opt);
-  const auto doc = nlohmann::json::parse(chrome_trace_json(r, "gpt2 test"));
+  const auto doc = strata::parse_json(chrome_trace_json(r, "gpt2 test"));
   ASSERT_TRUE(doc.contains("traceEvents"));
   std::set<int> stages_with_compute;
   std::set<int> named;
