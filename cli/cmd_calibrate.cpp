@@ -127,9 +127,9 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 
 // Progress on stderr (rank 0 only): a bar redrawn in place on a terminal, otherwise a
 // line per phase and per 25%.
-class ProgressBar {
+class CalibrationProgress {
  public:
-  explicit ProgressBar(bool enabled) : enabled_(enabled), tty_(stderr_is_tty()) {}
+  explicit CalibrationProgress(bool enabled) : enabled_(enabled), tty_(stderr_is_tty()) {}
   kp::ProgressFn phase(const std::string& name) {
     if (!enabled_) return {};
     return [this, name](std::size_t done, std::size_t total, const std::string& label) {
@@ -248,7 +248,7 @@ void run_calibrate(const CalibrateFlags& f) {
   const kernels::MpiPlacement place = kernels::mpi_placement();
   const bool root = place.world_rank == 0;
   auto world = kernels::MpiCommunicator::world();
-  ProgressBar progress(root);
+  CalibrationProgress progress(root);
 
   // GEMMs are timed in bursts of >= 2 ms so every rank computes at once for the whole
   // sample, as in training (see TimingOptions::min_sample_s).

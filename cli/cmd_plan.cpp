@@ -42,7 +42,7 @@ struct PlanFlags {
 
 // A one-line progress bar on stderr, redrawn at most every 100 ms and only once the
 // search has run for half a second (short searches print nothing).
-class ProgressBar {
+class SearchProgress {
  public:
   void update(std::int64_t done, std::int64_t total) {
     auto now = std::chrono::steady_clock::now();
@@ -57,7 +57,7 @@ class ProgressBar {
                std::string(width - filled, ' '), f * 100, done, total);
     std::fflush(stderr);
   }
-  ~ProgressBar() {
+  ~SearchProgress() {
     if (drawn_) fmt::print(stderr, "\r{}\r", std::string(80, ' '));
   }
 
@@ -139,7 +139,7 @@ void run_plan(PlanFlags& f) {
   if (!f.recompute.empty()) opt.recompute = planner::recompute_from_string(f.recompute);
   if (!f.schedule.empty()) opt.schedule = planner::schedule_from_string(f.schedule);
   if (f.sp_opt->count() > 0) opt.sequence_parallel = f.sequence_parallel;
-  std::optional<ProgressBar> bar;
+  std::optional<SearchProgress> bar;
   if (stderr_is_tty()) {
     bar.emplace();
     opt.progress = [&bar](std::int64_t done, std::int64_t total) { bar->update(done, total); };

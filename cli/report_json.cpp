@@ -6,11 +6,14 @@
 #include "common/errors.h"
 
 namespace strata::cli {
+
+nlohmann::json number_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
 namespace {
 
 using nlohmann::json;
-
-json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 template <typename T>
 T get_key(const json& j, const char* key, const std::string& where) {

@@ -16,6 +16,9 @@ nlohmann::json strategy_to_json(const planner::Strategy& s);
 // `where` and the key on a missing or mistyped value.
 planner::Strategy strategy_from_json(const nlohmann::json& j, const std::string& where);
 
+// A number, or null where it is not finite (JSON has no inf / nan).
+nlohmann::json number_or_null(double v);
+
 // DESIGN.md's prediction object plus stage_memory_gib.
 nlohmann::json prediction_to_json(const planner::Prediction& p);
 

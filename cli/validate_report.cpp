@@ -13,7 +13,6 @@
 namespace strata::cli {
 namespace {
 using nlohmann::json;
-json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 }  // namespace
 
 ValidateSummary summarize(const std::vector<PlanRun>& runs) {
