@@ -11,7 +11,9 @@
 // own hardware FLOP/s (from the op graph: causal attention, recompute) is shown beside it.
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -38,8 +40,15 @@ T need(const YAML::Node& n, const char* key, const std::string& where) {
 }
 
 int run(int argc, char** argv) {
+  // --max-mape X: exit 1 when the MAPE exceeds X percent (the ctest figure check).
+  double max_mape = -1;
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--max-mape" && i + 1 < argc) max_mape = std::stod(argv[++i]);
+    else args.emplace_back(argv[i]);
+  }
   const std::string path =
-      argc > 1 ? argv[1] : std::string(STRATA_SOURCE_DIR) + "/../shared/validation/megatron-2021.yaml";
+      !args.empty() ? args[0] : std::string(STRATA_SOURCE_DIR) + "/bench/validation/megatron-2021.yaml";
   YAML::Node doc;
   try {
     doc = YAML::LoadFile(path);
@@ -70,6 +79,12 @@ int run(int argc, char** argv) {
     rows.push_back(r);
   }
   const auto cluster = strata::costmodel::load_cluster(cluster_name);
+  const std::string stack_name = args.size() > 1 ? args[1] : "megatron-2021";
+  const auto stack = strata::costmodel::load_software_stack(stack_name);
+  // The SC21 Table 1 script (examples/sc21/run_table_1.sh) runs its rows without pipeline
+  // parallelism with PyTorch DDP and the others with Megatron's local DDP.
+  const auto torch_ddp = strata::costmodel::load_software_stack(
+      stack_name == "megatron-2021" ? "megatron-2021-torch-ddp" : stack_name);
 
   fmt::print("# strata bench prediction_error: predicted vs published iteration time\n");
   fmt::print("# strata {} commit {} build {}\n", STRATA_VERSION, STRATA_GIT_COMMIT,
@@ -91,7 +106,8 @@ int run(int argc, char** argv) {
              "{:>7} {:>7} {:>7} {:>6}  {}\n",
              "(B)", "", "", "", "", "", "", "", "(TFLOP/s)", "(TFLOP/s)", "(TFLOP/s)", "iter(s)",
              "iter(s)", "(%)", "(GiB)", "(%)", "", "compute/tp/pp/dp/opt/bubble");
-  double sum_abs = 0, sum_signed = 0;
+  double sum_abs = 0, sum_signed = 0, max_abs = 0, pmin = 1e300, pmax = 0;
+  long long gmin = 1LL << 62, gmax = 0;
   int n_ok = 0;
   for (const Row& r : rows) {
     const std::string name = fmt::format("megatron-{}b", r.params_b);
@@ -113,7 +129,9 @@ int run(int argc, char** argv) {
     s.recompute = strata::planner::recompute_from_string(recompute);
     s.schedule = r.vpp > 1 ? strata::planner::ScheduleKind::Interleaved
                            : strata::planner::ScheduleKind::OneFOneB;
-    const auto p = strata::planner::simulate(model, cluster, s).prediction;
+    strata::planner::SimulateOptions sim_options;
+    sim_options.stack = r.pp == 1 ? &torch_ddp : &stack;
+    const auto p = strata::planner::simulate(model, cluster, s, sim_options).prediction;
     const double B = static_cast<double>(r.global_batch), sl = static_cast<double>(seq),
                  l = r.layers, h = r.hidden, V = static_cast<double>(vocab);
     const double flops = 96.0 * B * sl * l * h * h * (1.0 + sl / (6.0 * h) + V / (16.0 * l * h));
@@ -121,6 +139,9 @@ int run(int argc, char** argv) {
     const double pred_tflops = flops / (r.gpus * p.iteration_s) / 1e12;
     const double err = (p.iteration_s - pub_iter) / pub_iter;
     sum_abs += std::fabs(err);
+    max_abs = std::max(max_abs, std::fabs(err));
+    pmin = std::min(pmin, r.params_b), pmax = std::max(pmax, r.params_b);
+    gmin = std::min<long long>(gmin, r.gpus), gmax = std::max<long long>(gmax, r.gpus);
     sum_signed += err;
     ++n_ok;
     fmt::print("  {:>8} {:>5} {:>3} {:>3} {:>4} {:>4} {:>4} {:>5} {:>9.1f} {:>9.1f} {:>9.1f} "
@@ -139,6 +160,19 @@ int run(int argc, char** argv) {
   fmt::print("# mean signed error of iteration time: {:+.1f} % (negative = strata predicts faster "
              "than published)\n",
              n_ok ? 100 * sum_signed / n_ok : 0.0);
+  if (n_ok > 0) {
+    const std::string set_name = std::filesystem::path(path).stem().string();
+    fmt::print("# residuals entry (costmodel/stacks/residuals.yaml):\n");
+    fmt::print("#   - {{stack: {}, device: {}, set: \"{} ({})\", rows: {}, mape: {:.3f}, max_abs: {:.3f}, "
+               "bias: {:+.3f}, params_b: [{:g}, {:g}], gpus: [{}, {}], seq: [{}, {}]}}\n",
+               stack_name, cluster.device.name, set_name, source, n_ok, sum_abs / n_ok, max_abs,
+               sum_signed / n_ok, pmin, pmax, gmin, gmax, seq, seq);
+  }
+  if (max_mape >= 0 && n_ok > 0 && 100 * sum_abs / n_ok > max_mape) {
+    fmt::print(stderr, "error: MAPE {:.1f}% exceeds the committed threshold {:.1f}%\n",
+               100 * sum_abs / n_ok, max_mape);
+    return 1;
+  }
   return 0;
 }
 

@@ -57,6 +57,7 @@ void run_compare(CompareFlags& f) {
 
   const models::ModelSpec model = load_model_flag(f.mc);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
+  const costmodel::SoftwareStack stack = load_stack_flag(f.mc, cluster);
 
   std::optional<MeasuredFile> measured;
   if (!f.measured.empty()) {
@@ -115,6 +116,7 @@ void run_compare(CompareFlags& f) {
     if (from_measured) data.gpus = list.front().gpus();
   } else {
     planner::SearchOptions opt;
+    opt.stack = &stack;
     opt.gpus = f.gpus;
     opt.global_batch = f.global_batch;
     opt.top_k = f.top;
@@ -130,6 +132,7 @@ void run_compare(CompareFlags& f) {
 
   for (std::size_t i = 0; i < chosen.size(); ++i) {
     planner::SimulateOptions so;
+    so.stack = &stack;
     so.stage_layers = chosen[i].stage_layers;
     const auto sim = planner::simulate(model, cluster, chosen[i].strategy, so);
     ReportEntry e;
@@ -146,6 +149,7 @@ void run_compare(CompareFlags& f) {
                                                                    static_cast<int>(i) == showcase));
     if (!wanted) continue;
     planner::SimulateOptions so;
+    so.stack = &stack;
     so.timeline = true;
     so.stage_layers = data.entries[i].stage_layers;
     data.entries[i].timeline = planner::simulate(model, cluster, data.entries[i].strategy, so).timeline;

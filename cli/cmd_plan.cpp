@@ -114,6 +114,7 @@ void run_plan(PlanFlags& f) {
   report.command = "plan";
   const models::ModelSpec model = load_model_flag(f.mc);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
+  const costmodel::SoftwareStack stack = load_stack_flag(f.mc, cluster);
   if (!f.mc.model_given()) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
   if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
   if (f.gpus_opt->count() == 0) {
@@ -127,6 +128,8 @@ void run_plan(PlanFlags& f) {
   }
 
   planner::SearchOptions opt;
+
+  opt.stack = &stack;
   opt.gpus = f.gpus;
   opt.global_batch = f.global_batch;
   opt.top_k = f.top;
@@ -169,6 +172,7 @@ void run_plan(PlanFlags& f) {
   // Files first, so a failure to write one is reported before anything is printed.
   if (!f.trace.empty()) {
     planner::SimulateOptions so;
+    so.stack = &stack;
     so.timeline = true;
     so.stage_layers = report.plans.front().stage_layers;
     auto sim = planner::simulate(model, cluster, report.plans.front().strategy, so);

@@ -51,6 +51,7 @@ void run_simulate(SimulateFlags& f) {
   report.command = "simulate";
   const models::ModelSpec model = load_model_flag(f.mc);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
+  const costmodel::SoftwareStack stack = load_stack_flag(f.mc, cluster);
   if (!f.mc.model_given()) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
   if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
 
@@ -101,6 +102,8 @@ void run_simulate(SimulateFlags& f) {
                 f.mc.cluster, cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
 
   planner::SimulateOptions so;
+
+  so.stack = &stack;
   so.timeline = !f.trace.empty();
   planner::SimulationResult sim = planner::simulate(model, cluster, s, so);
 

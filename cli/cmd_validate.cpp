@@ -81,10 +81,12 @@ planner::Plan to_plan(const models::ModelSpec& model, const std::string& cluster
 }
 
 std::vector<PlanToRun> choose_plans(const ValidateFlags& f, const models::ModelSpec& model,
-                                    const costmodel::ClusterSpec& cluster) {
+                                    const costmodel::ClusterSpec& cluster,
+                                    const costmodel::SoftwareStack& stack) {
   std::vector<PlanToRun> out;
   auto search = [&](int top_k, auto restrict) {
     planner::SearchOptions opt;
+    opt.stack = &stack;
     opt.gpus = f.np;
     opt.global_batch = f.global_batch;
     opt.top_k = top_k;
@@ -130,6 +132,7 @@ std::vector<PlanToRun> choose_plans(const ValidateFlags& f, const models::ModelS
                          model.name));
       // Predict on this cluster (the file's prediction may be for another one).
       planner::SimulateOptions so;
+      so.stack = &stack;
       so.stage_layers = p.stage_layers;
       const auto sim = planner::simulate(p.model, cluster, p.strategy, so);
       p.prediction = sim.prediction;
@@ -268,11 +271,12 @@ void run_validate(ValidateFlags& f) {
 
   const models::ModelSpec model = load_model_flag(f.mc);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
+  const costmodel::SoftwareStack stack = load_stack_flag(f.mc, cluster);
   if (f.np > cluster.total_gpus())
     input_error("--np ({}) exceeds cluster {} ({} ranks)", f.np, f.mc.cluster, cluster.total_gpus());
   if (f.recalibrate && f.mc.seq != 0)
     input_error("--recalibrate measures the model at its own sequence length; drop --seq");
-  const auto plans = choose_plans(f, model, cluster);
+  const auto plans = choose_plans(f, model, cluster, stack);
   for (const auto& n : provenance_notes(cluster)) warn(n);
 
   warn_if_busy();
@@ -309,6 +313,7 @@ void run_validate(ValidateFlags& f) {
         const costmodel::ClusterSpec now = recalibrated_cluster(f, plans, cluster, profile, strata);
         for (std::size_t i = 0; i < plans.size(); ++i) {
           planner::SimulateOptions so;
+          so.stack = &stack;
           so.stage_layers = plans[i].plan.stage_layers;
           const auto sim = planner::simulate(plans[i].plan.model, now, plans[i].plan.strategy, so);
           report.runs[i].round_predicted_s.push_back(sim.prediction.iteration_s);

@@ -199,6 +199,8 @@ std::string format_simulation_table(const PlanReport& r) {
                      s.num_microbatches());
   Table t({{"metric", Align::Left}, {"value", Align::Right}, {"share", Align::Right}});
   t.add_row({"step time", duration_cell(q.iteration_s), ""});
+  if (q.uncertainty >= 0)
+    t.add_row({"uncertainty", fmt::format("+-{:.0f}%", 100 * q.uncertainty), ""});
   t.add_row({"tokens/s", fmt::format("{:.0f}", q.tokens_per_s), ""});
   t.add_row({"model TFLOP/s/GPU", tflops_cell(q.model_tflops_per_gpu), ""});
   t.add_row({"hardware TFLOP/s/GPU", tflops_cell(q.hardware_tflops_per_gpu), ""});

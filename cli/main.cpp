@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
     strata::cli::add_simulate_command(app);
     strata::cli::add_models_command(app);
     strata::cli::add_clusters_command(app);
+    strata::cli::add_stacks_command(app);
     strata::cli::add_calibrate_command(app);
     strata::cli::add_train_command(app);
     strata::cli::add_validate_command(app);

@@ -19,6 +19,9 @@ void add_model_cluster_flags(CLI::App& cmd, ModelClusterFlags& f) {
   cmd.add_option("--profile", f.profile,
                  "device profile (.yaml from `strata calibrate`, or a catalog name) replacing "
                  "the cluster's device");
+  cmd.add_option("--stack", f.stack,
+                 "software stack the job runs under: catalog name (see `strata stacks`) or a "
+                 "stack .yaml path (default: the newest catalog stack; strata-cpu on CPU ranks)");
   add_positive<std::int64_t>(cmd, "--seq", f.seq, "sequence length (default: the model's)",
                              std::int64_t{1} << 24);
 }
@@ -55,6 +58,14 @@ costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& f) {
     });
   }
   return c;
+}
+
+costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& f,
+                                         const costmodel::ClusterSpec& cluster) {
+  return with_flag("--stack", [&] {
+    return costmodel::load_software_stack(
+        f.stack.empty() ? costmodel::default_software_stack_name(cluster.device) : f.stack);
+  });
 }
 
 std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& c) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "costmodel/cluster_spec.h"
+#include "costmodel/software_stack.h"
 #include "models/model_spec.h"
 
 namespace strata::cli {
@@ -22,6 +23,7 @@ struct ModelClusterFlags {
   std::string cluster = kDefaultCluster;
   std::string profile;   // device profile overriding the cluster's device (optional)
   std::int64_t seq = 0;  // 0: the model's own seq_len
+  std::string stack;     // software stack (catalog name or file); empty: the device's default
   CLI::Option* model_opt = nullptr;
   CLI::Option* cluster_opt = nullptr;
   bool model_given() const { return model_opt && model_opt->count() > 0; }
@@ -31,6 +33,9 @@ struct ModelClusterFlags {
 void add_model_cluster_flags(CLI::App& cmd, ModelClusterFlags& flags);
 models::ModelSpec load_model_flag(const ModelClusterFlags& flags);
 costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& flags);
+// --stack, or the default stack of the cluster's device.
+costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& flags,
+                                         const costmodel::ClusterSpec& cluster);
 
 // Provenance of the cluster's numbers, one sentence each ("datasheet-only", "measured on ...").
 std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& cluster);

@@ -112,7 +112,7 @@ void flatten(const YAML::Node& n, const std::string& prefix, const YamlReader& r
 Provenance parse_provenance(const YamlReader& r) {
   r.expect_map();
   Provenance p;
-  p.kind = r.get_enum("kind", {"datasheet", "measured", "estimate"});
+  p.kind = r.get_enum("kind", {"datasheet", "measured", "estimate", "published"});
   for (const auto& kv : r.node()) {
     std::string k = kv.first.as<std::string>("");
     if (k == "kind") continue;
@@ -144,6 +144,11 @@ std::string device_profile_yaml(const DeviceProfile& p, int indent) {
   if (!p.efficiency_source.kind.empty()) line("  source: " + yaml_provenance(p.efficiency_source));
   line("reserve_gib: " + yaml_number(p.reserve_gib));
   if (!p.reserve_source.kind.empty()) line("reserve_source: " + yaml_provenance(p.reserve_source));
+  if (p.kernel_overhead_us > 0) {
+    line("kernel_overhead_us: " + yaml_number(p.kernel_overhead_us));
+    line("kernel_overhead_source: " + yaml_provenance(p.kernel_overhead_source));
+  }
+  if (!p.default_stack.empty()) line("default_stack: " + yaml_quote(p.default_stack));
   if (!p.gemm_table.empty()) {
     line("gemm_table:");
     line("  source: " + yaml_provenance(p.gemm_source));
@@ -169,7 +174,8 @@ std::string device_profile_yaml(const DeviceProfile& p, int indent) {
 
 DeviceProfile parse_device_profile_node(const YamlReader& r) {
   r.expect_keys({"name", "source", "compute_dtype", "memory_gib", "memory_bandwidth_gbps",
-                 "peak_tflops", "efficiency", "reserve_gib", "reserve_source", "gemm_table",
+                 "peak_tflops", "efficiency", "reserve_gib", "reserve_source", "kernel_overhead_us",
+                 "kernel_overhead_source", "default_stack", "gemm_table",
                  "collective_table", "op_table", "block_table"});
   DeviceProfile p;
   p.name = r.get_string("name");
@@ -207,6 +213,11 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
   p.reserve_gib = r.get_double("reserve_gib", 0.0);
   if (p.reserve_gib < 0) r.fail("reserve_gib", fmt::format("{} must be >= 0", p.reserve_gib));
   if (r.has("reserve_source")) p.reserve_source = parse_provenance(r.child("reserve_source"));
+  p.kernel_overhead_us = r.get_double("kernel_overhead_us", 0.0);
+  if (!(p.kernel_overhead_us >= 0 && p.kernel_overhead_us < 1e4))
+    r.fail("kernel_overhead_us", fmt::format("{} must be in [0, 10000)", p.kernel_overhead_us));
+  if (r.has("kernel_overhead_us")) p.kernel_overhead_source = parse_provenance(r.child("kernel_overhead_source"));
+  p.default_stack = r.get_string("default_stack", "");
 
   if (r.has("gemm_table")) {
     YamlReader t = r.child("gemm_table");

@@ -13,6 +13,9 @@
 //                                         # optional, each in (0, 1]; source optional
 //   reserve_gib: 4                        # workspace, fragmentation, framework (optional, >= 0)
 //   reserve_source: {kind: estimate, ref: ...}   # optional
+//   kernel_overhead_us: 4                 # optional: fixed cost of each non-GEMM kernel
+//   kernel_overhead_source: {kind: estimate, ref: ...}   # required with kernel_overhead_us
+//   default_stack: strata-cpu             # optional: stack when `--stack` is not given
 //   gemm_table:                           # optional, measured
 //     source: {kind: measured, tool: "strata calibrate", host: ..., device: ..., date: ..., ...}
 //     rows: [{m: 2048, n: 2048, k: 2048, dtype: bf16, time_us: 25.1}, ...]
@@ -112,6 +115,12 @@ struct DeviceProfile {
   Provenance efficiency_source;       // empty kind: the built-in defaults above
   double reserve_gib = 0;
   Provenance reserve_source;
+  // Fixed time of one non-GEMM kernel (launch and tail), microseconds; 0 = not charged.
+  double kernel_overhead_us = 0;
+  Provenance kernel_overhead_source;
+  // Software stack assumed when none is named (costmodel/software_stack.h); empty: the
+  // newest catalog stack.
+  std::string default_stack;
   std::vector<GemmSample> gemm_table;
   Provenance gemm_source;
   std::vector<CollectiveSample> collective_table;

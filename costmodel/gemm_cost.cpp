@@ -127,25 +127,45 @@ GemmEstimate GemmCost::estimate(std::int64_t m, std::int64_t n, std::int64_t k, 
     return {std::exp(lt), TimeSource::Interpolated};
   }
 
-  // 3: achieved FLOP/s vs FLOPs, log-log linear between the neighbouring FLOP counts.
+  // 3: achieved FLOP/s vs FLOPs, log-log linear between the neighbouring FLOP counts;
+  // outside the table's FLOP range the nearest end's rate (a GEMM larger than any row
+  // runs at the largest row's rate, not back at the roofline's flat efficiency). Never
+  // faster than streaming the operands once: skinny shapes (k = head_dim) are memory bound.
   const double flops = gemm_flops(m, n, k);
   const double lf = std::log(flops);
-  if (t.curve.size() >= 1 && lf >= t.curve.front().log_flops && lf <= t.curve.back().log_flops) {
-    auto up = std::lower_bound(t.curve.begin(), t.curve.end(), lf,
-                               [](const CurvePoint& p, double x) { return p.log_flops < x; });
+  if (!t.curve.empty()) {
     double lrate;
-    if (up->log_flops == lf || up == t.curve.begin()) {
-      lrate = up->log_flops_per_s;
+    if (lf <= t.curve.front().log_flops) {
+      lrate = t.curve.front().log_flops_per_s;
+    } else if (lf >= t.curve.back().log_flops) {
+      lrate = t.curve.back().log_flops_per_s;
     } else {
+      auto up = std::lower_bound(t.curve.begin(), t.curve.end(), lf,
+                                 [](const CurvePoint& p, double x) { return p.log_flops < x; });
       auto dn = up - 1;
       double f = (lf - dn->log_flops) / (up->log_flops - dn->log_flops);
       lrate = dn->log_flops_per_s + f * (up->log_flops_per_s - dn->log_flops_per_s);
     }
-    return {flops / std::exp(lrate), TimeSource::Interpolated};
+    const double bytes = (static_cast<double>(m) * k + static_cast<double>(k) * n +
+                          static_cast<double>(m) * n) * dtype_bytes(dtype);
+    return {std::max(flops / std::exp(lrate), bytes / memory_bytes_per_s_), TimeSource::Interpolated};
   }
 
-  // 4: outside the table.
+  // 4: no rows for the dtype.
   return {roofline_time_s(m, n, k, dtype), TimeSource::Roofline};
+}
+
+GemmEstimate GemmCost::batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
+                               DType dtype) const {
+  if (batch < 1) input_error("batched GEMM count ({}) must be >= 1", batch);
+  // A strided-batched GEMM fills the device like one GEMM with batch x m rows; each
+  // member still reads its own operands.
+  GemmEstimate e = estimate(batch * m, n, k, dtype);
+  const double bytes = static_cast<double>(batch) *
+                       (static_cast<double>(m) * k + static_cast<double>(k) * n +
+                        static_cast<double>(m) * n) * dtype_bytes(dtype);
+  e.time_s = std::max(e.time_s, bytes / memory_bytes_per_s_);
+  return e;
 }
 
 }  // namespace strata::costmodel

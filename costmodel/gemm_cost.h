@@ -7,11 +7,12 @@
 //     third (one row below, one above) -> log(time) linear in log(that dimension)
 //     between the two nearest bracketing rows (source Interpolated). This is what
 //     `strata calibrate` sweeps (tokens m for a fixed weight shape; n or k for TP).
-//  3. Otherwise, if the query's FLOPs lie within the table's FLOP range: the table
-//     becomes a curve log(achieved FLOP/s) vs log(FLOPs) (rows with equal FLOPs
-//     averaged in log space), interpolated linearly between the two neighbouring
-//     FLOP counts (source Interpolated).
-//  4. Outside the table, or no rows for the dtype: roofline (source Roofline),
+//  3. Otherwise the table becomes a curve log(achieved FLOP/s) vs log(FLOPs) (rows with
+//     equal FLOPs averaged in log space), interpolated linearly between the two
+//     neighbouring FLOP counts and held at the end's rate outside the table's range;
+//     the time is never below the operands' streaming time (bytes / achieved memory
+//     bandwidth), so skinny shapes come out memory bound (source Interpolated).
+//  4. No rows for the dtype: roofline (source Roofline),
 //     max(flops / (peak(dtype) * gemm_efficiency),
 //         bytes / (memory_bandwidth * memory_efficiency)),
 //     flops = 2mnk, bytes = (mk + kn + mn) * dtype_bytes.
@@ -43,6 +44,11 @@ class GemmCost {
   // Seconds for one GEMM of this shape; m, n, k >= 1 (InputError otherwise).
   double time_s(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const;
   GemmEstimate estimate(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const;
+  // `batch` independent GEMMs of one shape in one strided-batched call (attention's
+  // per-head QK^T and AV): timed as one GEMM of batch*m rows, bounded below by every
+  // member's operand traffic.
+  GemmEstimate batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
+                       DType dtype) const;
   // True when (m, n, k, dtype) is a row of the measured table.
   bool measured(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const;
   // True when the table has rows for this dtype.

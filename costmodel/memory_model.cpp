@@ -23,7 +23,9 @@ RecomputeMode recompute_from_string(const std::string& s) {
 }
 
 double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
-                              bool sequence_parallel, RecomputeMode recompute) {
+                              bool sequence_parallel, RecomputeMode recompute,
+                              double score_bytes) {
+  if (!(score_bytes >= 0)) input_error("attention score bytes ({}) must be >= 0", score_bytes);
   if (micro_batch < 1) input_error("micro_batch ({}) must be >= 1", micro_batch);
   if (tp < 1) input_error("tp ({}) must be >= 1", tp);
   const double s = static_cast<double>(spec.seq_len);
@@ -43,7 +45,7 @@ double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_
   const double attention_linear = 2.0 * s * b * (h + kv) + 2.0 * s * b * kv + 2.0 * sbh;
   // GELU: its input and output (2sbf each); SwiGLU: gate, up and their product.
   const double mlp = (spec.activation == models::Activation::SwiGlu ? 6.0 : 4.0) * s * b * f;
-  const double scores = recompute == RecomputeMode::Selective ? 0.0 : 5.0 * a * s * s * b;
+  const double scores = recompute == RecomputeMode::Selective ? 0.0 : score_bytes * a * s * s * b;
   const double sharded = attention_linear + mlp + scores;
   return sequence_parallel ? (replicated + sharded) / t : replicated + sharded / t;
 }
@@ -137,7 +139,8 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
   const double sbh = s * b * h;
   const double sp_div = in.sequence_parallel ? t : 1.0;
   const double layer_act =
-      layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, in.recompute);
+      layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, in.recompute,
+                             in.attention_score_bytes);
 
   std::vector<StageMemory> out(static_cast<std::size_t>(in.pp));
   std::vector<double> act_sum(static_cast<std::size_t>(in.pp), 0.0);

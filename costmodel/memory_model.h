@@ -20,6 +20,8 @@
 //   none:           R + S/t   (t = 1: sbh(34 + 5as/h); SP: (R + S)/t)
 //   with SP:        (R + S)/t = sbh(34/t + 5as/(ht))
 //   selective:      the 5as^2b term is recomputed (dropped)
+//   The 5 in 5as^2b is the attention kernel's (MemoryInputs::attention_score_bytes):
+//   2 for unfused attention without dropout, 0 for flash / cuDNN fused attention.
 //   full:           2sbh per layer (the layer input), /t with SP
 //   Generalised shapes: Q,K,V use kv_heads (2sb(h + 2*kv_dim) for Q,K,V), the MLP term
 //   is 4sbf for GELU (f = ffn) and 6sbf for SwiGLU (gate, up, product).
@@ -47,6 +49,15 @@ enum class RecomputeMode { None, Selective, Full };
 const char* to_string(RecomputeMode r);                  // "none" | "selective" | "full"
 RecomputeMode recompute_from_string(const std::string& s);  // InputError on unknown
 
+// Bytes kept for the backward per attention score (one head, one query, one key), by
+// attention kernel: unfused with dropout keeps the softmax output (2), the dropout mask
+// (1) and the dropout output (2) = Korthikanti's 5as^2b; without dropout only the softmax
+// output (2); FlashAttention / cuDNN fused attention keep no score tensor (they recompute
+// the tiles in the backward from Q, K, V and the row log-sum-exp).
+inline constexpr double kUnfusedScoreBytes = 5.0;
+inline constexpr double kUnfusedNoDropoutScoreBytes = 2.0;
+inline constexpr double kFlashScoreBytes = 0.0;
+
 struct MemoryInputs {
   int tp = 1, pp = 1, dp = 1, vpp = 1;
   std::int64_t micro_batch = 1;
@@ -54,6 +65,7 @@ struct MemoryInputs {
   int zero = 0;                       // 0..3
   RecomputeMode recompute = RecomputeMode::None;
   bool sequence_parallel = false;
+  double attention_score_bytes = kUnfusedScoreBytes;  // see kUnfusedScoreBytes
   // Layer groups (0 = embedding, 1..L = blocks, L+1 = head) of each virtual stage,
   // pp * vpp entries; pipeline rank p holds virtual stages p, p + pp, p + 2pp, ...
   // Empty: an even split by layer count (embedding on the first, head on the last).
@@ -77,7 +89,8 @@ struct StageMemory {
 // Per-layer activation bytes of one micro-batch (the formulas above), exposed for
 // the planner's reports and for tests.
 double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
-                              bool sequence_parallel, RecomputeMode recompute);
+                              bool sequence_parallel, RecomputeMode recompute,
+                              double score_bytes = kUnfusedScoreBytes);
 
 class MemoryModel {
  public:

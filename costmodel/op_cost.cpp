@@ -30,10 +30,45 @@ double op_work(const models::Op& op, int tp, bool sequence_parallel, DType dtype
   return op.bytes_fwd * (dtype_bytes(dtype) / 2.0) / bytes_divisor(op, tp, sequence_parallel);
 }
 
-OpCost::OpCost(const DeviceProfile& profile)
+OpCostOptions op_cost_options(const SoftwareStack& stack, const DeviceProfile& device) {
+  OpCostOptions o;
+  o.attention = stack.attention;
+  o.softmax_fused = stack.softmax_fused;
+  o.attention_dropout = stack.attention_dropout;
+  o.fused_bias_gelu = stack.fused_bias_gelu;
+  o.fused_bias_dropout_add = stack.fused_bias_dropout_add;
+  o.fused_layernorm = stack.fused_layernorm;
+  o.kernel_overhead_s =
+      (stack.kernel_overhead_us >= 0 ? stack.kernel_overhead_us : device.kernel_overhead_us) * 1e-6;
+  return o;
+}
+
+KernelCount kernel_count(const models::Op& op, const OpCostOptions& o) {
+  using models::OpKind;
+  switch (op.kind) {
+    case OpKind::Embedding: return {1, 1};
+    // Fused LayerNorm: one forward kernel, backward dx and dgamma/dbeta; unfused: mean,
+    // variance, normalise + affine forward, about twice that backward.
+    case OpKind::Norm: return o.fused_layernorm ? KernelCount{1, 2} : KernelCount{3, 5};
+    case OpKind::Rope: return {2, 2};  // Q and K
+    case OpKind::AttentionCore: {
+      if (o.attention != AttentionKernel::Unfused) return {1, 2};  // flash bwd: preprocess + main
+      const int softmax = o.softmax_fused ? 1 : 3;
+      const int dropout = o.attention_dropout > 0 ? 1 : 0;
+      return {softmax + dropout + 1, softmax + dropout + 1};  // + the context copy
+    }
+    case OpKind::Activation: return o.fused_bias_gelu ? KernelCount{1, 1} : KernelCount{2, 2};
+    case OpKind::Residual: return o.fused_bias_dropout_add ? KernelCount{1, 1} : KernelCount{3, 2};
+    case OpKind::Loss: return {3, 1};  // max, sum of exp + target, loss; one fused backward
+    default: return {0, 0};            // GEMMs
+  }
+}
+
+OpCost::OpCost(const DeviceProfile& profile, const OpCostOptions& options)
     : gemm_(profile),
       ops_(profile.op_table),
-      memory_bytes_per_s_(profile.memory_bandwidth_gbps * 1e9 * profile.memory_efficiency) {
+      memory_bytes_per_s_(profile.memory_bandwidth_gbps * 1e9 * profile.memory_efficiency),
+      options_(options) {
   for (const auto& [d, tf] : profile.peak_tflops)
     attention_flops_per_s_[d] = tf * 1e12 * profile.attention_efficiency;
 }
@@ -71,23 +106,60 @@ OpTime OpCost::time(const models::Op& op, int tp, bool sequence_parallel, DType 
     return t;
   }
 
+  const KernelCount kc = kernel_count(op, options_);
+  const double over_fwd = kc.fwd * options_.kernel_overhead_s;
+  const double over_bwd = kc.bwd * options_.kernel_overhead_s;
+  if (op.kind == models::OpKind::AttentionCore && options_.attention == AttentionKernel::Unfused) {
+    t = unfused_attention(op, tp, dtype);
+    t.fwd_s += over_fwd;
+    t.bwd_s += over_bwd;
+    return t;
+  }
   if (op.kind == models::OpKind::AttentionCore) {
     auto it = attention_flops_per_s_.find(dtype);
     if (it == attention_flops_per_s_.end())
       input_error("device profile has no peak_tflops.{} for attention", to_string(dtype));
     double flops = op.flops_fwd * kCausalAttentionFraction / tp;
-    t.fwd_s = flops / it->second;
-    t.bwd_s = kFlashBackwardFlopsRatio * t.fwd_s;
+    t.fwd_s = flops / it->second + over_fwd;
+    t.bwd_s = kFlashBackwardFlopsRatio * (flops / it->second) + over_bwd;
     t.source = TimeSource::Roofline;
     return t;
   }
 
   // Memory-bound ops. Op bytes are for a 2-byte dtype; scale for fp32/tf32 training.
   const double scale = (dtype_bytes(dtype) / 2.0) / bytes_divisor(op, tp, sequence_parallel);
-  const double bwd_bytes = op.bytes_bwd > 0 ? op.bytes_bwd : kElementwiseBackwardBytesRatio * op.bytes_fwd;
-  t.fwd_s = op.bytes_fwd * scale / memory_bytes_per_s_;
-  t.bwd_s = bwd_bytes * scale / memory_bytes_per_s_;
+  double fwd_bytes = op.bytes_fwd;
+  double bwd_bytes = op.bytes_bwd > 0 ? op.bytes_bwd : kElementwiseBackwardBytesRatio * op.bytes_fwd;
+  // Unfused bias + GeLU and bias + dropout + add: each extra kernel re-reads and rewrites
+  // the tensor (the bias add of the GEMM output, the dropout output before the add).
+  if ((op.kind == models::OpKind::Activation && !options_.fused_bias_gelu) ||
+      (op.kind == models::OpKind::Residual && !options_.fused_bias_dropout_add)) {
+    fwd_bytes *= 2;
+    bwd_bytes *= 1.5;
+  }
+  t.fwd_s = fwd_bytes * scale / memory_bytes_per_s_ + over_fwd;
+  t.bwd_s = bwd_bytes * scale / memory_bytes_per_s_ + over_bwd;
   t.source = TimeSource::Roofline;
+  return t;
+}
+
+OpTime OpCost::unfused_attention(const models::Op& op, int tp, DType dtype) const {
+  const models::AttentionShape& a = op.attention;
+  const std::int64_t heads = ceil_div(a.heads, tp);
+  const std::int64_t batch = a.batch * heads;  // one (sequence, head) pair per GEMM
+  const std::int64_t s = a.seq, d = a.head_dim;
+  const GemmEstimate scores = gemm_.batched(batch, s, s, d, dtype);   // QK^T; and dP = dO V^T
+  const GemmEstimate context = gemm_.batched(batch, s, d, s, dtype);  // PV; and dV, dQ, dK
+  const double elem = static_cast<double>(dtype_bytes(dtype));
+  const double score_elems = static_cast<double>(batch) * static_cast<double>(s) * static_cast<double>(s);
+  const double softmax_fwd = (options_.softmax_fused ? 2.0 : 6.0) * elem * score_elems;
+  const double softmax_bwd = 3.0 * elem * score_elems;
+  const double dropout = options_.attention_dropout > 0 ? (2.0 * elem + 1.0) * score_elems : 0.0;
+  const double copy = 2.0 * elem * static_cast<double>(batch) * static_cast<double>(s) * static_cast<double>(d);
+  OpTime t;
+  t.fwd_s = scores.time_s + context.time_s + (softmax_fwd + dropout + copy) / memory_bytes_per_s_;
+  t.bwd_s = scores.time_s + 3.0 * context.time_s + (softmax_bwd + dropout + copy) / memory_bytes_per_s_;
+  t.source = worse(scores.source, context.source);
   return t;
 }
 

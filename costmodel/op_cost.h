@@ -6,11 +6,23 @@
 //   Replicated: full shape, m / tp with sequence parallelism.
 //   (divisions round up). forward = GEMM(m, n, k); backward = dgrad GEMM(m, k, n)
 //   + wgrad GEMM(k, n, m), each timed by GemmCost (measured table or roofline).
-// AttentionCore: flash-style. The model FLOPs of the op (QK^T and AV: 4*b*s^2*h
+// AttentionCore, by the stack's attention kernel (OpCostOptions):
+// flash2 / cudnn: the model FLOPs of the op (QK^T and AV: 4*b*s^2*h
 //   forward, unsharded) are halved for the causal mask, divided by tp (heads/tp
 //   per rank), and run at peak(dtype) * attention_efficiency. Backward charges
 //   2.5x the forward FLOPs (flash backward recomputes QK^T: 5 matmuls vs 2;
 //   Dao 2023, FlashAttention-2 sec. 4), at the same efficiency.
+// unfused (Megatron's CoreAttention before FlashAttention): per rank b*heads/tp
+//   strided-batched GEMMs over the full s x s scores (no causal saving): forward QK^T
+//   (s, s, d) and PV (s, d, s); backward dP = dO V^T (s, s, d) and dV, dQ, dK (s, d, s),
+//   each timed by GemmCost::batched; plus memory passes over the scores (2-byte
+//   elements): softmax forward read + write (4 B per score; 3 separate scale / mask /
+//   softmax kernels when not fused: 12 B), backward read y, dy + write dx (6 B); dropout
+//   (p > 0) forward read + write + 1-byte mask (5 B), backward the same (5 B); and the
+//   context's [b, np, s, d] -> [s, b, h] copy (read + write b*s*h/tp) each way.
+// Every op also pays OpCostOptions::kernel_overhead_s per non-GEMM kernel it launches
+//   (kernel_count()): with bytes / bandwidth this makes an alpha-beta model, so small
+//   elementwise kernels reach a lower fraction of the bandwidth than large ones.
 // Every other op is memory bound: bytes / (memory_bandwidth * memory_efficiency),
 //   backward bytes = Op::bytes_bwd, or kElementwiseBackwardBytesRatio x forward bytes
 //   when the op leaves it 0 (reads dy and the saved input, writes dx). Op bytes are for
@@ -27,6 +39,7 @@
 #include "costmodel/device_profile.h"
 #include "costmodel/gemm_cost.h"
 #include "costmodel/op_table.h"
+#include "costmodel/software_stack.h"
 #include "models/op.h"
 
 namespace strata::costmodel {
@@ -44,6 +57,26 @@ inline constexpr double kFlashBackwardFlopsRatio = 2.5;
 // factor). 0 for GEMM ops.
 double op_work(const models::Op& op, int tp, bool sequence_parallel, DType dtype);
 
+// What the framework runs (from the SoftwareStack); the defaults are FlashAttention with
+// fused elementwise kernels and no per-kernel overhead.
+struct OpCostOptions {
+  AttentionKernel attention = AttentionKernel::Flash2;
+  bool softmax_fused = true;
+  double attention_dropout = 0;
+  bool fused_bias_gelu = true;
+  bool fused_bias_dropout_add = true;
+  bool fused_layernorm = true;
+  double kernel_overhead_s = 0;
+};
+// The stack's kernels, with its kernel overhead or else the device profile's.
+OpCostOptions op_cost_options(const SoftwareStack& stack, const DeviceProfile& device);
+
+// Non-GEMM kernels the framework launches for the op: {forward, backward}. GEMM ops: {0, 0}.
+struct KernelCount {
+  int fwd = 0, bwd = 0;
+};
+KernelCount kernel_count(const models::Op& op, const OpCostOptions& o);
+
 struct OpTime {
   double fwd_s = 0;
   double bwd_s = 0;
@@ -54,7 +87,7 @@ struct OpTime {
 
 class OpCost {
  public:
-  explicit OpCost(const DeviceProfile& profile);
+  explicit OpCost(const DeviceProfile& profile, const OpCostOptions& options = {});
 
   // tp >= 1 (InputError otherwise). Op shapes are for one micro-batch, unsharded.
   OpTime time(const models::Op& op, int tp, bool sequence_parallel, DType dtype) const;
@@ -66,6 +99,9 @@ class OpCost {
   MeasuredOpTable ops_;
   std::map<DType, double> attention_flops_per_s_;  // peak * attention_efficiency
   double memory_bytes_per_s_ = 0;                  // bandwidth * memory_efficiency
+  OpCostOptions options_;
+
+  OpTime unfused_attention(const models::Op& op, int tp, DType dtype) const;
 };
 
 }  // namespace strata::costmodel

@@ -71,8 +71,11 @@ Strategy read_strategy(const YamlReader& r) {
 Prediction read_prediction(const YamlReader& r) {
   r.expect_keys({"iteration_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
                  "mfu", "peak_memory_gib", "stage_memory_gib", "bubble_fraction", "breakdown_s",
-                 "notes"});
+                 "notes", "stack", "uncertainty", "uncertainty_basis"});
   Prediction p;
+  p.stack = r.get_string("stack", "");
+  p.uncertainty = read_double(r, "uncertainty", -1);
+  p.uncertainty_basis = r.get_string("uncertainty_basis", "");
   p.iteration_s = read_double(r, "iteration_s", 0);
   p.tokens_per_s = read_double(r, "tokens_per_s", 0);
   p.model_tflops_per_gpu = read_double(r, "model_tflops_per_gpu", 0);
@@ -166,7 +169,12 @@ void emit_strategy(YAML::Emitter& e, const Strategy& s) {
 
 void emit_prediction(YAML::Emitter& e, const Prediction& p) {
   e << YAML::BeginMap;
+  if (!p.stack.empty()) e << YAML::Key << "stack" << YAML::Value << p.stack;
   e << YAML::Key << "iteration_s" << YAML::Value << yaml_double(p.iteration_s);
+  if (p.uncertainty >= 0) {
+    e << YAML::Key << "uncertainty" << YAML::Value << yaml_double(p.uncertainty);
+    e << YAML::Key << "uncertainty_basis" << YAML::Value << p.uncertainty_basis;
+  }
   e << YAML::Key << "tokens_per_s" << YAML::Value << yaml_double(p.tokens_per_s);
   e << YAML::Key << "model_tflops_per_gpu" << YAML::Value << yaml_double(p.model_tflops_per_gpu);
   e << YAML::Key << "hardware_tflops_per_gpu" << YAML::Value
@@ -335,6 +343,14 @@ std::string plan_to_json(const Plan& p) {
                                         {"dp_comm", json_number(b.dp_comm)},
                                         {"optimizer", json_number(b.optimizer)},
                                         {"bubble", json_number(b.bubble)}}}};
+  j["stack"] = q.stack;
+  j["prediction"]["uncertainty"] =
+      q.uncertainty >= 0
+          ? J{{"relative", json_number(q.uncertainty)},
+              {"low_s", json_number(q.iteration_s * (1 - q.uncertainty))},
+              {"high_s", json_number(q.iteration_s * (1 + q.uncertainty))},
+              {"basis", q.uncertainty_basis}}
+          : J(nullptr);
   j["fits_memory"] = q.fits_memory;
   j["stage_layers"] = p.stage_layers;
   return j.dump(2);

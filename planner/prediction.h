@@ -10,6 +10,11 @@ struct Breakdown {  // seconds on the critical path of one iteration
 };
 
 struct Prediction {
+  std::string stack;                   // software stack the prediction assumes
+  // Relative half-width of the band around iteration_s from the validation residuals of
+  // this stack on this device (costmodel/prediction_band.h); < 0: never validated.
+  double uncertainty = -1;
+  std::string uncertainty_basis;
   double iteration_s = 0;
   double tokens_per_s = 0;
   double model_tflops_per_gpu = 0;     // model FLOPs (6·N·tokens-style, no recompute) / time / gpus

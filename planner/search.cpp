@@ -151,7 +151,7 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
   });
 
   SearchResult result;
-  detail::SimEngine engine(model, cluster);
+  detail::SimEngine engine(model, cluster, options.stack);
   const auto total = static_cast<std::int64_t>(space.size());
   std::vector<std::pair<std::int64_t, SimulationResult>> top;  // (enumeration index, result)
   std::optional<std::pair<std::int64_t, SimulationResult>> closest;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "costmodel/cluster_spec.h"
+#include "costmodel/software_stack.h"
 #include "models/model_spec.h"
 #include "planner/prediction.h"
 #include "planner/strategy.h"
@@ -15,6 +16,8 @@
 namespace strata::planner {
 
 struct SearchOptions {
+  // Software stack of every candidate; nullptr: the device's default. Must outlive search().
+  const costmodel::SoftwareStack* stack = nullptr;
   int gpus = 0;
   std::int64_t global_batch = 0;   // 0: model default (e.g. 512 sequences)
   int top_k = 10;

@@ -54,6 +54,7 @@
 #include <fmt/ranges.h>
 
 #include "common/errors.h"
+#include "costmodel/prediction_band.h"
 #include "costmodel/rank_grid.h"
 #include "planner/detail/sim_engine.h"
 #include "planner/simulator.h"
@@ -69,8 +70,6 @@ using costmodel::Collective;
 using costmodel::DType;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-// Gradients are reduced in fp32 (see top of file).
-constexpr double kGradBytes = 4;
 
 // Bytes Adam moves per parameter. Mixed precision: read fp32 grad, master, m, v (16),
 // write master, m, v (12) and the bf16 weight (2) = 30. fp32: no separate master:
@@ -100,15 +99,52 @@ std::string too_large_to_simulate(const Strategy& s) {
                      s.global_batch, s.num_microbatches(), s.pp, s.vpp, steps, kMaxComputeSteps);
 }
 
-SimEngine::SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster)
+namespace {
+
+costmodel::SoftwareStack resolve_stack(const costmodel::SoftwareStack* stack,
+                                       const costmodel::DeviceProfile& device) {
+  if (stack) return *stack;
+  return costmodel::load_software_stack(costmodel::default_software_stack_name(device));
+}
+
+// The stack's precision, which the device must have a peak for.
+DType stack_dtype(const costmodel::SoftwareStack& stack, const costmodel::DeviceProfile& device) {
+  if (!device.peak_tflops.count(stack.precision)) {
+    std::vector<std::string> have;
+    for (const auto& [d, tf] : device.peak_tflops) have.emplace_back(costmodel::to_string(d));
+    input_error("stack '{}' trains in {} but device '{}' has no {} peak (peak_tflops lists {}); "
+                "pick a stack with one of those precisions (`strata stacks`)",
+                stack.name, costmodel::to_string(stack.precision), device.name,
+                costmodel::to_string(stack.precision), fmt::join(have, ", "));
+  }
+  return stack.precision;
+}
+
+double score_bytes(const costmodel::SoftwareStack& stack) {
+  if (stack.flash_like()) return costmodel::kFlashScoreBytes;
+  return stack.attention_dropout > 0 ? costmodel::kUnfusedScoreBytes
+                                     : costmodel::kUnfusedNoDropoutScoreBytes;
+}
+
+// Time a collective issued beside `hidden_by` seconds of independent compute leaves
+// exposed (ideal overlap: the longer of the two sets the pace).
+double exposed(double comm_s, double hidden_by_s) { return std::max(0.0, comm_s - hidden_by_s); }
+
+}  // namespace
+
+SimEngine::SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
+                     const costmodel::SoftwareStack* stack)
     : model_(model),
       cluster_(cluster),
-      op_cost_(cluster.device),
+      stack_(resolve_stack(stack, cluster.device)),
+      op_cost_(cluster.device, costmodel::op_cost_options(stack_, cluster.device)),
       blocks_(cluster.device.block_table),
       coll_(cluster),
-      dtype_(cluster.device.compute_dtype),
+      dtype_(stack_dtype(stack_, cluster.device)),
       walk_(std::make_unique<PipelineWalk>()) {
   act_bytes_ = costmodel::dtype_bytes(dtype_);
+  mem_bytes_per_s_ = cluster.device.memory_bandwidth_gbps * 1e9 * cluster.device.memory_efficiency;
+  kernel_overhead_s_ = costmodel::op_cost_options(stack_, cluster.device).kernel_overhead_s;
 }
 
 const SimEngine::Graph& SimEngine::graph_for(std::int64_t micro_batch) {
@@ -175,26 +211,51 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
         c.attn_fwd_s += ot.fwd_s;
         c.attn_flops_fwd += op.flops_fwd;
       }
-      c.params_rank += op.sharding == models::Sharding::Replicated ? op.params : op.params / tp;
+      const double op_params_rank =
+          op.sharding == models::Sharding::Replicated ? op.params : op.params / tp;
+      c.params_rank += op_params_rank;
+      // Unfused gradient accumulation: one add kernel per weight, reading the running
+      // gradient and the new one and writing the sum (parameter dtype).
+      if (!stack_.fused_grad_accumulation && op_params_rank > 0)
+        c.bwd_s += 3.0 * op_params_rank * act_bytes_ / mem_bytes_per_s_ + kernel_overhead_s_;
       if (tp == 1 || op.tp_comm == models::TpComm::None) continue;
       // tp_comm_bytes assume 2-byte activations; the loss' reductions are fp32 already.
       const double bytes = op.kind == models::OpKind::Loss ? op.tp_comm_bytes
                                                            : op.tp_comm_bytes * act_bytes_ / 2.0;
+      // The op's own GEMMs, which the stack's overlaps can hide a collective behind:
+      // forward, and the backward's input-gradient (dgrad) and weight-gradient (wgrad)
+      // halves (equal FLOPs).
+      const double gemm_f = models::is_gemm(op.kind) ? ot.fwd_s : 0.0;
+      const double dgrad = models::is_gemm(op.kind) ? ot.bwd_s / 2 : 0.0, wgrad = dgrad;
+      const bool ub = stack_.overlap_tp_comm && sp;  // userbuffers overlap needs SP
+      const bool async_bwd = stack_.overlap_tp_backward;
       switch (op.tp_comm) {
         case models::TpComm::CopyForwardAllReduceBackward:
         case models::TpComm::AllGatherForwardReduceScatterBackward:
+          // Column-parallel input. Backward: the input gradient's all-reduce (no SP) or
+          // reduce-scatter (SP) can run beside the wgrad GEMM; with SP the layer kept only
+          // its sequence shard, so the all-gather is re-done before the GEMMs.
           if (sp) {
-            c.tp_fwd_s += coll(Collective::AllGather, bytes);
-            c.tp_bwd_s += coll(Collective::ReduceScatter, bytes);
+            const double ag = coll(Collective::AllGather, bytes);
+            const double rs = coll(Collective::ReduceScatter, bytes);
+            c.tp_fwd_s += ub ? exposed(ag, gemm_f) : ag;
+            c.tp_bwd_s += (async_bwd || ub) ? exposed(ag, dgrad) : ag;
+            c.tp_bwd_s += (async_bwd || ub) ? exposed(rs, wgrad) : rs;
           } else {
-            c.tp_bwd_s += coll(Collective::AllReduce, bytes);
+            const double ar = coll(Collective::AllReduce, bytes);
+            c.tp_bwd_s += async_bwd ? exposed(ar, wgrad) : ar;
           }
           break;
         case models::TpComm::AllReduceForwardCopyBackward:
         case models::TpComm::ReduceScatterForwardAllGatherBackward:
+          // Row-parallel output: the forward's reduction needs the GEMM's result and the
+          // backward's all-gather feeds the dgrad GEMM: exposed unless pipelined in chunks
+          // with the GEMM (userbuffers).
           if (sp) {
-            c.tp_fwd_s += coll(Collective::ReduceScatter, bytes);
-            c.tp_bwd_s += coll(Collective::AllGather, bytes);
+            const double rs = coll(Collective::ReduceScatter, bytes);
+            const double ag = coll(Collective::AllGather, bytes);
+            c.tp_fwd_s += ub ? exposed(rs, gemm_f) : rs;
+            c.tp_bwd_s += ub ? exposed(ag, dgrad) : ag;
           } else {
             c.tp_fwd_s += coll(Collective::AllReduce, bytes);
           }
@@ -342,6 +403,25 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
       link[p] = coll_.time_s(Collective::SendRecv, full / s.tp, pl.link[p]) + gather;
   }
 
+  // Blocking p2p (the stack's framework waits for its sends): the sending step lasts
+  // until the transfer is done and the message is then already there. Forward of
+  // virtual stage v sends over link[v mod pp]; its backward sends back over the link
+  // below it.
+  std::vector<double> p2p_fwd(stages, 0.0), p2p_bwd(stages, 0.0);
+  const bool blocking_p2p =
+      stack_.p2p == costmodel::P2pMode::Blocking ||
+      (stack_.p2p == costmodel::P2pMode::AsyncInterleaved && s.schedule != ScheduleKind::Interleaved);
+  if (pp > 1 && blocking_p2p) {
+    for (int v = 0; v < stages; ++v) {
+      const int p = v % pp;
+      if (v + 1 < stages) p2p_fwd[v] = link[p];
+      if (v > 0) p2p_bwd[v] = link[(p - 1 + pp) % pp];
+      fwd[v] += p2p_fwd[v];
+      bwd[v] += p2p_bwd[v];
+    }
+    std::fill(link.begin(), link.end(), 0.0);
+  }
+
   // Pipeline walk (reused when only ZeRO / DP-side settings changed).
   PipelineWalk& w = *walk_;
   if (!w.same_inputs(s.schedule, pp, m, vpp, fwd, bwd, link))
@@ -357,6 +437,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   mem_in_.zero = s.zero;
   mem_in_.recompute = memory_recompute(s.recompute);
   mem_in_.sequence_parallel = s.sequence_parallel;
+  mem_in_.attention_score_bytes = score_bytes(stack_);
   mem_in_.stage_layers = sl;
   mem_in_.in_flight = w.peak_chunks;
   const std::vector<costmodel::StageMemory> mem = gr.memory->per_stage(mem_in_);
@@ -364,7 +445,12 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   // DP gradient reduction, per pipeline rank.
   const bool dp_comm = s.dp > 1;
   const Collective grad_coll = s.zero >= 1 ? Collective::ReduceScatter : Collective::AllReduce;
-  const auto bucket_cap = static_cast<double>(default_grad_bucket_params(s.dp));
+  // Buckets as the stack's DDP forms them; a stack that does not overlap the reduction
+  // reduces the whole gradient after the last backward.
+  const double stack_bucket = costmodel::grad_bucket_params(stack_, s.dp);
+  const bool overlap_dp = stack_.overlap_grad_reduce && stack_bucket > 0;
+  const double bucket_cap = overlap_dp ? stack_bucket : std::numeric_limits<double>::infinity();
+  const double grad_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
   std::vector<double> ready(pp), dp_end(pp, 0.0);
   struct Bucket {
     double ready, params;
@@ -398,6 +484,11 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
         }
         if (acc > 0) buckets.push_back(Bucket{op_end, acc, p, c});
       }
+      if (!overlap_dp) {  // one reduction of everything once the stage's backward is done
+        double all = 0;
+        for (const Bucket& b : buckets) all += b.params;
+        buckets.assign(1, Bucket{w.compute_end[p], all, p, 0});
+      }
       // The tied embedding copy on the last stage reduces with the last bucket.
       if (!buckets.empty() && mem[p].params > stage_params)
         buckets.back().params += mem[p].params - stage_params;
@@ -406,7 +497,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
       double stream = 0;
       for (std::size_t k = 0; k < buckets.size(); ++k) {
         const double start = std::max(stream, buckets[k].ready);
-        stream = start + coll_.time_s(grad_coll, buckets[k].params * kGradBytes, pl.dp);
+        stream = start + coll_.time_s(grad_coll, buckets[k].params * grad_bytes, pl.dp);
         if (timeline)
           events.push_back(TimelineEvent{p, "dp_comm",
                                          fmt::format("{} bucket {}",
@@ -419,7 +510,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   }
   if (tied_sync) {
     const double emb_params = static_cast<double>(model_.vocab) * model_.hidden / s.tp;
-    const double t_sync = coll_.time_s(Collective::AllReduce, emb_params * kGradBytes, pl.first_last);
+    const double t_sync = coll_.time_s(Collective::AllReduce, emb_params * grad_bytes, pl.first_last);
     const double start = std::max(ready[0], ready[pp - 1]);
     for (int p : {0, pp - 1}) {
       if (timeline && t_sync > 0)
@@ -441,9 +532,13 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   for (int p = 0; p < pp; ++p) {
     const double shard = s.zero >= 1 ? static_cast<double>(s.dp) : 1.0;
     const double opt = mem_bw > 0 ? mem[p].params / shard * adam_bytes_per_param(dtype_) / mem_bw : 0;
-    const double ag = (s.zero >= 1 && dp_comm)
-                          ? coll_.time_s(Collective::AllGather, mem[p].params * act_bytes_, pl.dp)
-                          : 0.0;
+    double ag = (s.zero >= 1 && dp_comm)
+                    ? coll_.time_s(Collective::AllGather, mem[p].params * act_bytes_, pl.dp)
+                    : 0.0;
+    // Overlapped with the next forward bucket by bucket: only the first bucket's
+    // gather (the first layers' parameters) is waited for.
+    if (stack_.overlap_param_gather && mem[p].params > 0)
+      ag *= std::min(1.0, costmodel::grad_bucket_params(stack_, s.dp) / mem[p].params);
     const double end = sync + opt + ag;
     if (timeline) {
       events.push_back(TimelineEvent{p, "optimizer", "adam step", -1, 0, sync, sync + opt});
@@ -460,6 +555,17 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   }
 
   Prediction& pr = res.prediction;
+  pr.stack = stack_.name;
+  {
+    auto it = bands_.find(s.gpus());
+    if (it == bands_.end())
+      it = bands_.emplace(s.gpus(), costmodel::prediction_band(
+                                        stack_.name, cluster_.device.name,
+                                        gr.graph->total_params() / 1e9, s.gpus(), model_.seq_len))
+               .first;
+    pr.uncertainty = it->second.relative.value_or(-1.0);
+    pr.uncertainty_basis = it->second.basis;
+  }
   pr.iteration_s = iteration;
   const double tokens = static_cast<double>(s.global_batch) * static_cast<double>(model_.seq_len);
   pr.tokens_per_s = iteration > 0 ? tokens / iteration : 0;
@@ -481,14 +587,17 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   pr.fits_memory = pr.peak_memory_gib <= cluster_.device.memory_gib;
 
   Breakdown& bd = pr.breakdown_s;
-  double tp_q = 0;
-  for (int c = 0; c < vpp; ++c) tp_q += m * (fwd_tp[c * pp + q] + bwd_tp[c * pp + q]);
+  double tp_q = 0, p2p_q = 0;
+  for (int c = 0; c < vpp; ++c) {
+    tp_q += m * (fwd_tp[c * pp + q] + bwd_tp[c * pp + q]);
+    p2p_q += m * (p2p_fwd[c * pp + q] + p2p_bwd[c * pp + q]);
+  }
   const double busy_q = w.busy_fwd[q] + w.busy_bwd[q];
   bd.tp_comm = tp_q;
-  bd.compute = busy_q - tp_q;
+  bd.compute = busy_q - tp_q - p2p_q;
   const double idle_q = w.idle[q];
-  bd.pp_comm = pp > 1 ? std::min(idle_q, w.chain_p2p(q)) : 0.0;
-  bd.bubble = idle_q - bd.pp_comm;
+  bd.pp_comm = (pp > 1 ? std::min(idle_q, w.chain_p2p(q)) : 0.0) + p2p_q;
+  bd.bubble = idle_q - (bd.pp_comm - p2p_q);
   bd.dp_comm = (ready[q] - w.compute_end[q]) + ag_r;
   bd.optimizer = opt_r;
   (void)r;
@@ -529,11 +638,28 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
     return std::string(p.kind.empty() ? "unspecified" : p.kind);
   };
   std::vector<std::string> n;
+  n.push_back(fmt::format("stack {} ({}): attention {}, {}, TP overlap {}, DP grad reduce {}, "
+                          "pipeline p2p {} (`strata stacks` lists the sources)",
+                          stack_.name, stack_.description, costmodel::to_string(stack_.attention),
+                          costmodel::to_string(stack_.precision),
+                          stack_.overlap_tp_comm ? "userbuffers" : stack_.overlap_tp_backward ? "backward only" : "none",
+                          stack_.overlap_grad_reduce ? "overlapped" : "after the backward",
+                          costmodel::to_string(stack_.p2p)));
+  {
+    const auto band = costmodel::prediction_band(stack_.name, dev.name,
+                                                 graph_for(s.micro_batch).graph->total_params() / 1e9,
+                                                 s.gpus(), model_.seq_len);
+    if (band.relative)
+      n.push_back(fmt::format("uncertainty +-{:.0f}%: {}", 100 * *band.relative, band.basis));
+    for (const auto& w : band.warnings) n.push_back("warning: " + w);
+  }
   n.push_back(fmt::format("compute dtype {} on {} ({} peak {:.4g} TFLOP/s: {})",
                           costmodel::to_string(dtype_), dev.name, costmodel::to_string(dtype_),
                           dev.peak_flops(dtype_) / 1e12, ref(dev.source)));
   if (t.gemm_measured && !t.gemm_roofline)
-    n.push_back(fmt::format("GEMM times: measured table ({})", ref(dev.gemm_source)));
+    n.push_back(fmt::format("GEMM times: {} table ({})",
+                            dev.gemm_source.kind == "published" ? "published" : "measured",
+                            ref(dev.gemm_source)));
   else if (t.gemm_measured)
     n.push_back(fmt::format("GEMM times: measured table ({}) where it covers the shape, else "
                             "roofline at {:.0f}% of datasheet peak",
@@ -586,7 +712,7 @@ SimulationResult simulate(const models::ModelSpec& model, const costmodel::Clust
                 "{})",
                 strategy.gpus(), strategy.dp, strategy.tp, strategy.pp, cluster.name,
                 cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
-  detail::SimEngine engine(model, cluster);
+  detail::SimEngine engine(model, cluster, options.stack);
   SimulationResult r = engine.run(strategy, options.timeline, options.stage_layers);
   r.prediction.notes = engine.notes(strategy);
   return r;

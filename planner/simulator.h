@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "costmodel/cluster_spec.h"
+#include "costmodel/software_stack.h"
 #include "models/model_spec.h"
 #include "planner/prediction.h"
 #include "planner/strategy.h"
@@ -31,6 +32,9 @@ struct SimulationResult {
 
 struct SimulateOptions {
   bool timeline = false;                           // record events (costs time; off in search)
+  // The software stack the job runs under; nullptr: costmodel::default_software_stack_name
+  // of the cluster's device. Must outlive the call.
+  const costmodel::SoftwareStack* stack = nullptr;
   std::vector<std::vector<int>> stage_layers;      // empty: partition by StagePartition
 };
 

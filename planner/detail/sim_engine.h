@@ -20,6 +20,7 @@
 #include "costmodel/block_table.h"
 #include "costmodel/memory_model.h"
 #include "costmodel/op_cost.h"
+#include "costmodel/prediction_band.h"
 #include "models/model_graph.h"
 #include "models/model_spec.h"
 #include "planner/detail/pipeline_walk.h"
@@ -32,7 +33,7 @@ namespace strata::planner::detail {
 // Costs of one layer group for one micro-batch on one rank (given tp and SP).
 struct GroupCost {
   double fwd_s = 0, bwd_s = 0;        // compute (GEMM, attention, elementwise)
-  double tp_fwd_s = 0, tp_bwd_s = 0;  // TP collectives (not overlapped)
+  double tp_fwd_s = 0, tp_bwd_s = 0;  // TP collectives left exposed by the stack's overlaps
   double attn_fwd_s = 0;              // attention core forward (selective recompute)
   double flops_fwd = 0, flops_bwd = 0;  // model FLOPs, whole group, unsharded
   double attn_flops_fwd = 0;
@@ -61,7 +62,9 @@ std::string too_large_to_simulate(const Strategy& s);
 
 class SimEngine {
  public:
-  SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster);
+  // stack nullptr: the device's default stack (costmodel::default_software_stack_name).
+  SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
+            const costmodel::SoftwareStack* stack = nullptr);
 
   // Simulates a strategy that already passed validate(). stage_layers empty: partition.
   SimulationResult run(const Strategy& s, bool timeline,
@@ -72,6 +75,7 @@ class SimEngine {
   costmodel::DType dtype() const { return dtype_; }
   const models::ModelSpec& model() const { return model_; }
   const costmodel::ClusterSpec& cluster() const { return cluster_; }
+  const costmodel::SoftwareStack& stack() const { return stack_; }
 
  private:
   struct Graph {
@@ -85,11 +89,14 @@ class SimEngine {
 
   models::ModelSpec model_;
   costmodel::ClusterSpec cluster_;
+  costmodel::SoftwareStack stack_;
   costmodel::OpCost op_cost_;
   costmodel::MeasuredBlockTable blocks_;
   costmodel::CollectiveCost coll_;
   costmodel::DType dtype_;
   double act_bytes_ = 2;  // bytes per activation element (dtype)
+  double mem_bytes_per_s_ = 0;    // achieved device memory bandwidth
+  double kernel_overhead_s_ = 0;  // per non-GEMM kernel (stack or device)
 
   std::map<std::int64_t, Graph> graphs_;
   std::map<std::tuple<int, int, int, std::string>, Placement> placements_;
@@ -99,6 +106,7 @@ class SimEngine {
 
   // Reused buffers and the last pipeline walk (see simulator.cpp).
   std::unique_ptr<PipelineWalk> walk_;
+  std::map<long long, costmodel::PredictionBand> bands_;  // by GPU count
   costmodel::MemoryInputs mem_in_;
 };
 

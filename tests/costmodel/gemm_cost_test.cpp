@@ -76,20 +76,29 @@ TEST(GemmCost, InterpolationInFlopsBetweenUnrelatedShapesIsMonotone) {
   EXPECT_LT(prev, 3400e-6);
 }
 
-TEST(GemmCost, RooflineOutsideTheTableMatchesTheFormulaByHand) {
+TEST(GemmCost, OutsideTheTableTheEndRatesHoldAndStreamingBoundsThem) {
   auto p = measured_device();
   sc::GemmCost g(p);
-  // Compute bound, bigger than any measured shape: 2mnk / (peak * eff).
+  // Compute bound, bigger than any measured shape: the largest row's rate (8192^3 in
+  // 3400 us), not the roofline's flat efficiency.
   const double m = 16384, n = 16384, k = 16384;
   auto e = g.estimate(16384, 16384, 16384, DType::Bf16);
-  EXPECT_EQ(e.source, sc::TimeSource::Roofline);
-  EXPECT_NEAR(e.time_s, 2 * m * n * k / (400e12 * 0.8), 1e-12);
+  EXPECT_EQ(e.source, sc::TimeSource::Interpolated);
+  const double rate = 2.0 * 8192 * 8192 * 8192 / 3400e-6;
+  EXPECT_NEAR(e.time_s, 2 * m * n * k / rate, 1e-12);
   // fp32 has no table: roofline everywhere.
   EXPECT_NEAR(g.time_s(4096, 4096, 4096, DType::Fp32), 2.0 * 4096 * 4096 * 4096 / (50e12 * 0.8), 1e-12);
-  // Memory bound (m = 1, GEMV-like, below the table): bytes / (bw * mem_eff).
+  // Memory bound (m = 1, GEMV-like, below the table): never faster than streaming the
+  // operands once, bytes / (bw * mem_eff).
   const double bytes = (1.0 * 8192 + 8192.0 * 8192 + 1.0 * 8192) * 2;
   EXPECT_NEAR(g.time_s(1, 8192, 8192, DType::Bf16), bytes / (2000e9 * 0.9), 1e-15);
   EXPECT_DOUBLE_EQ(g.roofline_time_s(1, 8192, 8192, DType::Bf16), bytes / (2000e9 * 0.9));
+  // Batched: 8 GEMMs of (256, 256, 64) are one (2048, 256, 64) GEMM on the curve, but
+  // never below 8 x their own operand traffic.
+  const double member_bytes = (256.0 * 64 + 64.0 * 256 + 256.0 * 256) * 2;
+  const auto b = g.batched(8, 256, 256, 64, DType::Bf16);
+  EXPECT_GE(b.time_s, 8 * member_bytes / (2000e9 * 0.9) * (1 - 1e-12));
+  EXPECT_GE(b.time_s, g.time_s(2048, 256, 64, DType::Bf16) * (1 - 1e-12));
 }
 
 TEST(GemmCost, RejectsEmptyShapesAndMissingDtypes) {

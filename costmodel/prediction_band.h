@@ -1,0 +1,38 @@
+// PredictionBand: how far to trust a step-time prediction, from how far the cost model
+// missed published runs of the same software stack on the same device. The residuals
+// are the committed output of `strata_bench_prediction_error` (costmodel/stacks/
+// residuals.yaml, one entry per validation set); a job outside the validated range of
+// model size, GPU count or sequence length gets a warning naming the range.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace strata::costmodel {
+
+struct ValidationResidual {
+  std::string stack, device, set;   // set: the validation file and its source
+  int rows = 0;
+  double mape = 0;                  // mean |predicted - published| / published
+  double max_abs = 0;               // largest |error|
+  double bias = 0;                  // mean signed error (negative: predicted too fast)
+  double params_b_min = 0, params_b_max = 0;
+  long long gpus_min = 0, gpus_max = 0;
+  long long seq_min = 0, seq_max = 0;
+};
+
+// Every committed residual entry.
+const std::vector<ValidationResidual>& validation_residuals();
+
+struct PredictionBand {
+  // Relative half-width of the band (max |error| of the validation rows); nullopt when
+  // the stack was never validated on this device.
+  std::optional<double> relative;
+  std::string basis;                  // "megatron-2021 on a100-sxm-80gb: 10 rows, MAPE ..."
+  std::vector<std::string> warnings;  // outside the validated range, or not validated
+};
+
+PredictionBand prediction_band(const std::string& stack, const std::string& device,
+                               double params_b, long long gpus, long long seq);
+
+}  // namespace strata::costmodel

@@ -1,0 +1,173 @@
+#include "costmodel/software_stack.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "common/atomic_file.h"
+#include "common/errors.h"
+#include "common/yaml_reader.h"
+#include "costmodel/detail/closest_names.h"
+
+namespace strata::costmodel {
+
+namespace detail {
+const std::vector<std::pair<std::string_view, std::string_view>>& embedded_stacks();
+}  // namespace detail
+
+const char* to_string(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::Unfused: return "unfused";
+    case AttentionKernel::Flash2: return "flash2";
+    case AttentionKernel::Cudnn: return "cudnn";
+  }
+  return "?";
+}
+
+const char* to_string(P2pMode p) {
+  switch (p) {
+    case P2pMode::Blocking: return "blocking";
+    case P2pMode::Async: return "async";
+    case P2pMode::AsyncInterleaved: return "async_interleaved";
+  }
+  return "?";
+}
+
+namespace {
+
+// The newest stack of the catalog: the default on GPU devices.
+constexpr const char* kNewestGpuStack = "nemo-2024";
+
+std::string source_text(const YamlReader& s) {
+  s.expect_map();
+  s.expect_keys({"ref", "commit", "status", "note", "url"});
+  std::string out = s.get_string("ref");
+  if (out.empty()) s.fail("ref", "must not be empty");
+  std::vector<std::string> extra;
+  if (s.has("commit")) extra.push_back("commit " + s.get_string("commit"));
+  if (s.has("status")) extra.push_back("status " + s.get_enum("status", {"P", "T", "F", "D", "inferred"}));
+  if (!extra.empty()) {
+    out += " (";
+    for (std::size_t i = 0; i < extra.size(); ++i) out += (i ? "; " : "") + extra[i];
+    out += ")";
+  }
+  if (s.has("url")) out += " <" + s.get_string("url") + ">";
+  if (s.has("note")) out += ": " + s.get_string("note");
+  return out;
+}
+
+}  // namespace
+
+SoftwareStack parse_software_stack(const std::string& yaml_text, const std::string& source) {
+  YamlReader r(parse_yaml(yaml_text, source), source);
+  r.expect_map();
+  r.expect_keys({"name", "description", "framework", "version", "precision", "grad_reduce_dtype",
+                 "attention", "fusions", "overlap", "grad_bucket_params", "optimizer",
+                 "distributed_optimizer", "kernel_overhead_us", "sources"});
+  SoftwareStack s;
+  s.file = source;
+  s.name = r.get_string("name");
+  if (s.name.empty()) r.fail("name", "must not be empty");
+  for (char c : s.name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+      r.fail("name", "may hold only letters, digits, '-', '_' and '.'");
+  s.description = r.get_string("description", "");
+  s.framework = r.get_string("framework", "");
+  s.version = r.get_string("version", "");
+  s.precision = dtype_from_string(r.get_enum("precision", {"bf16", "fp16", "tf32", "fp32"}));
+  s.grad_reduce_dtype =
+      dtype_from_string(r.get_enum("grad_reduce_dtype", {"bf16", "fp16", "tf32", "fp32"}, "fp32"));
+
+  YamlReader a = r.child("attention");
+  a.expect_keys({"kernel", "softmax_fused", "dropout"});
+  const std::string kernel = a.get_enum("kernel", {"unfused", "flash2", "cudnn"});
+  s.attention = kernel == "unfused" ? AttentionKernel::Unfused
+                : kernel == "flash2" ? AttentionKernel::Flash2
+                                     : AttentionKernel::Cudnn;
+  s.softmax_fused = a.get_bool("softmax_fused", true);
+  s.attention_dropout = a.get_double("dropout", 0.0);
+  if (!(s.attention_dropout >= 0 && s.attention_dropout < 1))
+    a.fail("dropout", fmt::format("{} must be in [0, 1)", s.attention_dropout));
+
+  if (r.has("fusions")) {
+    YamlReader f = r.child("fusions");
+    f.expect_keys({"bias_gelu", "bias_dropout_add", "layernorm", "grad_accumulation"});
+    s.fused_grad_accumulation = f.get_bool("grad_accumulation", true);
+    s.fused_bias_gelu = f.get_bool("bias_gelu", true);
+    s.fused_bias_dropout_add = f.get_bool("bias_dropout_add", true);
+    s.fused_layernorm = f.get_bool("layernorm", true);
+  }
+  YamlReader o = r.child("overlap");
+  o.expect_keys({"tp_comm", "tp_backward", "grad_reduce", "param_gather", "p2p"});
+  s.overlap_tp_comm = o.get_bool("tp_comm");
+  s.overlap_tp_backward = o.get_bool("tp_backward", false);
+  s.overlap_grad_reduce = o.get_bool("grad_reduce");
+  s.overlap_param_gather = o.get_bool("param_gather");
+  const std::string p2p = o.get_enum("p2p", {"blocking", "async", "async_interleaved"});
+  s.p2p = p2p == "blocking" ? P2pMode::Blocking
+          : p2p == "async"  ? P2pMode::Async
+                            : P2pMode::AsyncInterleaved;
+
+  s.grad_bucket_params = r.get_int_in("grad_bucket_params", -1, std::int64_t{1} << 50, -1);
+  s.optimizer = r.get_string("optimizer", "fused_adam");
+  s.distributed_optimizer = r.get_bool("distributed_optimizer", false);
+  s.kernel_overhead_us = r.get_double("kernel_overhead_us", -1.0);
+  if (r.has("kernel_overhead_us") && !(s.kernel_overhead_us >= 0 && s.kernel_overhead_us < 1e4))
+    r.fail("kernel_overhead_us", fmt::format("{} must be in [0, 10000)", s.kernel_overhead_us));
+
+  if (r.has("sources")) {
+    YamlReader src = r.child("sources");
+    src.expect_map();
+    for (const auto& kv : src.node()) {
+      const std::string key = kv.first.as<std::string>();
+      s.sources[key] = source_text(src.child(key));
+    }
+  }
+  if (s.overlap_param_gather && !s.distributed_optimizer)
+    o.fail("param_gather", "overlapping the parameter all-gather needs distributed_optimizer: true");
+  return s;
+}
+
+std::vector<std::string> software_stack_catalog_names() {
+  std::vector<std::string> out;
+  for (const auto& f : detail::embedded_stacks()) out.emplace_back(f.first);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+SoftwareStack load_software_stack(const std::string& name_or_path) {
+  if (name_or_path.empty()) input_error("stack name is empty (expected a catalog name or a path)");
+  const bool path_like = name_or_path.find('/') != std::string::npos ||
+                         name_or_path.find(".yaml") != std::string::npos ||
+                         name_or_path.find(".yml") != std::string::npos;
+  if (!path_like) {
+    for (const auto& [stem, text] : detail::embedded_stacks())
+      if (stem == name_or_path)
+        return parse_software_stack(std::string(text), fmt::format("costmodel/stacks/{}.yaml", stem));
+  }
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(name_or_path, ec))
+    return parse_software_stack(read_file(name_or_path), name_or_path);
+  if (path_like) input_error("stack file '{}' not found", name_or_path);
+  input_error("unknown stack '{}' (did you mean: {}?); known stacks: {} (see `strata stacks`)",
+              name_or_path,
+              detail::join_names(detail::closest_names(name_or_path, software_stack_catalog_names())),
+              detail::join_names(software_stack_catalog_names()));
+}
+
+std::string default_software_stack_name(const DeviceProfile& device) {
+  return device.default_stack.empty() ? kNewestGpuStack : device.default_stack;
+}
+
+double grad_bucket_params(const SoftwareStack& s, int dp) {
+  if (s.grad_bucket_params > 0) return static_cast<double>(s.grad_bucket_params);
+  if (s.grad_bucket_params == 0) return 0;  // no buckets: caller reduces everything at once
+  // Megatron-Core DistributedDataParallel: bucket_size = max(40M, 1M x dp) parameters.
+  return std::max(40'000'000.0, 1'000'000.0 * dp);
+}
+
+}  // namespace strata::costmodel

@@ -1,0 +1,98 @@
+// SoftwareStack: what the training framework does with a strategy. The same layout runs
+// at different speeds under different frameworks and versions; a stack names the
+// kernels (attention kernel, fused elementwise kernels), the precision, and which
+// communication the framework overlaps with compute. The cost model and the memory model
+// both read it, so time and memory always assume the same kernels (an unfused attention
+// keeps the s x s scores for the backward pass, FlashAttention does not).
+//
+// YAML (costmodel/stacks/*.yaml, embedded; `--stack NAME|FILE`):
+//   name: megatron-2021
+//   description: "..."
+//   framework: "NVIDIA/Megatron-LM"
+//   version: "v2.x (spring 2021)"
+//   precision: fp16                 # fp16 | bf16 | fp32 | tf32: GEMM/activation dtype
+//   grad_reduce_dtype: fp32         # dtype of the data-parallel gradient reduction
+//   attention: {kernel: unfused, softmax_fused: true, dropout: 0.1}   # unfused | flash2 | cudnn
+//   fusions: {bias_gelu: true, bias_dropout_add: true, layernorm: true, grad_accumulation: true}
+//   overlap: {tp_comm: false, tp_backward: false, grad_reduce: false, param_gather: false,
+//             p2p: blocking}
+//   grad_bucket_params: 0           # 0: one reduction after the backward; -1: max(40M, 1M x dp)
+//   optimizer: fused_adam
+//   distributed_optimizer: false
+//   kernel_overhead_us: 4           # optional: fixed cost of each non-GEMM kernel
+//   sources: {precision: {ref: ..., commit: ..., status: P}, ...}   # one per setting
+// Every setting cites where it comes from (`sources:`); `strata stacks` prints them.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "costmodel/device_profile.h"
+
+namespace strata::costmodel {
+
+enum class AttentionKernel {
+  Unfused,  // QK^T and AV as batched GEMMs over the full s x s scores, softmax (+ dropout) passes
+  Flash2,   // FlashAttention-2: causal tiles only, no s x s tensor in memory
+  Cudnn,    // cuDNN fused attention (Transformer Engine): same shape of cost as flash
+};
+const char* to_string(AttentionKernel k);
+
+enum class P2pMode {
+  Blocking,  // the stage waits for its send to complete before computing on
+  Async,     // sends run on a communication stream beside compute
+  AsyncInterleaved,  // async under the interleaved schedule, blocking otherwise (Megatron-Core)
+};
+const char* to_string(P2pMode p);
+
+struct SoftwareStack {
+  std::string name;
+  std::string description;
+  std::string framework;
+  std::string version;
+  DType precision = DType::Bf16;
+  DType grad_reduce_dtype = DType::Fp32;
+  AttentionKernel attention = AttentionKernel::Flash2;
+  bool softmax_fused = true;
+  double attention_dropout = 0.0;
+  bool fused_bias_gelu = true;
+  bool fused_bias_dropout_add = true;
+  bool fused_layernorm = true;
+  // Weight gradients accumulated by the wgrad GEMM into the main gradient buffer; when
+  // false, each micro-batch's backward writes a fresh gradient that a separate kernel
+  // adds into .grad (read both, write the sum) in the parameters' dtype.
+  bool fused_grad_accumulation = true;
+  bool overlap_tp_comm = false;     // TE userbuffers: TP collectives pipelined with GEMMs (SP)
+  // Column-parallel backward (Megatron's async TP communication): the input gradient's
+  // all-reduce / reduce-scatter beside the wgrad GEMM, SP's re-done all-gather beside dgrad.
+  bool overlap_tp_backward = false;
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = false;
+  P2pMode p2p = P2pMode::Async;
+  // -1: Megatron-Core's default bucket (max(40M, 1M x dp) parameters); 0: the whole
+  // gradient reduced once after the backward; > 0: that many parameters per bucket.
+  std::int64_t grad_bucket_params = -1;
+  std::string optimizer = "fused_adam";
+  bool distributed_optimizer = false;
+  // Fixed time of each non-GEMM kernel (launch and tail) in microseconds; -1: the
+  // device profile's value.
+  double kernel_overhead_us = -1;
+  // dotted setting key -> "ref (commit ...; status ...): note".
+  std::map<std::string, std::string> sources;
+  std::string file;  // where it was read from (catalog path or user file)
+
+  bool flash_like() const { return attention != AttentionKernel::Unfused; }
+};
+
+SoftwareStack parse_software_stack(const std::string& yaml_text, const std::string& source);
+// A catalog name (`strata stacks`) or a YAML path; InputError with close names otherwise.
+SoftwareStack load_software_stack(const std::string& name_or_path);
+std::vector<std::string> software_stack_catalog_names();
+// The stack used when none is named: the newest catalog stack for GPU devices; the
+// device profile's `default_stack` when it names one (CPU ranks run strata's own runtime).
+std::string default_software_stack_name(const DeviceProfile& device);
+// Bucket size in parameters for a DP group of `dp` ranks (grad_bucket_params resolved).
+double grad_bucket_params(const SoftwareStack& s, int dp);
+
+}  // namespace strata::costmodel

@@ -1,0 +1,146 @@
+// The software stack: catalog parsing and sources, and the cost terms it switches on,
+// each against a closed form computed by hand on the toy device (400 TFLOP/s bf16 at
+// 80% GEMM efficiency, 2000 GB/s at 90%).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "common/errors.h"
+#include "costmodel/memory_model.h"
+#include "costmodel/op_cost.h"
+#include "costmodel/prediction_band.h"
+#include "costmodel/software_stack.h"
+#include "test_profiles.h"
+
+namespace sc = strata::costmodel;
+namespace sm = strata::models;
+using sc::DType;
+
+namespace {
+
+sm::Op attention_op(double b, double heads, double s, double d) {
+  sm::Op att;
+  att.kind = sm::OpKind::AttentionCore;
+  att.sharding = sm::Sharding::HeadParallel;
+  att.attention = {static_cast<std::int64_t>(b), static_cast<std::int64_t>(heads),
+                   static_cast<std::int64_t>(heads), static_cast<std::int64_t>(s),
+                   static_cast<std::int64_t>(d)};
+  att.flops_fwd = 4 * b * s * s * heads * d;
+  att.flops_bwd = 2 * att.flops_fwd;
+  return att;
+}
+
+}  // namespace
+
+TEST(SoftwareStack, EveryCatalogStackParsesAndCitesEverySetting) {
+  const auto names = sc::software_stack_catalog_names();
+  for (const char* want : {"megatron-2021", "megatron-2022", "mcore-2024", "nemo-2024", "strata-cpu"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  for (const auto& n : names) {
+    const sc::SoftwareStack s = sc::load_software_stack(n);
+    EXPECT_EQ(s.name, n);
+    for (const char* key : {"precision", "attention.kernel", "overlap.grad_reduce", "overlap.p2p"})
+      EXPECT_TRUE(s.sources.count(key)) << n << " has no source for " << key;
+  }
+}
+
+TEST(SoftwareStack, CatalogFactsThatThePredictionsRestOn) {
+  const auto m21 = sc::load_software_stack("megatron-2021");
+  EXPECT_EQ(m21.attention, sc::AttentionKernel::Unfused);
+  EXPECT_EQ(m21.precision, DType::Fp16);
+  EXPECT_EQ(m21.p2p, sc::P2pMode::Blocking);
+  EXPECT_FALSE(m21.overlap_grad_reduce);
+  const auto mc = sc::load_software_stack("mcore-2024");
+  EXPECT_TRUE(mc.flash_like());
+  EXPECT_TRUE(mc.overlap_tp_comm);
+  EXPECT_EQ(mc.p2p, sc::P2pMode::AsyncInterleaved);
+  EXPECT_EQ(sc::default_software_stack_name(sc::testing::toy_device()), "nemo-2024");
+}
+
+TEST(SoftwareStack, BadStacksAreRefusedByName) {
+  const std::string ok =
+      "name: x\nprecision: bf16\nattention: {kernel: flash2}\n"
+      "overlap: {tp_comm: false, grad_reduce: true, param_gather: false, p2p: async}\n";
+  EXPECT_NO_THROW(sc::parse_software_stack(ok, "t.yaml"));
+  auto fails = [](const std::string& text, const std::string& needle) {
+    try {
+      sc::parse_software_stack(text, "t.yaml");
+    } catch (const strata::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      return;
+    }
+    ADD_FAILURE() << "accepted: " << text;
+  };
+  std::string bad = ok;
+  fails(bad.replace(bad.find("flash2"), 6, "flash9"), "kernel");
+  fails(ok + "typo_key: 1\n", "typo_key");
+  fails(std::string(ok).replace(ok.find("param_gather: false"), 19, "param_gather: true"),
+        "distributed_optimizer");
+  EXPECT_THROW(sc::load_software_stack("megatron-2020"), strata::InputError);
+}
+
+TEST(SoftwareStack, UnfusedAttentionIsBatchedGemmsPlusScorePasses) {
+  sc::OpCostOptions o;
+  o.attention = sc::AttentionKernel::Unfused;
+  o.attention_dropout = 0.1;
+  const sc::OpCost oc(sc::testing::toy_device(), o);
+  const double b = 2, heads = 16, s = 1024, d = 64, tp = 2;
+  const auto t = oc.time(attention_op(b, heads, s, d), static_cast<int>(tp), false, DType::Bf16);
+  // Per rank: B = b * heads / tp = 16 (sequence, head) pairs.
+  const double B = 16, flops_rate = 400e12 * 0.8, bw = 2000e9 * 0.9;
+  // QK^T (s, s, d) per pair: 2 s s d FLOPs, operands s d + d s + s s (bf16).
+  const double qk = std::max(B * 2 * s * s * d / flops_rate, B * (2 * s * d + s * s) * 2 / bw);
+  // PV (s, d, s): the same FLOPs, operands s s + s d + s d.
+  const double pv = std::max(B * 2 * s * s * d / flops_rate, B * (s * s + 2 * s * d) * 2 / bw);
+  const double scores = B * s * s;
+  const double fwd = qk + pv + (4 * scores + 5 * scores + 4 * B * s * d) / bw;
+  const double bwd = qk + 3 * pv + (6 * scores + 5 * scores + 4 * B * s * d) / bw;
+  EXPECT_NEAR(t.fwd_s, fwd, 1e-12 * fwd);
+  EXPECT_NEAR(t.bwd_s, bwd, 1e-12 * bwd);
+  // The flash kernel on the same op computes half the scores at the attention efficiency.
+  const sc::OpCost flash(sc::testing::toy_device());
+  const double flash_fwd = 0.5 * 4 * b * s * s * heads * d / tp / (400e12 * 0.5);
+  EXPECT_NEAR(flash.time(attention_op(b, heads, s, d), 2, false, DType::Bf16).fwd_s, flash_fwd,
+              1e-12 * flash_fwd);
+}
+
+TEST(SoftwareStack, KernelOverheadIsPaidPerNonGemmKernel) {
+  sc::OpCostOptions o;
+  o.kernel_overhead_s = 5e-6;
+  const sc::OpCost with(sc::testing::toy_device(), o), without(sc::testing::toy_device());
+  sm::Op norm;
+  norm.kind = sm::OpKind::Norm;
+  norm.bytes_fwd = 1e6;
+  const auto a = with.time(norm, 1, false, DType::Bf16), b = without.time(norm, 1, false, DType::Bf16);
+  EXPECT_NEAR(a.fwd_s - b.fwd_s, 1 * 5e-6, 1e-15);  // fused LayerNorm: 1 forward kernel
+  EXPECT_NEAR(a.bwd_s - b.bwd_s, 2 * 5e-6, 1e-15);  // dx and dgamma/dbeta
+  // A 1 MB pass reaches 1e6 / (1e6 / 1.8e12 + 5e-6) = ~10% of the achieved bandwidth.
+  EXPECT_LT(1e6 / a.fwd_s, 0.2 * 1.8e12);
+}
+
+TEST(SoftwareStack, MemoryFollowsTheAttentionKernel) {
+  sm::ModelSpec m;
+  m.seq_len = 2048, m.hidden = 4096, m.heads = 32, m.kv_heads = 32, m.ffn = 16384, m.layers = 2;
+  const double unfused = sc::layer_activation_bytes(m, 1, 1, false, sc::RecomputeMode::None);
+  const double flash = sc::layer_activation_bytes(m, 1, 1, false, sc::RecomputeMode::None,
+                                                  sc::kFlashScoreBytes);
+  const double no_dropout = sc::layer_activation_bytes(m, 1, 1, false, sc::RecomputeMode::None,
+                                                       sc::kUnfusedNoDropoutScoreBytes);
+  const double a = 32, s = 2048;
+  EXPECT_DOUBLE_EQ(unfused - flash, 5 * a * s * s);     // Korthikanti's 5as^2b, b = 1
+  EXPECT_DOUBLE_EQ(no_dropout - flash, 2 * a * s * s);  // softmax output only
+  // Flash keeps exactly what selective recompute keeps.
+  EXPECT_DOUBLE_EQ(flash, sc::layer_activation_bytes(m, 1, 1, false, sc::RecomputeMode::Selective));
+}
+
+TEST(SoftwareStack, BandComesFromTheCommittedResidualsAndWarnsOutsideTheirRange) {
+  const auto in = sc::prediction_band("megatron-2021", "a100-sxm-80gb", 145.6, 1536, 2048);
+  ASSERT_TRUE(in.relative.has_value());
+  EXPECT_GT(*in.relative, 0);
+  EXPECT_TRUE(in.warnings.empty());
+  const auto out = sc::prediction_band("megatron-2021", "a100-sxm-80gb", 145.6, 16, 8192);
+  EXPECT_EQ(out.warnings.size(), 2u);  // GPU count and sequence length
+  const auto none = sc::prediction_band("nemo-2024", "toy", 1, 8, 2048);
+  EXPECT_FALSE(none.relative.has_value());
+  EXPECT_EQ(none.warnings.size(), 1u);
+}
