@@ -682,11 +682,17 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
                           measured_ops.empty() ? "" : "otherwise: ", dev.attention_efficiency * 100,
                           dev.memory_efficiency * 100, dev.memory_bandwidth_gbps,
                           dev.source.measured() || dev.efficiency_source.measured() ? "measured" : "datasheet"));
-  std::string links = fmt::format("intra-node {:.4g} GB/s: {}", cluster_.intra_node.bandwidth_gbps,
-                                  ref(cluster_.intra_node.source));
-  if (cluster_.nodes > 1)
-    links += fmt::format("; inter-node {:.4g} GB/s: {}", cluster_.inter_node.bandwidth_gbps,
-                         ref(cluster_.inter_node.source));
+  auto link_text = [&](const costmodel::LinkSpec& l) {
+    std::string t = fmt::format("{:.4g} GB/s", l.bandwidth_gbps);
+    if (l.efficiency != 1.0) {
+      auto e = l.source.fields.find("efficiency");
+      t += fmt::format(" x {:.3g} NCCL efficiency ({})", l.efficiency,
+                       e == l.source.fields.end() ? "no source" : e->second);
+    }
+    return t + ": " + ref(l.source);
+  };
+  std::string links = "intra-node " + link_text(cluster_.intra_node);
+  if (cluster_.nodes > 1) links += "; inter-node " + link_text(cluster_.inter_node);
   n.push_back(fmt::format(
       "collectives: {} ({})",
       (t.tp_measured ||
