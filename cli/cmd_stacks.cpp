@@ -91,6 +91,7 @@ void add_stacks_command(CLI::App& app) {
   add_format_flag(*cmd, *format);
   auto* show = cmd->add_subcommand("show", "Print one stack's settings with their sources");
   show->add_option("name", *name, "catalog name or stack .yaml path")->required();
+  add_format_flag(*show, *format);  // `strata stacks show NAME --format json` as well
   show->callback([name, format] {
     SoftwareStack s;
     try {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "planner/plan.h"
 #include "common/json_text.h"
@@ -227,4 +228,59 @@ TEST(CliMain, HelpAndVersionExitZero) {
   EXPECT_NE(p.out.find("--global-batch"), std::string::npos);
   auto v = run_strata({"--version"});
   expect_clean_success(v);
+}
+
+// The software stack: listed with its sources, chosen with --stack, carried in the JSON with
+// the uncertainty band its validation residuals give (null where it was never validated).
+TEST(CliStacks, ListShowAndSimulateWithAStack) {
+  const RunResult list = run_strata({"stacks"});
+  expect_clean_success(list);
+  for (const char* s : {"megatron-2021", "megatron-2022", "mcore-2024", "nemo-2024", "strata-cpu"})
+    EXPECT_NE(list.out.find(s), std::string::npos) << s;
+  const RunResult show = run_strata({"stacks", "show", "megatron-2022", "--format", "json"});
+  expect_clean_success(show);
+  const json st = strata::parse_json(show.out);
+  EXPECT_EQ(st["settings"]["attention.kernel"], "unfused");
+  EXPECT_TRUE(st["sources"].contains("attention.kernel"));
+
+  const std::vector<std::string> sim = {"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100",
+                                        "--tp", "8", "--pp", "16", "--dp", "8", "--micro-batch", "1",
+                                        "--global-batch", "1536", "--recompute", "full", "--format", "json"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = sim;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const RunResult m22 = run_strata(with({"--stack", "megatron-2022"}));
+  expect_clean_success(m22);
+  const json j22 = strata::parse_json(m22.out);
+  EXPECT_EQ(j22["stack"], "megatron-2022");
+  EXPECT_TRUE(j22["prediction"].contains("uncertainty"));
+  EXPECT_TRUE(j22["prediction"]["uncertainty"].is_null());  // not validated on A100
+  const RunResult m21 = run_strata(with({"--stack", "megatron-2021"}));
+  expect_clean_success(m21);
+  const json j21 = strata::parse_json(m21.out);
+  const auto& u = j21["prediction"]["uncertainty"];
+  ASSERT_TRUE(u.is_object()) << j21.dump();
+  const double t = j21["prediction"]["iteration_s"].get<double>();
+  EXPECT_GT(u["relative"].get<double>(), 0.0);
+  EXPECT_NEAR(u["low_s"].get<double>(), t * (1 - u["relative"].get<double>()), 1e-9 * t);
+  // Different stacks, different predictions for the same layout.
+  EXPECT_NE(j21["prediction"]["iteration_s"], j22["prediction"]["iteration_s"]);
+
+  const RunResult bad = run_strata(with({"--stack", "megatron-2020"}));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("error: --stack: unknown stack 'megatron-2020'"), std::string::npos) << bad.err;
+  // A CPU rank has no tf32 peak: a stack in a precision the device lacks is one error line.
+  TempDir dir("strata_cli_stack");
+  {
+    std::ofstream f(dir / "tf32.yaml");
+    f << "name: tf32-stack\nprecision: tf32\nattention: {kernel: flash2}\n"
+         "overlap: {tp_comm: false, grad_reduce: true, param_gather: false, p2p: async}\n";
+  }
+  const RunResult tf32 =
+      run_strata({"simulate", "--model", "tiny", "--cluster", "local-cpu", "--tp", "1", "--pp", "1", "--dp",
+                  "1", "--micro-batch", "1", "--global-batch", "4", "--stack", dir / "tf32.yaml"});
+  EXPECT_EQ(tf32.exit_code, 2) << tf32.out;
+  EXPECT_NE(tf32.err.find("has no tf32 peak"), std::string::npos) << tf32.err;
 }

@@ -430,5 +430,51 @@ TEST_F(SimulatorOnGpt2, BlockingSendsAreChargedToTheSender) {
   EXPECT_NEAR(breakdown_sum(b.breakdown_s), b.iteration_s, 1e-9 * b.iteration_s);
 }
 
+
+// Megatron's async column-parallel backward: with GEMMs far slower than the collective, the
+// input-gradient all-reduce hides entirely behind the wgrad GEMM, so exactly the backward
+// all-reduces leave the TP time: per micro-batch, 2 per layer (QKV and MLP inputs) and one
+// for the LM head, each of b*s*h 2-byte activations on the TP group.
+TEST_F(SimulatorOnGpt2, AsyncTpBackwardHidesTheInputGradientAllReduce) {
+  costmodel::ClusterSpec slow = cluster;
+  slow.device.gemm_table.clear();
+  slow.device.peak_tflops[costmodel::DType::Bf16] = 1;  // GEMMs take far longer than any collective
+  auto sync = costmodel::load_software_stack("megatron-2022");
+  sync.overlap_tp_backward = false;
+  auto async = sync;
+  async.overlap_tp_backward = true;
+  const Strategy s = strategy(1, 2, 1, 1, 4);  // tp 2, 4 micro-batches of 1 sequence
+  SimulateOptions o;
+  o.stack = &sync;
+  const auto a = simulate(model, slow, s, o).prediction;
+  o.stack = &async;
+  const auto b = simulate(model, slow, s, o).prediction;
+  const costmodel::CollectiveCost coll(slow);
+  const double bytes = 1.0 * model.seq_len * model.hidden * 2;
+  const double ar = coll.time_s(costmodel::Collective::AllReduce, bytes, costmodel::PlacedGroup{2, 1, 2});
+  EXPECT_NEAR(a.breakdown_s.tp_comm - b.breakdown_s.tp_comm, 4 * (2 * model.layers + 1) * ar,
+              1e-9 * a.breakdown_s.tp_comm);
+}
+
+// Without fused gradient accumulation every weight pays an add pass per micro-batch: read
+// the running gradient and the new one, write the sum (3 x params x 2 bytes), plus a kernel.
+TEST_F(SimulatorOnGpt2, UnfusedGradientAccumulationAddsAPassPerWeight) {
+  auto fused = costmodel::load_software_stack("megatron-2022");
+  auto unfused = fused;
+  unfused.fused_grad_accumulation = false;
+  const Strategy s = strategy(1, 1, 1, 1, 4);
+  SimulateOptions o;
+  o.stack = &fused;
+  const auto a = simulate(model, cluster, s, o).prediction;
+  o.stack = &unfused;
+  const auto b = simulate(model, cluster, s, o).prediction;
+  const auto graph = models::ModelGraph::build(model, 1);
+  const double bw = cluster.device.memory_bandwidth_gbps * 1e9 * cluster.device.memory_efficiency;
+  double per_mb = 0;
+  for (std::size_t v = 0; v < graph.num_ops(); ++v)
+    if (graph.op(v).params > 0) per_mb += 3 * graph.op(v).params * 2 / bw + cluster.device.kernel_overhead_us * 1e-6;
+  EXPECT_NEAR(b.breakdown_s.compute - a.breakdown_s.compute, 4 * per_mb, 1e-9 * a.iteration_s);
+}
+
 }  // namespace
 }  // namespace strata::planner
