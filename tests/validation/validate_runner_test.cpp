@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "report/report_json.h"
 #include "validation/validate_report.h"
 #include "validation/validate_runner.h"
 #include "common/errors.h"
@@ -124,6 +125,42 @@ TEST(ValidateTable, ShowsFailedPlansWithTheirExitCode) {
   EXPECT_NE(t.find("failed (exit 134): error: out of memory"), std::string::npos) << t;
   EXPECT_NE(t.find("MAPE: 20.0%"), std::string::npos) << t;
   EXPECT_NE(t.find("predicted fastest (#2) failed to run"), std::string::npos) << t;
+}
+
+// The validate JSON that `strata compare --measured` reads back (report/report_json.h).
+TEST(MeasuredJson, ReadsWhatValidateWrites) {
+  ValidateReport r;
+  r.model = "tiny";
+  r.cluster = "local-cpu";
+  r.ranks = 2;
+  r.steps = 10;
+  r.warmup = 2;
+  PlanRun a;
+  a.name = "top 1";
+  a.strategy.dp = 2;
+  a.strategy.global_batch = 8;
+  a.predicted_s = 0.02;
+  a.status = "ok";
+  a.measured_s = 0.025;
+  PlanRun b = a;
+  b.name = "baseline tp";
+  b.strategy.dp = 1;
+  b.strategy.tp = 2;
+  b.status = "failed";
+  b.exit_code = 1;
+  b.error = "error: boom";
+  r.runs = {a, b};
+  r.summary = summarize(r.runs);
+  const auto f = report::parse_measured_json(validate_json(r), "v.json");
+  EXPECT_EQ(f.model, "tiny");
+  EXPECT_EQ(f.ranks, 2);
+  ASSERT_EQ(f.runs.size(), 2u);
+  EXPECT_EQ(f.runs[0].strategy, a.strategy);
+  EXPECT_EQ(f.runs[0].measured.status, "ok");
+  EXPECT_DOUBLE_EQ(f.runs[0].measured.step_s, 0.025);
+  EXPECT_EQ(f.runs[1].strategy, b.strategy);
+  EXPECT_EQ(f.runs[1].measured.status, "failed");
+  EXPECT_EQ(f.runs[1].measured.error, "error: boom");
 }
 
 }  // namespace
