@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "cli/export_formats.h"
+#include "export/export_formats.h"
 #include "cli/output.h"
 #include "common/errors.h"
 #include "planner/plan.h"

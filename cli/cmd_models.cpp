@@ -2,9 +2,9 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "cli/format_json.h"
-#include "cli/format_table.h"
-#include "cli/format_yaml.h"
+#include "report/format_json.h"
+#include "report/format_table.h"
+#include "report/format_yaml.h"
 #include "cli/options.h"
 #include "cli/output.h"
 #include "common/errors.h"

@@ -6,12 +6,12 @@
 #include <climits>
 
 #include "cli/commands.h"
-#include "cli/format_json.h"
-#include "cli/format_table.h"
-#include "cli/format_yaml.h"
+#include "report/format_json.h"
+#include "report/format_table.h"
+#include "report/format_yaml.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "cli/plan_report.h"
+#include "report/plan_report.h"
 #include "common/checked_math.h"
 #include "common/errors.h"
 #include "planner/plan.h"

@@ -172,6 +172,24 @@ std::string device_profile_yaml(const DeviceProfile& p, int indent) {
   return o;
 }
 
+// A measured table of a profile, `key: {source: {...}, rows: [...]}` (the GEMM, collective,
+// op and block tables alike): its provenance into `source`, then every row, its keys
+// checked against `row_keys`, through `parse_row` into `table`. No `key`: nothing.
+template <typename Sample, typename ParseRow>
+void read_measured_table(const YamlReader& profile, const char* key, std::initializer_list<const char*> row_keys,
+                         Provenance& source, std::vector<Sample>& table, ParseRow parse_row) {
+  if (!profile.has(key)) return;
+  YamlReader t = profile.child(key);
+  t.expect_keys({"source", "rows"});
+  source = parse_provenance(t.child("source"));
+  YamlReader rows = t.child("rows");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    YamlReader row = rows.element(i);
+    row.expect_keys(row_keys);
+    table.push_back(parse_row(row));
+  }
+}
+
 DeviceProfile parse_device_profile_node(const YamlReader& r) {
   r.expect_keys({"name", "source", "compute_dtype", "memory_gib", "memory_bandwidth_gbps",
                  "peak_tflops", "efficiency", "reserve_gib", "reserve_source", "kernel_overhead_us",
@@ -219,104 +237,78 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
   if (r.has("kernel_overhead_us")) p.kernel_overhead_source = parse_provenance(r.child("kernel_overhead_source"));
   p.default_stack = r.get_string("default_stack", "");
 
-  if (r.has("gemm_table")) {
-    YamlReader t = r.child("gemm_table");
-    t.expect_keys({"source", "rows"});
-    p.gemm_source = parse_provenance(t.child("source"));
-    YamlReader rows = t.child("rows");
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      YamlReader row = rows.element(i);
-      row.expect_keys({"m", "n", "k", "dtype", "time_us"});
-      GemmSample s;
-      s.m = row.get_int_in("m", 1, std::int64_t{1} << 40);
-      s.n = row.get_int_in("n", 1, std::int64_t{1} << 40);
-      s.k = row.get_int_in("k", 1, std::int64_t{1} << 40);
-      s.dtype = dtype_from_string(row.get_enum("dtype", {"bf16", "fp16", "tf32", "fp32"}));
+  read_measured_table(r, "gemm_table", {"m", "n", "k", "dtype", "time_us"}, p.gemm_source, p.gemm_table,
+                      [](const YamlReader& row) {
+    GemmSample s;
+    s.m = row.get_int_in("m", 1, std::int64_t{1} << 40);
+    s.n = row.get_int_in("n", 1, std::int64_t{1} << 40);
+    s.k = row.get_int_in("k", 1, std::int64_t{1} << 40);
+    s.dtype = dtype_from_string(row.get_enum("dtype", {"bf16", "fp16", "tf32", "fp32"}));
+    s.time_us = row.get_positive("time_us");
+    return s;
+  });
+  read_measured_table(r, "collective_table",
+                      {"collective", "ranks", "nodes", "bytes", "time_us", "busbw_gbps", "trivial"},
+                      p.collective_source, p.collective_table, [](const YamlReader& row) {
+    CollectiveSample s;
+    s.collective = collective_from_string(
+        row.get_enum("collective", {"all_reduce", "all_gather", "reduce_scatter", "broadcast",
+                                    "reduce", "all_to_all", "send_recv"}));
+    s.ranks = static_cast<int>(row.get_int_in("ranks", 1, 1 << 24));
+    s.nodes = static_cast<int>(row.get_int_in("nodes", 1, s.ranks, 1));
+    s.bytes = row.get_int_in("bytes", 0, std::int64_t{1} << 50);
+    s.trivial = row.get_bool("trivial", s.ranks == 1);
+    if (s.ranks == 1 && !s.trivial)
+      row.fail("trivial", "a one-rank collective moves no data and must be marked trivial: true");
+    if (s.trivial) {
+      s.time_us = row.get_double("time_us");
+      if (s.time_us < 0) row.fail("time_us", fmt::format("{} must be >= 0", s.time_us));
+      s.busbw_gbps = row.get_double("busbw_gbps", 0.0);
+    } else {
       s.time_us = row.get_positive("time_us");
-      p.gemm_table.push_back(s);
-    }
-  }
-  if (r.has("collective_table")) {
-    YamlReader t = r.child("collective_table");
-    t.expect_keys({"source", "rows"});
-    p.collective_source = parse_provenance(t.child("source"));
-    YamlReader rows = t.child("rows");
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      YamlReader row = rows.element(i);
-      row.expect_keys({"collective", "ranks", "nodes", "bytes", "time_us", "busbw_gbps", "trivial"});
-      CollectiveSample s;
-      s.collective = collective_from_string(
-          row.get_enum("collective", {"all_reduce", "all_gather", "reduce_scatter", "broadcast",
-                                      "reduce", "all_to_all", "send_recv"}));
-      s.ranks = static_cast<int>(row.get_int_in("ranks", 1, 1 << 24));
-      s.nodes = static_cast<int>(row.get_int_in("nodes", 1, s.ranks, 1));
-      s.bytes = row.get_int_in("bytes", 0, std::int64_t{1} << 50);
-      s.trivial = row.get_bool("trivial", s.ranks == 1);
-      if (s.ranks == 1 && !s.trivial)
-        row.fail("trivial", "a one-rank collective moves no data and must be marked trivial: true");
-      if (s.trivial) {
-        s.time_us = row.get_double("time_us");
-        if (s.time_us < 0) row.fail("time_us", fmt::format("{} must be >= 0", s.time_us));
-        s.busbw_gbps = row.get_double("busbw_gbps", 0.0);
+      double computed = static_cast<double>(s.bytes) * bus_factor(s.collective, s.ranks) /
+                        (s.time_us * 1e-6) / 1e9;
+      if (row.has("busbw_gbps")) {
+        double given = row.get_double("busbw_gbps");
+        if (std::fabs(given - computed) > 0.02 * computed + 0.01)
+          row.fail("busbw_gbps",
+                   fmt::format("{} disagrees with bytes * bus_factor / time = {:.4g} GB/s", given,
+                               computed));
+        s.busbw_gbps = given;
       } else {
-        s.time_us = row.get_positive("time_us");
-        double computed = static_cast<double>(s.bytes) * bus_factor(s.collective, s.ranks) /
-                          (s.time_us * 1e-6) / 1e9;
-        if (row.has("busbw_gbps")) {
-          double given = row.get_double("busbw_gbps");
-          if (std::fabs(given - computed) > 0.02 * computed + 0.01)
-            row.fail("busbw_gbps",
-                     fmt::format("{} disagrees with bytes * bus_factor / time = {:.4g} GB/s", given,
-                                 computed));
-          s.busbw_gbps = given;
-        } else {
-          s.busbw_gbps = computed;
-        }
+        s.busbw_gbps = computed;
       }
-      p.collective_table.push_back(s);
     }
-  }
-  if (r.has("op_table")) {
-    YamlReader t = r.child("op_table");
-    t.expect_keys({"source", "rows"});
-    p.op_source = parse_provenance(t.child("source"));
-    YamlReader rows = t.child("rows");
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      YamlReader row = rows.element(i);
-      row.expect_keys({"op", "work", "fwd_us", "bwd_us"});
-      OpSample s;
-      s.op = row.get_enum("op", {"embedding", "norm", "rope", "attention_core", "activation", "residual",
-                                 "loss"});
-      s.work = row.get_positive("work");
-      s.fwd_us = row.get_positive("fwd_us");
-      s.bwd_us = row.get_positive("bwd_us");
-      p.op_table.push_back(s);
+    return s;
+  });
+  read_measured_table(r, "op_table", {"op", "work", "fwd_us", "bwd_us"}, p.op_source, p.op_table,
+                      [](const YamlReader& row) {
+    OpSample s;
+    s.op = row.get_enum("op", {"embedding", "norm", "rope", "attention_core", "activation", "residual",
+                               "loss"});
+    s.work = row.get_positive("work");
+    s.fwd_us = row.get_positive("fwd_us");
+    s.bwd_us = row.get_positive("bwd_us");
+    return s;
+  });
+  read_measured_table(r, "block_table",
+                      {"block", "tp", "sp", "micro_batch", "fwd_us", "bwd_us", "fwd_with_tp_us", "bwd_with_tp_us"},
+                      p.block_source, p.block_table, [](const YamlReader& row) {
+    BlockSample s;
+    s.block = row.get_string("block");
+    if (s.block.empty()) row.fail("block", "must not be empty");
+    s.tp = static_cast<int>(row.get_int_in("tp", 1, 1 << 20));
+    s.sequence_parallel = row.get_bool("sp", false);
+    s.micro_batch = row.get_int_in("micro_batch", 1, std::int64_t{1} << 40);
+    s.fwd_us = row.get_positive("fwd_us");
+    s.bwd_us = row.get_positive("bwd_us");
+    if (row.has("fwd_with_tp_us") || row.has("bwd_with_tp_us")) {
+      if (s.tp == 1) row.fail("fwd_with_tp_us", "is for tp > 1 only (one rank has no TP collectives)");
+      s.fwd_with_tp_us = row.get_positive("fwd_with_tp_us");
+      s.bwd_with_tp_us = row.get_positive("bwd_with_tp_us");
     }
-  }
-  if (r.has("block_table")) {
-    YamlReader t = r.child("block_table");
-    t.expect_keys({"source", "rows"});
-    p.block_source = parse_provenance(t.child("source"));
-    YamlReader rows = t.child("rows");
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      YamlReader row = rows.element(i);
-      row.expect_keys({"block", "tp", "sp", "micro_batch", "fwd_us", "bwd_us", "fwd_with_tp_us", "bwd_with_tp_us"});
-      BlockSample s;
-      s.block = row.get_string("block");
-      if (s.block.empty()) row.fail("block", "must not be empty");
-      s.tp = static_cast<int>(row.get_int_in("tp", 1, 1 << 20));
-      s.sequence_parallel = row.get_bool("sp", false);
-      s.micro_batch = row.get_int_in("micro_batch", 1, std::int64_t{1} << 40);
-      s.fwd_us = row.get_positive("fwd_us");
-      s.bwd_us = row.get_positive("bwd_us");
-      if (row.has("fwd_with_tp_us") || row.has("bwd_with_tp_us")) {
-        if (s.tp == 1) row.fail("fwd_with_tp_us", "is for tp > 1 only (one rank has no TP collectives)");
-        s.fwd_with_tp_us = row.get_positive("fwd_with_tp_us");
-        s.bwd_with_tp_us = row.get_positive("bwd_with_tp_us");
-      }
-      p.block_table.push_back(s);
-    }
-  }
+    return s;
+  });
   return p;
 }
 

@@ -9,6 +9,11 @@
 //   kernels   -> {common}; kernels/profiler may also include models
 //   runtime   -> {kernels, models, common, planner/{plan,strategy,schedule,prediction}.h,
 //                costmodel/rank_grid.h}
+//   report      -> {planner, costmodel, models, common}
+//   export      -> {models, common, planner/{plan,strategy,schedule,prediction}.h}
+//   validation  -> {report, planner, costmodel, models, common}
+//   calibration -> {runtime, kernels, costmodel, models, common,
+//                  planner/{plan,strategy,schedule,prediction}.h}
 //   cli       -> anything public
 // and nobody includes another component's detail/ headers.
 #include <gtest/gtest.h>
@@ -26,7 +31,8 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kComponents = {"common",  "models",  "costmodel", "planner",
-                                              "kernels", "runtime", "cli"};
+                                              "kernels", "runtime", "report",    "export",
+                                              "validation", "calibration", "cli"};
 const std::set<std::string> kPlanHeaders = {"planner/strategy.h", "planner/schedule.h",
                                             "planner/plan.h", "planner/prediction.h"};
 
@@ -78,12 +84,17 @@ std::string forbidden_reason(const std::string& file, const std::string& inc,
       {"planner", {"models", "costmodel", "common"}},
       {"kernels", {"common"}},
       {"runtime", {"kernels", "models", "common"}},
+      {"report", {"planner", "costmodel", "models", "common"}},
+      {"export", {"models", "common"}},
+      {"validation", {"report", "planner", "costmodel", "models", "common"}},
+      {"calibration", {"runtime", "kernels", "costmodel", "models", "common"}},
   };
   auto it = allowed.find(from);
   if (it == allowed.end()) return "";  // not a component (bench/, tests/): unchecked
   if (it->second.count(to)) return "";
   if (from == "kernels" && to == "models" && starts_with(file, "kernels/profiler/")) return "";
   if (from == "runtime" && (kPlanHeaders.count(inc) || inc == "costmodel/rank_grid.h")) return "";
+  if ((from == "export" || from == "calibration") && kPlanHeaders.count(inc)) return "";
   return from + " must not depend on " + to;
 }
 
@@ -161,6 +172,16 @@ TEST(Layering, RulesAllowTheDesignTableEdges) {
       {"runtime/gpt.cpp", "kernels/backend.h"},
       {"cli/cmd_plan.cpp", "planner/search.h"},
       {"cli/cmd_train.cpp", "runtime/trainer.h"},
+      {"cli/cmd_compare.cpp", "report/report_html.h"},
+      {"cli/cmd_calibrate.cpp", "calibration/calibrate.h"},
+      {"report/report_data.h", "planner/simulator.h"},
+      {"report/format_table.h", "costmodel/cluster_spec.h"},
+      {"export/export_formats.h", "planner/plan.h"},
+      {"validation/validate_report.cpp", "report/report_json.h"},
+      {"validation/validate_report.h", "planner/strategy.h"},
+      {"calibration/block_benchmark.cpp", "runtime/transformer_block.h"},
+      {"calibration/calibrate.cpp", "kernels/profiler/gemm_sweep.h"},
+      {"calibration/op_benchmark.cpp", "planner/strategy.h"},
       {"models/x.cpp", "CLI/CLI.hpp"},  // not a component
   };
   for (const auto& [from, inc] : ok)
@@ -183,7 +204,21 @@ TEST(Layering, RulesRejectEdgesTheDesignTableForbids) {
       {"runtime/gpt.cpp", "planner/search.h"},
       {"runtime/gpt.cpp", "planner/simulator.h"},
       {"runtime/gpt.cpp", "costmodel/collective_cost.h"},
-      {"runtime/gpt.cpp", "cli/format_table.h"},
+      {"runtime/gpt.cpp", "report/format_table.h"},
+      {"planner/search.cpp", "report/report_data.h"},
+      {"report/report_data.h", "cli/options.h"},
+      {"report/report_json.cpp", "validation/validate_report.h"},
+      {"report/format_table.cpp", "runtime/gpt.h"},
+      {"export/export_formats.cpp", "planner/search.h"},
+      {"export/export_formats.cpp", "report/format_json.h"},
+      {"validation/validate_runner.cpp", "cli/output.h"},
+      {"validation/validate_report.cpp", "calibration/calibrate.h"},
+      {"validation/validate_runner.cpp", "runtime/trainer.h"},
+      {"calibration/calibrate.cpp", "cli/output.h"},
+      {"calibration/calibrate.cpp", "planner/search.h"},
+      {"calibration/calibrate.cpp", "report/format_table.h"},
+      {"runtime/gpt.cpp", "calibration/op_benchmark.h"},
+      {"kernels/profiler/gemm_sweep.cpp", "calibration/calibrate.h"},
       {"cli/cmd_plan.cpp", "planner/detail/sim_engine.h"},
       {"planner/search.cpp", "costmodel/detail/yaml_emit.h"},
   };

@@ -65,6 +65,8 @@ const TrainRun& reference(const std::string& model) {
 // holds a whole tiny model, so the reduction would never overlap the backward pass.
 const std::vector<std::string> kSmallBuckets = {"--grad-bucket-params", "20000"};
 
+// The parity fixture: train layout `l` (with `extra` flags) for kSteps and compare it
+// step by step with the one-rank reference. Each test below is one layout.
 void expect_parity(const Layout& l, std::vector<std::string> extra = {}) {
   const TrainRun& ref = reference(l.model);
   ASSERT_EQ(ref.result.exit_code, 0) << ref.result.err;
@@ -111,182 +113,88 @@ void expect_parity(const Layout& l, std::vector<std::string> extra = {}) {
   EXPECT_LT(run.steps.back().loss, run.steps.front().loss) << l.name;
 }
 
-Layout layout(std::string name) {
-  Layout l;
-  l.name = std::move(name);
-  return l;
-}
-
-TEST(RuntimeParity, DataParallel2) {
-  Layout l = layout("dp2");
-  l.dp = 2;
-  expect_parity(l);
-}
+TEST(RuntimeParity, DataParallel2) { expect_parity({.name = "dp2", .dp = 2}); }
 
 TEST(RuntimeParity, DataParallel2ReducedAfterTheBackwardPass) {
-  Layout l = layout("dp2_no_overlap");
-  l.dp = 2;
-  expect_parity(l, {"--no-overlap-grad-reduce"});
+  expect_parity({.name = "dp2_no_overlap", .dp = 2}, {"--no-overlap-grad-reduce"});
 }
 
 TEST(RuntimeParity, DataParallel2OneBucket) {
-  Layout l = layout("dp2_one_bucket");
-  l.dp = 2;
-  expect_parity(l, {"--grad-bucket-params", "100000000"});
+  expect_parity({.name = "dp2_one_bucket", .dp = 2}, {"--grad-bucket-params", "100000000"});
 }
 
-TEST(RuntimeParity, TensorParallel2) {
-  Layout l = layout("tp2");
-  l.tp = 2;
-  expect_parity(l);
-}
+TEST(RuntimeParity, TensorParallel2) { expect_parity({.name = "tp2", .tp = 2}); }
 
 TEST(RuntimeParity, TensorParallel2SequenceParallel) {
-  Layout l = layout("tp2_sp");
-  l.tp = 2;
-  l.sequence_parallel = true;
-  expect_parity(l);
+  expect_parity({.name = "tp2_sp", .tp = 2, .sequence_parallel = true});
 }
 
-TEST(RuntimeParity, TensorParallel4) {
-  Layout l = layout("tp4");  // vocabulary padded to 512: ranks 2 and 3 hold no real rows
-  l.tp = 4;
-  expect_parity(l);
+TEST(RuntimeParity, TensorParallel4) {  // vocabulary padded to 512: ranks 2 and 3 hold no real rows
+  expect_parity({.name = "tp4", .tp = 4});
 }
 
-TEST(RuntimeParity, PipelineParallel2OneFOneB) {
-  Layout l = layout("pp2");
-  l.pp = 2;
-  expect_parity(l);
-}
+TEST(RuntimeParity, PipelineParallel2OneFOneB) { expect_parity({.name = "pp2", .pp = 2}); }
 
 TEST(RuntimeParity, PipelineParallel2GPipe) {
-  Layout l = layout("pp2_gpipe");
-  l.pp = 2;
-  l.schedule = ScheduleKind::GPipe;
-  expect_parity(l);
+  expect_parity({.name = "pp2_gpipe", .pp = 2, .schedule = ScheduleKind::GPipe});
 }
 
 TEST(RuntimeParity, PipelineParallel2UnevenStages) {
-  Layout l = layout("pp2_uneven");
-  l.pp = 2;
-  l.stage_layers = {{0, 1}, {2, 3, 4, 5}};
-  expect_parity(l);
+  expect_parity({.name = "pp2_uneven", .pp = 2, .stage_layers = {{0, 1}, {2, 3, 4, 5}}});
 }
 
-TEST(RuntimeParity, PipelineParallel4) {
-  Layout l = layout("pp4");
-  l.pp = 4;
-  expect_parity(l);
-}
+TEST(RuntimeParity, PipelineParallel4) { expect_parity({.name = "pp4", .pp = 4}); }
 
 TEST(RuntimeParity, InterleavedVpp2) {
-  Layout l = layout("pp2_vpp2");
-  l.pp = 2;
-  l.vpp = 2;
-  l.schedule = ScheduleKind::Interleaved;
-  expect_parity(l);
+  expect_parity({.name = "pp2_vpp2", .pp = 2, .vpp = 2, .schedule = ScheduleKind::Interleaved});
 }
 
-TEST(RuntimeParity, TensorAndPipelineParallel) {
-  Layout l = layout("tp2_pp2");
-  l.tp = 2;
-  l.pp = 2;
-  expect_parity(l);
-}
+TEST(RuntimeParity, TensorAndPipelineParallel) { expect_parity({.name = "tp2_pp2", .tp = 2, .pp = 2}); }
 
-TEST(RuntimeParity, DataAndTensorParallel) {
-  Layout l = layout("dp2_tp2");
-  l.dp = 2;
-  l.tp = 2;
-  expect_parity(l);
-}
+TEST(RuntimeParity, DataAndTensorParallel) { expect_parity({.name = "dp2_tp2", .dp = 2, .tp = 2}); }
 
-TEST(RuntimeParity, DataAndPipelineParallel) {
-  Layout l = layout("dp2_pp2");
-  l.dp = 2;
-  l.pp = 2;
-  expect_parity(l);
-}
+TEST(RuntimeParity, DataAndPipelineParallel) { expect_parity({.name = "dp2_pp2", .dp = 2, .pp = 2}); }
 
 TEST(RuntimeParity, DataAndPipelineParallelPipelineOuterRankOrder) {
-  Layout l = layout("dp2_pp2_order");
-  l.dp = 2;
-  l.pp = 2;
-  l.rank_order = "pp-dp-tp";
-  expect_parity(l);
+  expect_parity({.name = "dp2_pp2_order", .dp = 2, .pp = 2, .rank_order = "pp-dp-tp"});
 }
 
-TEST(RuntimeParity, Zero1DataParallel2) {
-  Layout l = layout("zero1_dp2");
-  l.dp = 2;
-  l.zero = 1;
-  expect_parity(l);
-}
+TEST(RuntimeParity, Zero1DataParallel2) { expect_parity({.name = "zero1_dp2", .dp = 2, .zero = 1}); }
 
 TEST(RuntimeParity, Zero1DataParallel2PipelineParallel2) {
-  Layout l = layout("zero1_dp2_pp2");
-  l.dp = 2;
-  l.pp = 2;
-  l.zero = 1;
-  expect_parity(l);
+  expect_parity({.name = "zero1_dp2_pp2", .dp = 2, .pp = 2, .zero = 1});
 }
 
 TEST(RuntimeParity, Zero1DataParallel2TensorParallel2SequenceParallel) {
-  Layout l = layout("zero1_dp2_tp2_sp");
-  l.dp = 2;
-  l.tp = 2;
-  l.sequence_parallel = true;
-  l.zero = 1;
-  expect_parity(l);
+  expect_parity({.name = "zero1_dp2_tp2_sp", .dp = 2, .tp = 2, .zero = 1, .sequence_parallel = true});
 }
 
 TEST(RuntimeParity, RecomputeSelectiveTensorParallel) {
-  Layout l = layout("selective_tp2_sp");
-  l.tp = 2;
-  l.sequence_parallel = true;
-  l.recompute = Recompute::Selective;
-  expect_parity(l);
+  expect_parity(
+      {.name = "selective_tp2_sp", .tp = 2, .recompute = Recompute::Selective, .sequence_parallel = true});
 }
 
 TEST(RuntimeParity, RecomputeFullPipelineParallel) {
-  Layout l = layout("full_pp2_tp2");
-  l.pp = 2;
-  l.tp = 2;
-  l.recompute = Recompute::Full;
-  expect_parity(l);
+  expect_parity({.name = "full_pp2_tp2", .tp = 2, .pp = 2, .recompute = Recompute::Full});
 }
 
 TEST(RuntimeParity, RecomputeModesOnOneRank) {
   for (auto mode : {Recompute::Selective, Recompute::Full}) {
-    Layout l = layout(std::string("one_rank_") + planner::to_string(mode));
-    l.recompute = mode;
-    expect_parity(l);
+    expect_parity({.name = std::string("one_rank_") + planner::to_string(mode), .recompute = mode});
   }
 }
 
 TEST(RuntimeParity, LlamaTensorParallel2) {
-  Layout l = layout("llama_tp2");
-  l.model = "tiny-llama";
-  l.tp = 2;
-  expect_parity(l);
+  expect_parity({.name = "llama_tp2", .model = "tiny-llama", .tp = 2});
 }
 
 TEST(RuntimeParity, LlamaTensorPipelineSequenceParallel) {
-  Layout l = layout("llama_tp2_pp2_sp");
-  l.model = "tiny-llama";
-  l.tp = 2;
-  l.pp = 2;
-  l.sequence_parallel = true;
-  expect_parity(l);
+  expect_parity(
+      {.name = "llama_tp2_pp2_sp", .model = "tiny-llama", .tp = 2, .pp = 2, .sequence_parallel = true});
 }
 
 TEST(RuntimeParity, LlamaDataParallelZero1) {
-  Layout l = layout("llama_dp2_zero1");
-  l.model = "tiny-llama";
-  l.dp = 2;
-  l.zero = 1;
-  expect_parity(l);
+  expect_parity({.name = "llama_dp2_zero1", .model = "tiny-llama", .dp = 2, .zero = 1});
 }
 
 }  // namespace

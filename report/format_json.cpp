@@ -1,0 +1,109 @@
+#include "report/format_json.h"
+#include "common/json_text.h"
+
+#include "common/errors.h"
+
+namespace strata::report {
+
+using json = nlohmann::ordered_json;
+
+json plan_json(const planner::Plan& plan) {
+  json j;
+  try {
+    j = strata::parse_json(planner::plan_to_json(plan));
+  } catch (const json::exception& e) {
+    throw InternalError(std::string("planner::plan_to_json produced invalid JSON: ") + e.what());
+  }
+  STRATA_CHECK(j.is_object(), "planner::plan_to_json must produce an object");
+  // The DESIGN.md keys every consumer relies on; filled here only if the plan writer
+  // left them out (never overriding what it wrote).
+  if (!j.contains("model")) j["model"] = plan.model.name;
+  if (!j.contains("cluster")) j["cluster"] = plan.cluster;
+  if (!j.contains("gpus")) j["gpus"] = plan.strategy.gpus();
+  if (!j.contains("fits_memory")) j["fits_memory"] = plan.prediction.fits_memory;
+  return j;
+}
+
+namespace {
+
+std::string dump(const json& j) { return j.dump(2) + "\n"; }
+
+}  // namespace
+
+std::string format_plan_json(const PlanReport& r) {
+  json out = json::object();
+  out["schema_version"] = kJsonSchemaVersion;
+  out["model"] = r.model;
+  out["cluster"] = r.cluster;
+  out["device"] = r.device;
+  out["gpus"] = r.gpus;
+  out["global_batch"] = r.global_batch;
+  out["memory_capacity_gib"] = r.memory_capacity_gib;
+  out["candidates_evaluated"] = r.candidates_evaluated;
+  out["infeasible_memory"] = r.infeasible_memory;
+  out["invalid"] = r.invalid;
+  out["search_s"] = r.search_s;
+  out["defaults"] = r.defaults;
+  out["notes"] = r.notes;
+  json plans = json::array();
+  for (const auto& p : r.plans) plans.push_back(plan_json(p));
+  out["plans"] = std::move(plans);
+  return dump(out);
+}
+
+std::string format_simulation_json(const PlanReport& r) {
+  STRATA_CHECK(r.plans.size() == 1, "simulate report holds {} plans", r.plans.size());
+  json plan = plan_json(r.plans.front());
+  json out = json::object();
+  out["schema_version"] = kJsonSchemaVersion;
+  for (auto it = plan.begin(); it != plan.end(); ++it) out[it.key()] = it.value();
+  if (!out.contains("device")) out["device"] = r.device;
+  if (!out.contains("memory_capacity_gib")) out["memory_capacity_gib"] = r.memory_capacity_gib;
+  if (!out.contains("defaults")) out["defaults"] = r.defaults;
+  if (!out.contains("notes")) out["notes"] = r.notes;
+  return dump(out);
+}
+
+std::string format_models_json(const std::vector<ModelRow>& rows) {
+  json list = json::array();
+  for (const auto& r : rows) {
+    const auto& m = r.spec;
+    list.push_back({{"name", m.name},
+                    {"layers", m.layers},
+                    {"hidden", m.hidden},
+                    {"heads", m.heads},
+                    {"kv_heads", m.kv_heads},
+                    {"ffn", m.ffn},
+                    {"vocab", m.vocab},
+                    {"seq_len", m.seq_len},
+                    {"activation", models::to_string(m.activation)},
+                    {"norm", models::to_string(m.norm)},
+                    {"positions", models::to_string(m.positions)},
+                    {"tied_embeddings", m.tied_embeddings},
+                    {"params", r.params}});
+  }
+  return dump({{"schema_version", kJsonSchemaVersion}, {"models", list}});
+}
+
+std::string format_clusters_json(const std::vector<costmodel::ClusterSpec>& clusters) {
+  json list = json::array();
+  for (const auto& c : clusters) {
+    json peak = json::object();
+    for (const auto& [d, tf] : c.device.peak_tflops) peak[costmodel::to_string(d)] = tf;
+    list.push_back(
+        {{"name", c.name},
+         {"device", c.device.name},
+         {"gpus_per_node", c.gpus_per_node},
+         {"nodes", c.nodes},
+         {"total_gpus", c.total_gpus()},
+         {"intra_node_bandwidth_gbps", c.intra_node.bandwidth_gbps},
+         {"inter_node_bandwidth_gbps", c.inter_node.bandwidth_gbps},
+         {"memory_gib", c.device.memory_gib},
+         {"peak_tflops", peak},
+         {"source", c.device.source.kind},
+         {"measured_tables", !c.device.gemm_table.empty() || !c.device.collective_table.empty()}});
+  }
+  return dump({{"schema_version", kJsonSchemaVersion}, {"clusters", list}});
+}
+
+}  // namespace strata::report

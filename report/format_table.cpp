@@ -1,0 +1,277 @@
+#include "report/format_table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/errors.h"
+#include "planner/strategy.h"
+
+namespace strata::report {
+
+Table::Table(std::vector<std::pair<std::string, Align>> columns) : columns_(std::move(columns)) {}
+
+void Table::add_row(std::vector<std::string> cells) {
+  STRATA_CHECK(cells.size() == columns_.size(), "table row has {} cells for {} columns",
+               cells.size(), columns_.size());
+  rows_.push_back(std::move(cells));
+}
+
+std::string Table::render() const {
+  std::vector<std::size_t> width(columns_.size());
+  for (std::size_t c = 0; c < columns_.size(); ++c) {
+    width[c] = columns_[c].first.size();
+    for (const auto& r : rows_) width[c] = std::max(width[c], r[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c > 0) out += "  ";
+      if (columns_[c].second == Align::Right)
+        out += fmt::format("{:>{}}", cells[c], width[c]);
+      else if (c + 1 == cells.size())
+        out += cells[c];  // no trailing blanks
+      else
+        out += fmt::format("{:<{}}", cells[c], width[c]);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::vector<std::string> header;
+  std::vector<std::string> rule;
+  for (std::size_t c = 0; c < columns_.size(); ++c) {
+    header.push_back(columns_[c].first);
+    rule.push_back(std::string(width[c], '-'));
+  }
+  std::string out = line(header) + line(rule);
+  for (const auto& r : rows_) out += line(r);
+  return out;
+}
+
+std::string duration_cell(double s) {
+  if (!std::isfinite(s)) return "n/a";
+  if (s == 0) return "0 s";
+  if (s >= 1.0) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.1f} ms", s * 1e3);
+  return fmt::format("{:.0f} us", s * 1e6);
+}
+
+std::string percent_cell(double f) {
+  if (!std::isfinite(f)) return "n/a";
+  return fmt::format("{:.1f}%", f * 100.0);
+}
+
+namespace {
+
+std::string strategy_brief(const planner::Strategy& s) {
+  std::string out = fmt::format("tp={} pp={} dp={}", s.tp, s.pp, s.dp);
+  if (s.vpp > 1) out += fmt::format(" vpp={}", s.vpp);
+  out += fmt::format(" mbs={} zero={} recompute={}", s.micro_batch, s.zero,
+                     planner::to_string(s.recompute));
+  if (s.sequence_parallel) out += " sp";
+  out += fmt::format(" {}", planner::to_string(s.schedule));
+  return out;
+}
+
+std::string memory_cell(double used_gib, double capacity_gib) {
+  return fmt::format("{:.1f}/{:g}", used_gib, capacity_gib);
+}
+
+// TFLOP/s with one decimal for GPUs, three significant digits below 1 (CPU ranks).
+std::string tflops_cell(double tf) {
+  return tf >= 1 || tf == 0 ? fmt::format("{:.1f}", tf) : fmt::format("{:.3g}", tf);
+}
+
+struct Part {
+  const char* name;
+  double value;
+};
+
+std::vector<Part> parts(const planner::Breakdown& b) {
+  return {{"compute", b.compute}, {"tp comm", b.tp_comm},     {"pp comm", b.pp_comm},
+          {"dp comm", b.dp_comm}, {"optimizer", b.optimizer}, {"bubble", b.bubble}};
+}
+
+std::string header_lines(const PlanReport& r) {
+  std::string out;
+  out += fmt::format("# strata {}: model {} on cluster {} ({}), {} GPUs, global batch {}\n",
+                     r.command, r.model, r.cluster, r.device, r.gpus, r.global_batch);
+  if (!r.defaults.empty()) {
+    out += "# defaults used: ";
+    for (std::size_t i = 0; i < r.defaults.size(); ++i) out += (i ? ", " : "") + r.defaults[i];
+    out += " (override with --model/--cluster/--gpus/--global-batch)\n";
+  }
+  if (r.searched) {
+    out += fmt::format(
+        "# searched {} candidates in {:.3f} s: {} fit memory, {} over memory, {} rejected by "
+        "constraints\n",
+        r.candidates_evaluated, r.search_s,
+        std::max<std::int64_t>(0, r.candidates_evaluated - r.infeasible_memory),
+        r.infeasible_memory, r.invalid);
+  }
+  out += fmt::format("# memory per GPU: {:g} GiB ({:g} GiB reserved for workspace)\n",
+                     r.memory_capacity_gib, r.reserve_gib);
+  for (const auto& n : r.notes) out += fmt::format("# note: {}\n", n);
+  return out;
+}
+
+}  // namespace
+
+std::string explain_best(const PlanReport& r) {
+  if (r.plans.empty()) return "";
+  const auto& best = r.plans.front().prediction;
+  const double t = best.iteration_s;
+  std::string out = fmt::format("# why #1: {} per step =", duration_cell(t));
+  bool first = true;
+  for (const auto& p : parts(best.breakdown_s)) {
+    if (p.value <= 0) continue;
+    out += fmt::format("{} {} {} ({})", first ? "" : " +", p.name, duration_cell(p.value),
+                       t > 0 ? percent_cell(p.value / t) : "n/a");
+    first = false;
+  }
+  if (first) out += " (no breakdown)";
+  if (r.plans.size() > 1) {
+    const auto& second = r.plans[1].prediction;
+    // The component where #1 saves the most time against #2.
+    auto a = parts(best.breakdown_s);
+    auto b = parts(second.breakdown_s);
+    std::size_t arg = 0;
+    double gain = -1;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (b[i].value - a[i].value > gain) {
+        gain = b[i].value - a[i].value;
+        arg = i;
+      }
+    double faster = second.iteration_s > 0 ? 1.0 - t / second.iteration_s : 0.0;
+    if (faster < 5e-4) {
+      out +=
+          fmt::format("; tied with #2 ({}) to within 0.05%", strategy_brief(r.plans[1].strategy));
+      return out + "\n";
+    }
+    out += fmt::format("; {} faster than #2 ({})", percent_cell(faster),
+                       strategy_brief(r.plans[1].strategy));
+    if (gain > 0)
+      out += fmt::format(", mostly {} ({} vs {})", a[arg].name, duration_cell(a[arg].value),
+                         duration_cell(b[arg].value));
+  }
+  return out + "\n";
+}
+
+std::string format_plan_table(const PlanReport& r) {
+  Table t({{"rank", Align::Right},
+           {"tp", Align::Right},
+           {"pp", Align::Right},
+           {"dp", Align::Right},
+           {"vpp", Align::Right},
+           {"mbs", Align::Right},
+           {"zero", Align::Right},
+           {"recompute", Align::Left},
+           {"sp", Align::Left},
+           {"sched", Align::Left},
+           {"step time", Align::Right},
+           {"TFLOP/s/GPU", Align::Right},
+           {"MFU", Align::Right},
+           {"mem/GPU GiB", Align::Right},
+           {"bubble", Align::Right}});
+  int rank = 1;
+  for (const auto& p : r.plans) {
+    const auto& s = p.strategy;
+    const auto& q = p.prediction;
+    t.add_row({std::to_string(rank++), std::to_string(s.tp), std::to_string(s.pp),
+               std::to_string(s.dp), std::to_string(s.vpp), std::to_string(s.micro_batch),
+               std::to_string(s.zero), planner::to_string(s.recompute),
+               s.sequence_parallel ? "on" : "off", planner::to_string(s.schedule),
+               duration_cell(q.iteration_s), tflops_cell(q.model_tflops_per_gpu),
+               percent_cell(q.mfu), memory_cell(q.peak_memory_gib, r.memory_capacity_gib),
+               percent_cell(q.bubble_fraction)});
+  }
+  return header_lines(r) + t.render() + explain_best(r);
+}
+
+std::string format_simulation_table(const PlanReport& r) {
+  STRATA_CHECK(r.plans.size() == 1, "simulate report holds {} plans", r.plans.size());
+  const auto& p = r.plans.front();
+  const auto& q = p.prediction;
+  const auto& s = p.strategy;
+  std::string out = header_lines(r);
+  out += fmt::format("# strategy: {} (micro-batches per step: {})\n", strategy_brief(s),
+                     s.num_microbatches());
+  Table t({{"metric", Align::Left}, {"value", Align::Right}, {"share", Align::Right}});
+  t.add_row({"step time", duration_cell(q.iteration_s), ""});
+  if (q.uncertainty >= 0)
+    t.add_row({"uncertainty", fmt::format("+-{:.0f}%", 100 * q.uncertainty), ""});
+  t.add_row({"tokens/s", fmt::format("{:.0f}", q.tokens_per_s), ""});
+  t.add_row({"model TFLOP/s/GPU", tflops_cell(q.model_tflops_per_gpu), ""});
+  t.add_row({"hardware TFLOP/s/GPU", tflops_cell(q.hardware_tflops_per_gpu), ""});
+  t.add_row({"MFU", percent_cell(q.mfu), ""});
+  t.add_row({"peak mem/GPU GiB", memory_cell(q.peak_memory_gib, r.memory_capacity_gib),
+             q.fits_memory ? "fits" : "OVER"});
+  for (std::size_t i = 0; i < q.stage_memory_gib.size(); ++i)
+    t.add_row({fmt::format("  stage {} mem GiB", i),
+               memory_cell(q.stage_memory_gib[i], r.memory_capacity_gib), ""});
+  t.add_row({"bubble", percent_cell(q.bubble_fraction), ""});
+  for (const auto& part : parts(q.breakdown_s))
+    t.add_row({fmt::format("  {}", part.name), duration_cell(part.value),
+               q.iteration_s > 0 ? percent_cell(part.value / q.iteration_s) : "n/a"});
+  out += t.render();
+  if (!q.fits_memory)
+    out += fmt::format("# does NOT fit: {:.1f} GiB per GPU needed, {:.0f} GiB available\n",
+                       q.peak_memory_gib, r.memory_capacity_gib);
+  return out;
+}
+
+std::string format_models_table(const std::vector<ModelRow>& rows) {
+  Table t({{"name", Align::Left},
+           {"layers", Align::Right},
+           {"hidden", Align::Right},
+           {"heads", Align::Right},
+           {"kv_heads", Align::Right},
+           {"ffn", Align::Right},
+           {"vocab", Align::Right},
+           {"seq", Align::Right},
+           {"params(B)", Align::Right},
+           {"arch", Align::Left}});
+  for (const auto& r : rows) {
+    const auto& m = r.spec;
+    t.add_row({m.name, std::to_string(m.layers), std::to_string(m.hidden), std::to_string(m.heads),
+               std::to_string(m.kv_heads), std::to_string(m.ffn), std::to_string(m.vocab),
+               std::to_string(m.seq_len),
+               r.params >= 1e9 ? fmt::format("{:.1f}", r.params / 1e9)
+                               : fmt::format("{:.4g}", r.params / 1e9),
+               fmt::format("{}/{}", models::to_string(m.activation), models::to_string(m.norm))});
+  }
+  return t.render();
+}
+
+std::string format_clusters_table(const std::vector<costmodel::ClusterSpec>& clusters) {
+  Table t({{"name", Align::Left},
+           {"device", Align::Left},
+           {"gpus/node", Align::Right},
+           {"nodes", Align::Right},
+           {"intra GB/s", Align::Right},
+           {"inter GB/s", Align::Right},
+           {"mem GiB", Align::Right},
+           {"peak TF", Align::Right},
+           {"source", Align::Left}});
+  for (const auto& c : clusters) {
+    double peak = 0;
+    std::string dtype = "";
+    for (const auto& [d, tf] : c.device.peak_tflops)
+      if (tf > peak) {
+        peak = tf;
+        dtype = costmodel::to_string(d);
+      }
+    std::string source = c.device.source.kind.empty() ? "?" : c.device.source.kind;
+    if (!c.device.gemm_table.empty() || !c.device.collective_table.empty())
+      source += "+measured tables";
+    t.add_row({c.name, c.device.name, std::to_string(c.gpus_per_node), std::to_string(c.nodes),
+               fmt::format("{:g}", c.intra_node.bandwidth_gbps),
+               fmt::format("{:g}", c.inter_node.bandwidth_gbps),
+               fmt::format("{:g}", c.device.memory_gib),
+               dtype.empty() ? "-" : fmt::format("{:g} {}", peak, dtype), source});
+  }
+  return t.render();
+}
+
+}  // namespace strata::report

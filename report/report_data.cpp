@@ -1,0 +1,71 @@
+#include "report/report_data.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace strata::report {
+
+int best_entry(const ReportData& data) {
+  int best = -1;
+  bool any_fit = false;
+  for (const auto& e : data.entries) any_fit = any_fit || e.prediction.fits_memory;
+  for (std::size_t i = 0; i < data.entries.size(); ++i) {
+    const auto& e = data.entries[i];
+    if (any_fit && !e.prediction.fits_memory) continue;
+    if (best < 0 || e.prediction.iteration_s <
+                        data.entries[static_cast<std::size_t>(best)].prediction.iteration_s)
+      best = static_cast<int>(i);
+  }
+  return best;
+}
+
+const char* schedule_name(planner::ScheduleKind k) { return planner::to_string(k); }
+
+const char* recompute_name(planner::Recompute r) { return planner::to_string(r); }
+
+std::string strategy_label(const planner::Strategy& s) {
+  std::string out = fmt::format("tp{} pp{} dp{} · mbs {}", s.tp, s.pp, s.dp, s.micro_batch);
+  if (s.vpp > 1) out += fmt::format(" · vpp {}", s.vpp);
+  if (s.zero > 0) out += fmt::format(" · zero {}", s.zero);
+  if (s.recompute == planner::Recompute::Selective) out += " · sel-recompute";
+  if (s.recompute == planner::Recompute::Full) out += " · full-recompute";
+  if (s.sequence_parallel) out += " · sp";
+  if (s.pp > 1) out += fmt::format(" · {}", schedule_name(s.schedule));
+  return out;
+}
+
+std::string format_seconds(double s) {
+  if (!std::isfinite(s)) return "n/a";
+  const double a = std::fabs(s);
+  if (a == 0) return "0 s";
+  if (a < 1e-3) return fmt::format("{:.3g} us", s * 1e6);
+  if (a < 1.0) return fmt::format("{:.3g} ms", s * 1e3);
+  return fmt::format("{:.3g} s", s);
+}
+
+std::string format_count(double v) {
+  if (!std::isfinite(v)) return "n/a";
+  const double a = std::fabs(v);
+  if (a >= 1e9) return fmt::format("{:.3g}G", v / 1e9);
+  if (a >= 1e6) return fmt::format("{:.3g}M", v / 1e6);
+  if (a >= 1e3) return fmt::format("{:.3g}k", v / 1e3);
+  return fmt::format("{:.3g}", v);
+}
+
+std::string format_gib(double gib) {
+  if (!std::isfinite(gib)) return "n/a";
+  return fmt::format("{:.1f} GiB", gib);
+}
+
+std::string format_percent(double fraction) {
+  if (!std::isfinite(fraction)) return "n/a";
+  return fmt::format("{:.1f}%", fraction * 100);
+}
+
+double abs_error_pct(double predicted_s, double measured_s) {
+  if (!(measured_s > 0) || !std::isfinite(predicted_s)) return NAN;
+  return std::fabs(predicted_s - measured_s) / measured_s * 100.0;
+}
+
+}  // namespace strata::report

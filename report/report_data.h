@@ -1,0 +1,70 @@
+// ReportData: what `strata compare` shows, independent of the output format.
+// Filled from the planner (search / simulate) and, optionally, from `strata validate`
+// measurements; rendered by report_html.h, report_markdown.h and report_json.h.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/prediction.h"
+#include "planner/simulator.h"
+#include "planner/strategy.h"
+
+namespace strata::report {
+
+// One measured run of a strategy (from `strata validate --format json`).
+struct MeasuredStep {
+  std::string status;      // "ok" | "failed" | "timeout"
+  double step_s = 0;       // median step time after warm-up (status ok)
+  std::string error;       // first error line when not ok
+};
+
+struct ReportEntry {
+  planner::Strategy strategy;
+  planner::Prediction prediction;
+  std::vector<std::vector<int>> stage_layers;      // virtual stage -> layer groups
+  std::vector<planner::TimelineEvent> timeline;    // empty: no Gantt for this entry
+  std::optional<MeasuredStep> measured;
+};
+
+struct ReportData {
+  std::string model;
+  std::string cluster;
+  std::string device;
+  double device_memory_gib = 0;    // capacity per GPU
+  double device_reserve_gib = 0;   // workspace reserve, counted in the planner's memory figures
+  int gpus = 0;
+  std::int64_t seq_len = 0;
+  std::string origin;              // "planner top 5 of 1234 candidates", "strategies.yaml"
+  std::string measured_origin;     // file the measurements came from, if any
+  std::vector<std::string> notes;  // provenance: datasheet vs measured numbers
+  std::vector<ReportEntry> entries;
+};
+
+// Index of the entry with the smallest predicted iteration time among those that fit
+// memory (all entries if none fit); -1 when there are none.
+int best_entry(const ReportData& data);
+
+// 1234567 -> "1.23M", 12345 -> "12.3k", 12.3 -> "12.3".
+std::string format_count(double v);
+// GiB with one decimal: "12.3 GiB".
+std::string format_gib(double gib);
+
+// "tp2 pp4 dp8 · mbs 1 · vpp 2 · zero 1 · sel · sp · interleaved": short and unique
+// for the fields that differ from the defaults.
+std::string strategy_label(const planner::Strategy& s);
+
+// 0.0123 -> "12.3 ms", 1.5 -> "1.50 s", 4.2e-5 -> "42.0 us".
+std::string format_seconds(double s);
+// 0.4567 -> "45.7%".
+std::string format_percent(double fraction);
+
+// Absolute error of a prediction vs a measurement in percent of the measurement.
+double abs_error_pct(double predicted_s, double measured_s);
+
+// Enum names as the plan files spell them ("1f1b", "selective"): planner::to_string.
+const char* schedule_name(planner::ScheduleKind k);
+const char* recompute_name(planner::Recompute r);
+
+}  // namespace strata::report
