@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                           "encoder_layers", "num_encoder_layers", "decoder_layers", "num_local_experts",
                           "num_experts"})
     if (j.contains(key) && !j[key].is_null()) __builtin_trap();
-  if (j.contains("model_type")) {
+  if (j.contains("model_type") && !j["model_type"].is_null()) {  // null: read by its keys
     const std::string t = j["model_type"].get<std::string>();
     if (t != "llama" && t != "mistral" && t != "qwen2" && t != "gpt2") __builtin_trap();
   }
