@@ -95,6 +95,9 @@ void run_compare(CompareFlags& f) {
       data.origin = f.strategies;
     } else {
       for (const auto& r : measured->runs) list.push_back(r.strategy);
+      if (list.empty())
+        input_error("--measured {}: its \"plans\" list is empty, so there is nothing to compare; "
+                    "give --strategies FILE or --top K to choose the strategies", f.measured);
       data.origin = fmt::format("the plans measured in {}", f.measured);
     }
     // Without a global batch anywhere: the simulate default, rounded to micro_batch · dp.

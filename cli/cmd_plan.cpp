@@ -214,8 +214,10 @@ void add_plan_command(CLI::App& app) {
   add_positive(*cmd, "--top", f.top, "how many plans to show", 100000)->capture_default_str();
   add_format_flag(*cmd, f.format);
   cmd->add_option("--out,-o", f.out,
-                  "write the best plan as a plan YAML file (- for stdout, instead of the table)");
-  cmd->add_option("--trace", f.trace, "write the best plan's Chrome/Perfetto trace (JSON)");
+                  "write the best plan as a plan YAML file (- for stdout, instead of the table)")
+      ->check(non_empty_path());
+  cmd->add_option("--trace", f.trace, "write the best plan's Chrome/Perfetto trace (JSON)")
+      ->check(non_empty_path());
   auto* g = "Search restrictions";
   add_positive(*cmd, "--tp", f.tp, "only this tensor-parallel size", 1 << 20)->group(g);
   add_positive(*cmd, "--pp", f.pp, "only this pipeline-parallel size", 1 << 20)->group(g);

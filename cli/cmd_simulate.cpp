@@ -187,8 +187,10 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--sequence-parallel", f.sequence_parallel, "shard norms/dropout over tp");
   add_format_flag(*cmd, f.format);
   cmd->add_option("--out,-o", f.out,
-                  "write the strategy as a plan YAML file (- for stdout, instead of the table)");
-  cmd->add_option("--trace", f.trace, "write a Chrome/Perfetto trace (JSON) of the iteration");
+                  "write the strategy as a plan YAML file (- for stdout, instead of the table)")
+      ->check(non_empty_path());
+  cmd->add_option("--trace", f.trace, "write a Chrome/Perfetto trace (JSON) of the iteration")
+      ->check(non_empty_path());
   cmd->callback([flags] { run_simulate(*flags); });
 }
 

@@ -12,13 +12,16 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -27,11 +30,14 @@
 #include "cli/commands.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
+#include "costmodel/cluster_spec.h"
 #include "costmodel/rank_grid.h"
 #include "kernels/cpu/mpi_communicator.h"
 #include "cli/train_cuda.h"
 #include "planner/plan.h"
+#include "common/json_text.h"
 #include "runtime/collective_error.h"
+#include "runtime/preflight.h"
 #include "runtime/process_grid.h"
 #include "runtime/trainer.h"
 
@@ -62,10 +68,25 @@ struct TrainOptions {
   std::string grad_norms;        // hidden: per-parameter gradient norms of the first step
   std::string backend = "cpu";
   std::string gemm_dtype = "bf16";  // --backend cuda
+  std::set<std::string> given;      // path flags present on the command line
 };
 
 runtime::TrainConfig make_config(const TrainOptions& o) {
   if (o.steps < 0) input_error("--steps ({}) must be >= 0", o.steps);
+  // inf and nan pass the range checks below (nan fails every comparison, inf is > 0):
+  // refuse them first, by name.
+  const std::pair<const char*, std::optional<double>> reals[] = {
+      {"--lr", o.lr},       {"--beta1", o.beta1},   {"--beta2", o.beta2},
+      {"--eps", o.eps},     {"--weight-decay", o.weight_decay},
+      {"--grad-clip", o.grad_clip}, {"--min-lr", o.min_lr}};
+  for (const auto& [flag, v] : reals)
+    if (v && !std::isfinite(*v)) input_error("{} ({}) must be a finite number", flag, *v);
+  if (o.warmup_steps < 0) input_error("--warmup-steps ({}) must be >= 0", o.warmup_steps);
+  if (o.decay_steps && *o.decay_steps < 0) input_error("--decay-steps ({}) must be >= 0", *o.decay_steps);
+  const std::pair<const char*, const std::string*> paths[] = {{"--metrics", &o.metrics},
+                                                               {"--checkpoint-dir", &o.checkpoint_dir}};
+  for (const auto& [flag, path] : paths)
+    if (o.given.count(flag) && path->empty()) input_error("{}: expected a path, got an empty string", flag);
   if (!(o.lr > 0)) input_error("--lr ({}) must be > 0", o.lr);
   if (!(o.beta1 >= 0 && o.beta1 < 1)) input_error("--beta1 ({}) must be in [0, 1)", o.beta1);
   if (!(o.beta2 >= 0 && o.beta2 < 1)) input_error("--beta2 ({}) must be in [0, 1)", o.beta2);
@@ -142,6 +163,59 @@ std::string metrics_line(const runtime::StepStats& s, double predicted_s) {
   std::_Exit(code);  // MPI_Abort does not return
 }
 
+// The workspace reserve the plan's memory prediction includes (its cluster's device);
+// 0 when the cluster can no longer be loaded.
+double device_reserve_gib(const std::string& cluster) {
+  try {
+    return costmodel::load_cluster(cluster).device.reserve_gib;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// MPI ranks that share this host's memory (this one included).
+int ranks_on_this_host() {
+  MPI_Comm local = MPI_COMM_NULL;
+  int n = 1;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) == MPI_SUCCESS &&
+      local != MPI_COMM_NULL) {
+    MPI_Comm_size(local, &n);
+    MPI_Comm_free(&local);
+  }
+  return n;
+}
+
+// Keeps the lines of a metrics file whose step is <= `step` (a line that does not parse,
+// such as one cut off by a killed job, is dropped too). Only a regular file is rewritten.
+void trim_metrics(const std::string& path, std::int64_t step) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return;
+  const std::string text = read_file(path, SIZE_MAX);
+  std::string kept;
+  std::size_t dropped = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t nl = text.find('\n', at);
+    const bool complete = nl != std::string::npos;
+    if (!complete) nl = text.size();
+    const std::string line = text.substr(at, nl - at);
+    at = nl + 1;
+    if (line.empty()) continue;
+    bool keep = false;
+    try {
+      const auto j = parse_json(line);
+      keep = complete && j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+             j["step"].get<std::int64_t>() <= step;
+    } catch (const std::exception&) {
+    }
+    if (keep) kept += line + "\n";
+    else ++dropped;
+  }
+  if (dropped == 0) return;
+  write_file_atomic(path, kept);
+  fmt::print("--metrics {}: dropped {} line{} after step {} (the job that wrote them ran past its "
+             "last checkpoint)\n", path, dropped, dropped == 1 ? "" : "s", step);
+}
+
 // --backend cuda: one process, one GPU (cli/train_cuda.h).
 void train_on_cuda(const TrainOptions& o, const runtime::TrainConfig& cfg, const planner::Plan& plan) {
   kernels::mpi_init_once(nullptr, nullptr);
@@ -167,6 +241,10 @@ void train_on_cuda(const TrainOptions& o, const runtime::TrainConfig& cfg, const
   std::fflush(stdout);
   while (run.step() < cfg.steps) {
     const runtime::StepStats st = run.train_step();
+    if (!std::isfinite(st.loss) || !std::isfinite(st.grad_norm))
+      throw runtime::TrainingDiverged(fmt::format(
+          "step {}: the {} is not finite: training diverged (lower --lr, check --data)", st.step,
+          std::isfinite(st.loss) ? "gradient norm" : "loss"));
     if (st.step % o.log_every == 0 || st.step == cfg.steps) {
       const double mfu = run.last_mfu();
       fmt::print("step {:5d}/{} | loss {:.6f} | grad norm {:.4f} | {:8.2f} ms | {:9.0f} tok/s | "
@@ -186,7 +264,8 @@ void train_on_cuda(const TrainOptions& o, const runtime::TrainConfig& cfg, const
 
 void train(const TrainOptions& o) {
   // Before MPI: flags and the plan (the same on every rank).
-  const runtime::TrainConfig cfg = make_config(o);
+  runtime::TrainConfig cfg = make_config(o);
+  if (!cfg.checkpoint_dir.empty()) cfg.run_id = runtime::new_run_id();
   const planner::Plan plan = planner::load_plan(o.plan);
   const planner::Strategy& s = plan.strategy;
   planner::require_valid(s, plan.model);
@@ -200,29 +279,37 @@ void train(const TrainOptions& o) {
   kernels::mpi_init_once(nullptr, nullptr);
   runtime::ProcessGrid grid(rank_grid);  // InputError on every rank if the world size differs
   const bool root = grid.world_rank() == 0;
+  // Memory pre-flight: every rank checks its own host (ranks sharing it counted once).
+  runtime::throw_if_any_rank_failed(grid.world(), runtime::capture_error([&] {
+    runtime::check_plan_memory(plan, o.plan, ranks_on_this_host(), runtime::host_memory_gib(),
+                               device_reserve_gib(plan.cluster));
+  }));
 
   // Set-up that may fail on some ranks only: agree before anyone continues.
   std::unique_ptr<runtime::Trainer> trainer;
+  std::unique_ptr<runtime::CheckpointDirLock> folder_lock;  // held until the job ends
   std::ofstream metrics;
   runtime::throw_if_any_rank_failed(grid.world(), runtime::capture_error([&] {
+    // Fail now, not after the first K steps: rank 0 creates and locks the folder, and a
+    // fresh run refuses another run's checkpoints.
+    if (root && !cfg.checkpoint_dir.empty())
+      folder_lock = runtime::claim_checkpoint_dir(cfg.checkpoint_dir, cfg.resume);
     trainer = std::make_unique<runtime::Trainer>(plan, cfg, grid);
-    if (root && !cfg.checkpoint_dir.empty()) {  // fail now, not after the first K steps
-      std::error_code ec;
-      std::filesystem::create_directories(cfg.checkpoint_dir, ec);
-      if (ec || !std::filesystem::is_directory(cfg.checkpoint_dir))
-        input_error("--checkpoint-dir {}: cannot create the folder{}{}", cfg.checkpoint_dir,
-                    ec ? ": " : "", ec ? ec.message() : "");
-    }
-    if (root && !o.metrics.empty()) {
-      metrics.open(o.metrics, cfg.resume ? std::ios::app : std::ios::trunc);
-      if (!metrics) input_error("--metrics {}: cannot open for writing", o.metrics);
-    }
   }));
+  std::int64_t resumed_at = 0;
   if (cfg.resume) {
-    const std::int64_t at = trainer->resume();
+    const std::int64_t at = resumed_at = trainer->resume();
     if (root) fmt::print("resumed from {} at step {}{}\n", runtime::checkpoint_step_dir(cfg.checkpoint_dir, at),
                          at, at >= cfg.steps ? fmt::format(" (>= --steps {}: nothing to train)", cfg.steps) : "");
   }
+  runtime::throw_if_any_rank_failed(grid.world(), runtime::capture_error([&] {
+    if (!root || o.metrics.empty()) return;
+    // After --resume the metrics continue from the checkpoint's step: lines of steps the
+    // previous job ran past its last checkpoint are dropped, so no step appears twice.
+    if (cfg.resume) trim_metrics(o.metrics, resumed_at);
+    metrics.open(o.metrics, cfg.resume ? std::ios::app : std::ios::trunc);
+    if (!metrics) input_error("--metrics {}: cannot open for writing", o.metrics);
+  }));
 
   if (root) {
     fmt::print("strata train: model {} (layers {}, hidden {}, heads {}, vocab {}, seq {}), {} rank{}\n",
@@ -251,6 +338,9 @@ void train(const TrainOptions& o) {
                lr_text, cfg.steps,
                plan.prediction.iteration_s > 0 ? fmt::format("{:.3f} ms", plan.prediction.iteration_s * 1e3)
                                                : std::string("n/a (the plan has no prediction)"));
+    if (!cfg.checkpoint_dir.empty())
+      fmt::print("  checkpoints in {} (locked by this job), run {}{}\n", cfg.checkpoint_dir,
+                 trainer->run_id(), cfg.resume ? " (resumed)" : "");
     std::fflush(stdout);
   }
 
@@ -299,6 +389,8 @@ void train(const TrainOptions& o) {
         }
       }
     }
+  } catch (const runtime::TrainingDiverged&) {
+    throw;  // the same on every rank: main.cpp prints it once (rank 0), exit 2
   } catch (const InputError& e) {
     abort_job(grid, "", e.what(), kExitInput);
   } catch (const DeviceError& e) {
@@ -362,7 +454,11 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--debug-grad-norms", opts->grad_norms,
                   "test hook: write the first step's per-parameter gradient norms (JSON)")
       ->group("");
-  cmd->callback([opts] { train(*opts); });
+  cmd->callback([opts, cmd] {
+    for (const char* flag : {"--metrics", "--checkpoint-dir"})
+      if (cmd->count(flag) > 0) opts->given.insert(flag);
+    train(*opts);
+  });
 }
 
 }  // namespace strata::cli

@@ -5,9 +5,11 @@
 // A plan that fails to run is reported as failed, never dropped.
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -153,7 +155,9 @@ std::string make_work_dir(const std::string& keep) {
   }
   const char* tmp = std::getenv("TMPDIR");
   std::string templ = fmt::format("{}/strata-validate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(templ.data())) throw DeviceError(fmt::format("cannot create a temporary folder {}", templ));
+  if (!mkdtemp(templ.data()))
+    input_error("cannot create a temporary folder {}: {} (set TMPDIR or give --keep-dir)", templ,
+                std::strerror(errno));
   return templ;
 }
 
@@ -233,11 +237,10 @@ costmodel::ClusterSpec recalibrated_cluster(const ValidateFlags& f, const std::v
                                       "--tp-degrees", fmt::format("{}", fmt::join(tps, ",")),
                                       "--micro-batch", std::to_string(mb), "--out", out};
   const ProcessResult pr = run_process(argv, env, f.timeout_s, out + ".log");
-  if (pr.timed_out) throw DeviceError(fmt::format("--recalibrate: calibration killed after {:.0f} s (--timeout)", f.timeout_s));
+  if (pr.timed_out) input_error("--recalibrate: calibration killed after {:.0f} s (--timeout)", f.timeout_s);
   if (pr.exit_code != 0) {
     const std::string why = first_error_line(pr.log);
-    throw DeviceError(fmt::format("--recalibrate: calibration failed (exit {}): {}", pr.exit_code,
-                                  why.empty() ? "no output" : why));
+    input_error("--recalibrate: calibration failed (exit {}): {}", pr.exit_code, why.empty() ? "no output" : why);
   }
   costmodel::ClusterSpec c = cluster;
   costmodel::apply_profile(c, costmodel::load_device_profile(out), out);
@@ -255,6 +258,23 @@ double host_load() {
 int host_cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 // Other work on the machine inflates measured step times; say so rather than hide it.
+// True when `name` is an executable file: a path as given, a bare name on PATH.
+bool find_executable(const std::string& name) {
+  if (name.empty()) return false;
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (std::size_t at = 0; at <= dirs.size();) {
+    std::size_t colon = dirs.find(':', at);
+    if (colon == std::string::npos) colon = dirs.size();
+    const std::string dir = dirs.substr(at, colon - at);
+    const std::string full = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (::access(full.c_str(), X_OK) == 0 && !fs::is_directory(full)) return true;
+    at = colon + 1;
+  }
+  return false;
+}
+
 void warn_if_busy() {
   const double load1 = host_load();
   if (load1 > 0.5 * host_cores())
@@ -268,6 +288,9 @@ void run_validate(ValidateFlags& f) {
     input_error("--steps ({}) must be greater than --warmup ({}) to leave steps to measure", f.steps, f.warmup);
   const std::string strata = f.strata.empty() ? self_executable() : f.strata;
   if (access(strata.c_str(), X_OK) != 0) input_error("--strata {}: not an executable file", strata);
+  if (!find_executable(f.mpirun))
+    input_error("--mpirun {}: not found{} (install Open MPI, or give the path of mpirun)", f.mpirun,
+                f.mpirun.find('/') == std::string::npos ? " on PATH" : " or not executable");
 
   const models::ModelSpec model = load_model_flag(f.mc);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
@@ -369,6 +392,12 @@ void run_validate(ValidateFlags& f) {
     if (const double g = median(gemm[i]); g > 0) r.measured_gemm_s = g;
   }
   report.summary = summarize(report.runs);
+  // Nothing measured is a failed validation, not a table of failures: one error line.
+  if (!report.runs.empty() && report.summary.plans_failed == static_cast<int>(report.runs.size()))
+    input_error("none of the {} plans ran under {} (first failure: {}, exit {}: {}); rerun with "
+                "--keep-dir DIR to read each plan's log",
+                report.runs.size(), f.mpirun, report.runs.front().status, report.runs.front().exit_code,
+                report.runs.front().error.empty() ? "no output" : report.runs.front().error);
   if (report.summary.plans_failed > 0)
     warn(fmt::format("{} of {} plans failed to run; they are listed, and left out of the MAPE",
                      report.summary.plans_failed, report.runs.size()));

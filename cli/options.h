@@ -46,6 +46,14 @@ CLI::Option* add_format_flag(CLI::App& cmd, std::string& format);
 std::vector<std::string> recompute_names();
 std::vector<std::string> schedule_names();
 
+// For file and folder flags: an empty value (`--out ""`) is refused by name instead of
+// meaning "not given".
+inline CLI::Validator non_empty_path() {
+  return CLI::Validator(
+      [](std::string& s) { return s.empty() ? std::string("expected a path, got an empty string") : std::string(); },
+      "");
+}
+
 // Positive integer flag with an upper bound; CLI11 names the flag on violation.
 template <typename T>
 CLI::Option* add_positive(CLI::App& cmd, const std::string& name, T& value, const std::string& help,

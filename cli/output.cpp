@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
@@ -14,19 +13,14 @@
 namespace strata::cli {
 
 void check_output_path(const std::string& path, const char* flag) {
-  namespace fs = std::filesystem;
   if (path.empty())
     input_error("{}: expected a file path or - for stdout, got an empty string", flag);
   if (is_stdio(path)) return;
-  std::error_code ec;
-  fs::path p(path);
-  if (fs::is_directory(p, ec)) input_error("{}: {} is a folder, expected a file path", flag, path);
-  fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec))
-    input_error("{}: cannot write {}: folder {} does not exist", flag, path, dir.string());
-  if (::access(dir.c_str(), W_OK) != 0)
-    input_error("{}: cannot write {}: folder {} is not writable ({})", flag, path, dir.string(),
-                std::strerror(errno));
+  try {
+    check_output_target(path);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", flag, e.what()));
+  }
 }
 
 void write_output(const std::string& path, const std::string& contents, const char* flag) {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -9,6 +11,43 @@
 #include "common/errors.h"
 
 namespace strata {
+
+namespace {
+
+// yaml-cpp keeps both entries of a key written twice in one mapping and `node[key]`
+// answers the first, so a later correction would be ignored silently: refuse it. The walk
+// is iterative and bounded (aliases can make a small file a very wide tree).
+void check_unique_keys(const YAML::Node& root, const std::string& source) {
+  constexpr std::size_t kMaxNodes = 4'000'000;
+  std::vector<YAML::Node> todo{root};
+  std::size_t visited = 0;
+  while (!todo.empty()) {
+    YAML::Node n = todo.back();
+    todo.pop_back();
+    if (++visited > kMaxNodes)
+      input_error("{}: more than {} YAML nodes (with aliases expanded): too large to read", source,
+                  kMaxNodes);
+    if (n.IsMap()) {
+      std::map<std::string, int> seen;  // key -> line of its first appearance
+      for (const auto& kv : n) {
+        if (kv.first.IsScalar()) {
+          const int line = kv.first.Mark().line + 1;
+          auto [it, fresh] = seen.emplace(kv.first.Scalar(), line);
+          if (!fresh)
+            input_error("{}:{}: duplicate key '{}' (first at line {}); each key may appear once",
+                        source, line, kv.first.Scalar(), it->second);
+        } else {
+          todo.push_back(kv.first);
+        }
+        todo.push_back(kv.second);
+      }
+    } else if (n.IsSequence()) {
+      for (const auto& e : n) todo.push_back(e);
+    }
+  }
+}
+
+}  // namespace
 
 YAML::Node parse_yaml(const std::string& text, const std::string& source) {
   YAML::Node n;
@@ -18,6 +57,7 @@ YAML::Node parse_yaml(const std::string& text, const std::string& source) {
     input_error("{}:{}: malformed YAML: {}", source, e.mark.line + 1, e.msg);
   }
   if (!n || n.IsNull()) input_error("{}: empty document, expected a YAML mapping", source);
+  check_unique_keys(n, source);
   return n;
 }
 

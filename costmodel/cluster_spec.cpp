@@ -26,6 +26,9 @@ LinkSpec parse_link(const YamlReader& r) {
   r.expect_keys({"bandwidth_gbps", "latency_us", "efficiency", "source"});
   LinkSpec l;
   l.bandwidth_gbps = r.get_positive("bandwidth_gbps");
+  if (l.bandwidth_gbps > kMaxBandwidthGbps)
+    r.fail("bandwidth_gbps", fmt::format("{} GB/s is beyond any interconnect (limit {} GB/s)",
+                                         l.bandwidth_gbps, kMaxBandwidthGbps));
   l.latency_us = r.get_double("latency_us");
   if (l.latency_us < 0) r.fail("latency_us", fmt::format("{} must be >= 0", l.latency_us));
   if (r.has("efficiency")) {
@@ -65,6 +68,25 @@ std::string resolve_relative(const std::string& ref, const std::string& source) 
 void apply_profile(ClusterSpec& cluster, const DeviceProfile& measured,
                    const std::string& profile_name) {
   DeviceProfile& d = cluster.device;
+  // A profile describes one device: applying another device's numbers would plan one
+  // device under another's name. A datasheet names its device; a measured profile says
+  // which backend measured it (cpu ranks or a CUDA GPU).
+  if (!measured.source.measured() && measured.name != d.name)
+    input_error("profile '{}' is the datasheet of device {}, but cluster {} has device {}: a profile "
+                "adds measured tables to the cluster's own device; pick a cluster with device {} "
+                "(`strata clusters`) or give a profile measured on {}",
+                profile_name, measured.name, cluster.name, d.name, measured.name, d.name);
+  if (measured.source.measured()) {
+    const auto b = measured.source.fields.find("backend");
+    const bool cpu_device = d.compute_dtype == DType::Fp32;
+    if (b != measured.source.fields.end() && (b->second == "cpu") != cpu_device) {
+      const auto dev = measured.source.fields.find("device");
+      input_error("profile '{}' was measured on {} ({} backend), but cluster {} has device {} ({}): "
+                  "its tables do not describe that device",
+                  profile_name, dev != measured.source.fields.end() ? dev->second : "another device",
+                  b->second, cluster.name, d.name, cpu_device ? "CPU ranks" : "a GPU");
+    }
+  }
   if (!measured.gemm_table.empty()) {
     d.gemm_table = measured.gemm_table;
     d.gemm_source = measured.gemm_source;

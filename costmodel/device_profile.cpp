@@ -201,6 +201,9 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
   p.source = parse_provenance(r.child("source"));
   p.memory_gib = r.get_positive("memory_gib");
   p.memory_bandwidth_gbps = r.get_positive("memory_bandwidth_gbps");
+  if (p.memory_bandwidth_gbps > kMaxBandwidthGbps)
+    r.fail("memory_bandwidth_gbps", fmt::format("{} GB/s is beyond any device (limit {} GB/s)",
+                                                p.memory_bandwidth_gbps, kMaxBandwidthGbps));
 
   YamlReader peaks = r.child("peak_tflops");
   peaks.expect_keys({"bf16", "fp16", "tf32", "fp32"});
@@ -230,6 +233,9 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
   }
   p.reserve_gib = r.get_double("reserve_gib", 0.0);
   if (p.reserve_gib < 0) r.fail("reserve_gib", fmt::format("{} must be >= 0", p.reserve_gib));
+  if (p.reserve_gib >= p.memory_gib)
+    r.fail("reserve_gib", fmt::format("{} must be below memory_gib ({}): nothing would be left for "
+                                      "the model", p.reserve_gib, p.memory_gib));
   if (r.has("reserve_source")) p.reserve_source = parse_provenance(r.child("reserve_source"));
   p.kernel_overhead_us = r.get_double("kernel_overhead_us", 0.0);
   if (!(p.kernel_overhead_us >= 0 && p.kernel_overhead_us < 1e4))
@@ -238,13 +244,26 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
   p.default_stack = r.get_string("default_stack", "");
 
   read_measured_table(r, "gemm_table", {"m", "n", "k", "dtype", "time_us"}, p.gemm_source, p.gemm_table,
-                      [](const YamlReader& row) {
+                      [&p](const YamlReader& row) {
     GemmSample s;
     s.m = row.get_int_in("m", 1, std::int64_t{1} << 40);
     s.n = row.get_int_in("n", 1, std::int64_t{1} << 40);
     s.k = row.get_int_in("k", 1, std::int64_t{1} << 40);
     s.dtype = dtype_from_string(row.get_enum("dtype", {"bf16", "fp16", "tf32", "fp32"}));
     s.time_us = row.get_positive("time_us");
+    // A row faster than the dtype's peak is a mistyped time or shape (10% timer slack).
+    if (auto pk = p.peak_tflops.find(s.dtype); pk != p.peak_tflops.end()) {
+      const double tflops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
+                            static_cast<double>(s.k) / (s.time_us * 1e-6) / 1e12;
+      if (tflops > 1.1 * pk->second)
+        row.fail("time_us", fmt::format("{} us for {}x{}x{} {} is {:.4g} TFLOP/s, above the "
+                                        "device's peak of {} TFLOP/s",
+                                        s.time_us, s.m, s.n, s.k, to_string(s.dtype), tflops, pk->second));
+    }
+    for (const auto& prev : p.gemm_table)  // rows read so far
+      if (prev.m == s.m && prev.n == s.n && prev.k == s.k && prev.dtype == s.dtype)
+        row.fail("", fmt::format("duplicate GEMM shape {}x{}x{} {} (each shape once)", s.m, s.n,
+                                 s.k, to_string(s.dtype)));
     return s;
   });
   read_measured_table(r, "collective_table",
@@ -278,6 +297,10 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
       } else {
         s.busbw_gbps = computed;
       }
+      if (s.busbw_gbps > kMaxBandwidthGbps)
+        row.fail("time_us", fmt::format("{} bytes in {} us is {:.4g} GB/s of bus bandwidth, beyond "
+                                        "any interconnect (limit {} GB/s)",
+                                        s.bytes, s.time_us, s.busbw_gbps, kMaxBandwidthGbps));
     }
     return s;
   });

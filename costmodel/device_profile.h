@@ -102,6 +102,10 @@ struct BlockSample {
   double bwd_with_tp_us = 0;
 };
 
+// Bandwidths above this (GB/s: 100 TB/s, ~20x today's fastest HBM) are refused as typos
+// in device profiles (memory, measured collective busbw) and cluster links.
+inline constexpr double kMaxBandwidthGbps = 1e5;
+
 struct DeviceProfile {
   std::string name;
   Provenance source;

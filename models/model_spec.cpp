@@ -105,6 +105,15 @@ class HfConfig {
     return v.get<bool>();
   }
   const std::string& source() const { return source_; }
+  // Present and switched on: true, a non-zero number, a non-empty string / object / list.
+  bool truthy(const char* key) const {
+    if (!has(key)) return false;
+    const json& v = j_.at(key);
+    if (v.is_boolean()) return v.get<bool>();
+    if (v.is_number()) return v.get<double>() != 0;
+    if (v.is_string() || v.is_object() || v.is_array()) return !v.empty();
+    return false;
+  }
 
  private:
   std::int64_t to_int(const char* key, const json& v) const {
@@ -137,11 +146,42 @@ Activation hf_activation(const HfConfig& c, const char* key, const std::string& 
               c.source(), key, act);
 }
 
-ModelSpec parse_llama_like(const HfConfig& c) {
+// model_type values strata reads, and the key family each uses. Other architectures are
+// refused by name rather than read through keys that happen to look alike.
+enum class HfFamily { Llama, Gpt2 };
+struct HfType {
+  const char* model_type;
+  HfFamily family;
+};
+constexpr HfType kHfTypes[] = {
+    {"llama", HfFamily::Llama}, {"mistral", HfFamily::Llama}, {"qwen2", HfFamily::Llama}, {"gpt2", HfFamily::Gpt2}};
+
+// Architecture features the model spec cannot express, refused by name (each would
+// otherwise be read as a plain decoder and planned with the wrong FLOPs and memory).
+void refuse_unexpressible(const HfConfig& c) {
+  const auto refuse = [&](const char* key, const char* what) {
+    input_error("{}: config.json key '{}' describes {}, which strata's model spec cannot express "
+                "(it models decoder-only transformers with sequential attention then MLP)",
+                c.source(), key, what);
+  };
+  if (c.truthy("is_encoder_decoder")) refuse("is_encoder_decoder", "an encoder-decoder model");
+  for (const char* k : {"encoder_layers", "num_encoder_layers", "decoder_layers"})
+    if (c.has(k)) refuse(k, "an encoder-decoder model");
+  for (const char* k : {"parallel_attn", "use_parallel_residual", "parallel_residual"})
+    if (c.truthy(k)) refuse(k, "attention and MLP run in parallel from one input");
+  if (c.truthy("multi_query")) refuse("multi_query", "multi-query attention in the falcon / bigcode layout");
+  if (c.truthy("new_decoder_architecture")) refuse("new_decoder_architecture", "falcon's parallel decoder block");
+  if (c.has("vision_config")) refuse("vision_config", "a vision tower (a multimodal model)");
+  if (c.has("text_config")) refuse("text_config", "a multimodal wrapper around a text model");
+  if (c.has("hidden_activation")) refuse("hidden_activation", "a gated GELU MLP (GeGLU)");
+  if (c.has("feed_forward_proj")) refuse("feed_forward_proj", "a T5-style feed-forward block");
   if (c.has("num_local_experts") || c.has("num_experts"))
     input_error("{}: mixture-of-experts configs (num_local_experts / num_experts) are not "
                 "supported; strata models dense decoder-only transformers",
                 c.source());
+}
+
+ModelSpec parse_llama_like(const HfConfig& c) {
   ModelSpec m;
   m.hidden = c.get_int("hidden_size");
   m.layers = c.get_int("num_hidden_layers");
@@ -151,6 +191,20 @@ ModelSpec parse_llama_like(const HfConfig& c) {
   m.vocab = c.get_int("vocab_size");
   m.seq_len = c.get_int("max_position_embeddings");
   m.activation = hf_activation(c, "hidden_act", "silu");
+  // The Llama-family MLP is gated (gate, up, down projections): silu makes it SwiGLU;
+  // a GELU there is GeGLU, which the spec does not have (its gelu MLP is ungated).
+  if (m.activation != Activation::SwiGlu)
+    input_error("{}: config.json hidden_act '{}' in a gated Llama-family MLP is a gated GELU (GeGLU), "
+                "which strata's model spec cannot express (expected silu)",
+                c.source(), c.get_string("hidden_act", "silu"));
+  // Sliding-window attention shorter than the sequence changes the attention cost.
+  if (c.has("sliding_window") && (!c.has("use_sliding_window") || c.get_bool("use_sliding_window", true))) {
+    const std::int64_t w = c.get_int("sliding_window");
+    if (w < m.seq_len)
+      input_error("{}: config.json sliding_window ({}) is shorter than max_position_embeddings ({}): "
+                  "sliding-window attention is not expressible in strata's model spec",
+                  c.source(), w, m.seq_len);
+  }
   if (c.has("rms_norm_eps")) m.norm = Norm::RmsNorm;
   else if (c.has("layer_norm_eps")) m.norm = Norm::LayerNorm;
   else m.norm = m.activation == Activation::SwiGlu ? Norm::RmsNorm : Norm::LayerNorm;
@@ -238,7 +292,24 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
                 j.type_name());
   HfConfig c(j, source);
   ModelSpec m;
-  if (c.has("n_embd")) m = parse_gpt2(c);
+  refuse_unexpressible(c);
+  if (c.has("model_type")) {
+    // Read by model_type from the allow-list; its key family must be there.
+    const std::string type = c.get_string("model_type", "");
+    const HfType* t = nullptr;
+    std::string allowed;
+    for (const auto& h : kHfTypes) {
+      if (type == h.model_type) t = &h;
+      allowed += (allowed.empty() ? "" : ", ") + std::string(h.model_type);
+    }
+    if (!t)
+      input_error("{}: config.json model_type '{}' is not supported (supported: {})", source, type, allowed);
+    if (t->family == HfFamily::Gpt2 && !c.has("n_embd"))
+      input_error("{}: config.json model_type 'gpt2' needs GPT2Config keys (n_embd, n_layer, n_head, ...)", source);
+    if (t->family == HfFamily::Llama && !c.has("hidden_size"))
+      input_error("{}: config.json model_type '{}' needs hidden_size, num_hidden_layers, ...", source, type);
+    m = t->family == HfFamily::Gpt2 ? parse_gpt2(c) : parse_llama_like(c);
+  } else if (c.has("n_embd")) m = parse_gpt2(c);
   else if (c.has("hidden_size")) m = parse_llama_like(c);
   else
     input_error("{}: not a recognised HuggingFace config.json: expected LlamaConfig/"

@@ -373,10 +373,12 @@ Plan parse_plan_yaml(const std::string& text, const std::string& source) {
                                      "which writes every section through fits_memory: the file "
                                      "looks truncated", source, key));
   Plan p;
-  p.schema_version = static_cast<int>(r.get_int("schema_version"));
-  if (p.schema_version != kSchemaVersion)
+  // Compared as read (64-bit): narrowing first would let 4294967297 pass as 1.
+  const std::int64_t version = r.get_int("schema_version");
+  if (version != kSchemaVersion)
     r.fail("schema_version", fmt::format("{} is not supported (this strata reads schema_version {})",
-                                         p.schema_version, kSchemaVersion));
+                                         version, kSchemaVersion));
+  p.schema_version = kSchemaVersion;
   p.model = models::read_model(r.child("model"));
   p.cluster = r.get_string("cluster");
   if (p.cluster.empty()) r.fail("cluster", "must name the cluster the plan was made for");

@@ -2,6 +2,7 @@
 #include "common/json_text.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "common/errors.h"
 
@@ -18,6 +19,9 @@ using nlohmann::json;
 template <typename T>
 T get_key(const json& j, const char* key, const std::string& where) {
   if (!j.contains(key)) input_error("{}: missing key '{}'", where, key);
+  // Integers are range-checked before narrowing (json::get<int> wraps 4294967297 to 1).
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    return json_int<T>(j.at(key), fmt::format("{}: key '{}'", where, key));
   try {
     return j.at(key).get<T>();
   } catch (const json::exception&) {

@@ -1,8 +1,16 @@
 #include "runtime/checkpoint.h"
 #include "common/json_text.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -22,7 +30,6 @@ namespace {
 constexpr char kShardMagic[8] = {'S', 'T', 'R', 'A', 'T', 'A', 'C', 'K'};
 constexpr std::uint32_t kShardVersion = 1;
 constexpr std::size_t kShardHeader = 8 + 4 + 4 + 8 + 8 + 8;
-constexpr const char* kFormat = "strata-checkpoint";
 
 std::string shard_name(int rank) { return fmt::format("rank_{:05d}.bin", rank); }
 
@@ -104,12 +111,13 @@ void write_checkpoint(kernels::Communicator& world, const std::string& dir,
   throw_if_any_rank_failed(world, capture_error([&] {
     if (world.rank() != 0) return;
     nlohmann::ordered_json m;
-    m["format"] = kFormat;
+    m["format"] = kCheckpointFormat;
     m["version"] = 1;
     m["step"] = shard.step;
     nlohmann::ordered_json id = nlohmann::ordered_json::object();
     for (const auto& [k, v] : identity) id[k] = v;
     m["identity"] = id;
+    if (!shard.run_id.empty()) m["run_id"] = shard.run_id;
     m["shards"] = nlohmann::ordered_json::array();
     for (int r = 0; r < world.size(); ++r) {
       const float* s = all.data() + 8 * static_cast<std::size_t>(r);
@@ -136,50 +144,88 @@ std::optional<std::int64_t> latest_checkpoint(const std::string& dir) {
   return best;
 }
 
+CheckpointDirLock::CheckpointDirLock(const std::string& dir) : path_((fs::path(dir) / kLockFile).string()) {
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0)
+    input_error("--checkpoint-dir {}: cannot open the lock file {}: {}", dir, path_, std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    std::string holder;
+    char buf[64] = {};
+    if (::pread(fd_, buf, sizeof buf - 1, 0) > 0) holder = buf;
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    ::close(fd_);
+    fd_ = -1;
+    if (e == EWOULDBLOCK)
+      input_error("--checkpoint-dir {} is in use by another `strata train` job{} (it holds the lock "
+                  "{}): wait for it to end or pick another folder",
+                  dir, holder.empty() ? "" : fmt::format(" ({})", holder), path_);
+    input_error("--checkpoint-dir {}: cannot lock {}: {}", dir, path_, std::strerror(e));
+  }
+  // Who holds it, for the message another job prints.
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string who = fmt::format("pid {} on {}\n", ::getpid(), host);
+  if (::ftruncate(fd_, 0) == 0) {
+    [[maybe_unused]] ssize_t n = ::pwrite(fd_, who.data(), who.size(), 0);
+  }
+}
+
+CheckpointDirLock::~CheckpointDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
+
+std::unique_ptr<CheckpointDirLock> claim_checkpoint_dir(const std::string& dir, bool resume) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    input_error("--checkpoint-dir {}: cannot create the folder{}{}", dir, ec ? ": " : "",
+                ec ? ec.message() : "");
+  auto lock = std::make_unique<CheckpointDirLock>(dir);
+  if (!resume) {
+    if (const auto latest = latest_checkpoint(dir)) {
+      std::string run;
+      try {
+        const auto j = strata::parse_json(
+            read_file((fs::path(checkpoint_step_dir(dir, *latest)) / "manifest.json").string()));
+        if (j.is_object() && j.contains("run_id") && j["run_id"].is_string())
+          run = fmt::format(", run {}", j["run_id"].get<std::string>());
+      } catch (const std::exception&) {
+      }
+      input_error("--checkpoint-dir {} holds the checkpoints of another run (latest step {}{}); a "
+                  "new run would overwrite and mix them: pick another folder, or pass --resume to "
+                  "continue that run",
+                  dir, *latest, run);
+    }
+  }
+  return lock;
+}
+
+std::string new_run_id() {
+  std::random_device rd;
+  const std::uint64_t a = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  const auto now = std::chrono::system_clock::now().time_since_epoch().count();
+  return fmt::format("{:016x}{:08x}", a ^ static_cast<std::uint64_t>(now),
+                     static_cast<std::uint32_t>(::getpid()));
+}
+
 CheckpointShard read_checkpoint(kernels::Communicator& world, const std::string& dir,
                                 std::int64_t step, const CheckpointIdentity& identity,
                                 std::size_t expected_params, std::size_t expected_state) {
   const std::string step_dir = checkpoint_step_dir(dir, step);
   const std::string manifest_path = (fs::path(step_dir) / "manifest.json").string();
   // The manifest is the same file for every rank: its errors are raised on all ranks alike.
-  nlohmann::json m;
-  try {
-    m = strata::parse_json(read_file(manifest_path));
-  } catch (const nlohmann::json::exception& e) {
-    input_error("checkpoint manifest {} is not valid JSON: {}", manifest_path, e.what());
-  }
-  try {
-    if (m.at("format").get<std::string>() != kFormat || m.at("version").get<int>() != 1)
-      input_error("checkpoint manifest {}: format must be \"{}\" version 1", manifest_path, kFormat);
-    if (m.at("step").get<std::int64_t>() != step)
-      input_error("checkpoint manifest {}: step {} does not match its folder (step {})",
-                  manifest_path, m.at("step").get<std::int64_t>(), step);
-    const auto& id = m.at("identity");
-    for (const auto& [key, value] : identity) {
-      if (!id.contains(key))
-        input_error("checkpoint {} has no '{}' (this run: {})", step_dir, key, value);
-      const std::string saved = id.at(key).get<std::string>();
-      if (saved != value)
-        input_error("checkpoint {} does not match this run: {} is '{}' in the checkpoint but '{}' "
-                    "now (resume with the same plan, seed and world size)",
-                    step_dir, key, saved, value);
-    }
-    if (m.at("shards").size() != static_cast<std::size_t>(world.size()))
-      input_error("checkpoint {} has {} shards but the run has {} ranks", step_dir,
-                  m.at("shards").size(), world.size());
-  } catch (const nlohmann::json::exception& e) {
-    input_error("checkpoint manifest {} is malformed: {}", manifest_path, e.what());
-  }
+  const CheckpointManifest m =
+      parse_checkpoint_manifest(read_file(manifest_path), manifest_path, step, identity, world.size());
 
   // This rank's shard: failures are agreed on by all ranks before anyone throws.
   std::string error;
   CheckpointShard shard;
   try {
-    const auto& entry = m.at("shards").at(static_cast<std::size_t>(world.rank()));
-    const std::string path = (fs::path(step_dir) / entry.at("file").get<std::string>()).string();
-    const std::string bytes = read_file(path);
-    if (bytes.size() != entry.at("bytes").get<std::uint64_t>() ||
-        hex(fnv1a64(bytes.data(), bytes.size())) != entry.at("fnv1a64").get<std::string>())
+    const ManifestShard& entry = m.shards.at(static_cast<std::size_t>(world.rank()));
+    const std::string path = (fs::path(step_dir) / entry.file).string();
+    const std::string bytes = read_file(path, SIZE_MAX);  // shards are as large as the model
+    if (bytes.size() != entry.bytes || hex(fnv1a64(bytes.data(), bytes.size())) != entry.fnv1a64)
       input_error("checkpoint shard {} is corrupt: its size or FNV-1a checksum differs from the "
                   "manifest", path);
     if (bytes.size() < kShardHeader || std::memcmp(bytes.data(), kShardMagic, 8) != 0 ||
@@ -196,13 +242,12 @@ CheckpointShard read_checkpoint(kernels::Communicator& world, const std::string&
     if (bytes.size() != kShardHeader + (np + 2 * ns) * sizeof(float))
       input_error("checkpoint shard {} is truncated", path);
     shard.step = step;
+    shard.run_id = m.run_id;
     shard.params = get_floats(bytes, kShardHeader, np);
     shard.exp_avg = get_floats(bytes, kShardHeader + np * sizeof(float), ns);
     shard.exp_avg_sq = get_floats(bytes, kShardHeader + (np + ns) * sizeof(float), ns);
   } catch (const InputError& e) {
     error = e.what();
-  } catch (const nlohmann::json::exception& e) {
-    error = fmt::format("checkpoint manifest {} is malformed: {}", manifest_path, e.what());
   }
   throw_if_any_rank_failed(world, error.empty() ? LocalError{} : LocalError{ErrorKind::Input, error});
   return shard;

@@ -3,8 +3,14 @@
 //
 //   D/step_00000003/rank_00000.bin ... rank_<world-1>.bin
 //   D/step_00000003/manifest.json   {"format": "strata-checkpoint", "version": 1, "step",
-//                                    "identity": {model, layout, seed, ...},
+//                                    "identity": {model, layout, seed, ...}, "run_id",
 //                                    "shards": [{"rank", "file", "bytes", "fnv1a64"}]}
+//   D/.strata-train.lock             flock held by the job that writes D (claim_checkpoint_dir)
+//
+// A folder belongs to one run: a job holds D/.strata-train.lock for its whole life (a
+// second job on D is refused), and a fresh run (no --resume) refuses a folder that holds
+// complete checkpoints, which belong to another run. "run_id" names the run that wrote a
+// checkpoint; a resumed run carries the id of the checkpoint it resumed.
 //
 // Every file is written atomically (temp file + rename); a step directory without a
 // manifest is incomplete and ignored. Loading checks the identity (model, layout, seed,
@@ -14,26 +20,51 @@
 // uint64 params, uint64 state, then params, exp_avg, exp_avg_sq as float32.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kernels/backend.h"
+#include "runtime/checkpoint_manifest.h"
 
 namespace strata::runtime {
 
-// What must match for a checkpoint to be loadable: (key, value) pairs.
-using CheckpointIdentity = std::vector<std::pair<std::string, std::string>>;
 
 struct CheckpointShard {
   std::int64_t step = 0;
+  std::string run_id;             // the run that wrote it ("" in manifests before run ids)
   std::vector<float> params;      // the rank's flat parameter buffer
   std::vector<float> exp_avg;     // AdamW moments of the rank's owned range
   std::vector<float> exp_avg_sq;
 };
 
 std::string checkpoint_step_dir(const std::string& dir, std::int64_t step);
+
+inline constexpr const char* kLockFile = ".strata-train.lock";
+
+// An exclusive flock on DIR/.strata-train.lock for the object's life (released when the
+// process ends, however it ends). InputError naming the holder when another job has it.
+class CheckpointDirLock {
+ public:
+  explicit CheckpointDirLock(const std::string& dir);
+  ~CheckpointDirLock();
+  CheckpointDirLock(const CheckpointDirLock&) = delete;
+  CheckpointDirLock& operator=(const CheckpointDirLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// Rank 0's claim on a checkpoint folder before training: creates it, takes the lock, and
+// without `resume` refuses a folder that already holds a complete checkpoint (another
+// run's: pick another folder or --resume). Keep the returned lock until the job ends.
+std::unique_ptr<CheckpointDirLock> claim_checkpoint_dir(const std::string& dir, bool resume);
+
+// A fresh run id: random bits, the clock and the pid, as hex.
+std::string new_run_id();
 
 // Collective over `world` (every rank calls). Throws InputError when the folder cannot
 // be created or written.

@@ -54,7 +54,7 @@ DataLoader DataLoader::synthetic(std::int64_t vocab, std::int64_t seq_len, std::
 DataLoader DataLoader::token_file(const std::string& path, std::int64_t vocab, std::int64_t seq_len,
                                   std::uint64_t seed) {
   check_sizes(vocab, seq_len);
-  const std::string bytes = read_file(path);
+  const std::string bytes = read_file(path, SIZE_MAX);  // training data: no cap
   if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 8) != 0)
     input_error("--data {}: not a strata token file (expected the 8-byte magic \"STRATATK\" and "
                 "a 24-byte header; see runtime/data_loader.h)", path);
@@ -94,7 +94,7 @@ DataLoader DataLoader::text_file(const std::string& path, std::int64_t vocab, st
   check_sizes(vocab, seq_len);
   if (vocab < 256)
     input_error("--text tokenizes bytes (256 symbols) but model.vocab is {} (needs >= 256)", vocab);
-  const std::string bytes = read_file(path);
+  const std::string bytes = read_file(path, SIZE_MAX);  // training data: no cap
   DataLoader d;
   d.kind_ = DataKind::TextFile;
   d.vocab_ = vocab;

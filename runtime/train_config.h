@@ -22,6 +22,9 @@ struct TrainConfig {
   std::string checkpoint_dir;
   std::int64_t checkpoint_every = 0;  // 0 = only at the end when a directory is given
   bool resume = false;
+  // Recorded in every checkpoint manifest (rank 0's); --resume replaces it with the id of
+  // the checkpoint it continues. Empty: none recorded.
+  std::string run_id;
   // Data-parallel gradient reduction: buckets of this many parameters (0 = the planner's
   // default, planner::default_grad_bucket_params, which the prediction assumes), started
   // during the last micro-batch's backward when overlap is on.

@@ -43,7 +43,7 @@ void keep_freed_memory() {
 }  // namespace
 
 Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid& grid)
-    : plan_(plan), cfg_(cfg), grid_(grid) {
+    : plan_(plan), cfg_(cfg), grid_(grid), run_id_(cfg.run_id) {
   keep_freed_memory();
   const planner::Strategy& s = plan.strategy;
   planner::require_valid(s, plan.model);
@@ -205,6 +205,14 @@ StepStats Trainer::train_step() {
     norms_.emplace_back(global_names_[i], std::sqrt(static_cast<double>(sums[i])));
   }
   const double grad_norm = std::sqrt(total);
+  // A non-finite loss or norm means the run diverged: stop before the optimizer applies
+  // it (every rank holds the same reduced values, so every rank stops here).
+  if (!std::isfinite(grad_norm) || !std::isfinite(sums.back()))
+    throw TrainingDiverged(fmt::format(
+        "step {}: the {} is {}: training diverged (lower --lr, check --data); stopped before "
+        "the optimizer step, no checkpoint of it was written",
+        step_ + 1, std::isfinite(sums.back()) ? "gradient norm" : "loss",
+        std::isfinite(sums.back()) ? grad_norm : static_cast<double>(sums.back())));
   float scale = 1.0f;
   if (cfg_.grad_clip > 0 && grad_norm > cfg_.grad_clip)
     scale = static_cast<float>(cfg_.grad_clip / (grad_norm + 1e-6));
@@ -244,8 +252,22 @@ CheckpointIdentity Trainer::identity() const {
 }
 
 void Trainer::save_checkpoint() {
+  // Parameters that overflowed (a huge learning rate) are not saved: all ranks agree.
+  float bad = 0;
+  for (float v : store_.params())
+    if (!std::isfinite(v)) {
+      bad = 1;
+      break;
+    }
+  grid_.world().all_reduce_sum(&bad, 1);
+  if (bad > 0)
+    throw TrainingDiverged(fmt::format(
+        "step {}: {} rank{} non-finite parameters: training diverged (lower --lr); the "
+        "checkpoint of step {} was not written",
+        step_, static_cast<int>(bad), bad > 1 ? "s hold" : " holds", step_));
   CheckpointShard shard;
   shard.step = step_;
+  shard.run_id = run_id_;
   shard.params = store_.params();
   shard.exp_avg = optimizer_->exp_avg();
   shard.exp_avg_sq = optimizer_->exp_avg_sq();
@@ -264,6 +286,7 @@ std::int64_t Trainer::resume() {
   std::copy(shard.exp_avg.begin(), shard.exp_avg.end(), optimizer_->exp_avg().begin());
   std::copy(shard.exp_avg_sq.begin(), shard.exp_avg_sq.end(), optimizer_->exp_avg_sq().begin());
   step_ = shard.step;
+  if (!shard.run_id.empty()) run_id_ = shard.run_id;
   return step_;
 }
 

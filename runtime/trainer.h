@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/errors.h"
 #include "planner/plan.h"
 #include "runtime/checkpoint.h"
 #include "runtime/data_loader.h"
@@ -32,6 +33,15 @@
 #include "runtime/train_config.h"
 
 namespace strata::runtime {
+
+// Training produced a non-finite loss, gradient norm or parameter. Raised on every rank
+// alike (the values are reduced over the world) before the optimizer applies the step and
+// before any checkpoint of it is written: bad input (a learning rate or data that make the
+// run diverge), exit 2.
+class TrainingDiverged : public InputError {
+ public:
+  using InputError::InputError;
+};
 
 struct StepStats {
   std::int64_t step = 0;        // 1-based number of the step just completed
@@ -52,8 +62,10 @@ class Trainer {
 
   StepStats train_step();
   std::int64_t step() const { return step_; }  // steps completed
+  const std::string& run_id() const { return run_id_; }
 
-  // Collective. Writes the checkpoint of the current step under cfg.checkpoint_dir.
+  // Collective. Writes the checkpoint of the current step under cfg.checkpoint_dir;
+  // TrainingDiverged on every rank (nothing written) when any parameter is not finite.
   void save_checkpoint();
   // Collective. Loads the latest complete checkpoint under cfg.checkpoint_dir; InputError
   // when there is none or it does not match. Returns its step.
@@ -86,6 +98,7 @@ class Trainer {
   std::map<std::string, int> grad_uses_;    // components of this rank that write each gradient
   std::vector<std::pair<std::string, double>> norms_;
   std::int64_t step_ = 0;
+  std::string run_id_;
 };
 
 }  // namespace strata::runtime

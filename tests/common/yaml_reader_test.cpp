@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "common/json_text.h"
 
 using strata::InputError;
 using strata::YamlReader;
@@ -72,4 +73,68 @@ TEST(YamlReader, NestedPathsAppearInErrors) {
   std::string m = message_of([&] { r.child("outer").child("inner").get_double("x"); });
   EXPECT_NE(m.find("outer.inner.x"), std::string::npos) << m;
   EXPECT_NE(m.find("t.yaml:3"), std::string::npos) << m;
+}
+
+// Duplicate keys: refused in YAML (any depth) and JSON (any depth); the same key in two
+// different mappings / objects is fine.
+struct DuplicateCase {
+  const char* name;
+  bool json;
+  const char* text;
+  const char* mentions;  // empty: accepted
+};
+
+class DuplicateKeyTest : public ::testing::TestWithParam<DuplicateCase> {};
+
+TEST_P(DuplicateKeyTest, RefusedByName) {
+  const DuplicateCase& c = GetParam();
+  std::string error;
+  try {
+    if (c.json) strata::parse_json(c.text);
+    else strata::parse_yaml(c.text, "d.yaml");
+  } catch (const InputError& e) {
+    error = e.what();
+  } catch (const nlohmann::json::exception& e) {
+    error = e.what();
+  }
+  if (std::string(c.mentions).empty()) {
+    EXPECT_EQ(error, "") << "should be accepted";
+  } else {
+    EXPECT_NE(error.find(c.mentions), std::string::npos) << error;
+    EXPECT_NE(error.find("duplicate key"), std::string::npos) << error;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Common, DuplicateKeyTest,
+    ::testing::ValuesIn(std::vector<DuplicateCase>{
+        {"yaml_top_level", false, "layers: 2\nhidden: 64\nlayers: 4\n", "'layers' (first at line 1)"},
+        {"yaml_nested", false, "a:\n  b: 1\n  c: 2\n  b: 3\n", "'b'"},
+        {"yaml_in_list", false, "rows:\n  - {m: 1, n: 2, m: 3}\n", "'m'"},
+        {"yaml_flow_map", false, "{x: 1, x: 1}\n", "'x'"},
+        {"yaml_same_key_in_two_maps", false, "a: {k: 1}\nb: {k: 2}\n", ""},
+        {"yaml_list_repeats_values", false, "a: [1, 1, 1]\n", ""},
+        {"json_top_level", true, R"({"hidden_size": 64, "hidden_size": 128})", "\"hidden_size\""},
+        {"json_nested", true, R"({"a": {"b": 1, "b": 2}})", "\"b\""},
+        {"json_in_array", true, R"({"plans": [{"x": 1}, {"x": 1, "x": 2}]})", "\"x\""},
+        {"json_same_key_in_two_objects", true, R"({"a": {"k": 1}, "b": {"k": 1}, "k": 0})", ""},
+    }),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// JSON integers are range-checked before narrowing.
+TEST(JsonInt, RangeCheckedBeforeNarrowing) {
+  auto j = strata::parse_json(R"({"small": 7, "big": 4294967297, "neg": -1, "frac": 1.5, "str": "3",
+                                  "huge": 18446744073709551615})");
+  EXPECT_EQ(strata::json_int<int>(j["small"], "small"), 7);
+  EXPECT_EQ(strata::json_int<std::int64_t>(j["big"], "big"), 4294967297LL);
+  EXPECT_THROW(strata::json_int<int>(j["big"], "big"), InputError);
+  EXPECT_THROW(strata::json_int<std::uint32_t>(j["neg"], "neg"), InputError);
+  EXPECT_EQ(strata::json_int<int>(j["neg"], "neg"), -1);
+  EXPECT_THROW(strata::json_int<int>(j["frac"], "frac"), InputError);
+  EXPECT_THROW(strata::json_int<int>(j["str"], "str"), InputError);
+  EXPECT_THROW(strata::json_int<std::int64_t>(j["huge"], "huge"), InputError);
+  EXPECT_EQ(strata::json_int<std::uint64_t>(j["huge"], "huge"), 18446744073709551615ULL);
+  std::string m = message_of([&] { strata::json_int<int>(j["big"], "plans[0].dp"); });
+  EXPECT_NE(m.find("plans[0].dp"), std::string::npos) << m;
+  EXPECT_NE(m.find("out of range"), std::string::npos) << m;
 }

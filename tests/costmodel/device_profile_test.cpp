@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -244,3 +245,55 @@ TEST(DeviceProfile, UnknownNamesSuggestCloseOnesAndPathsLoad) {
   EXPECT_THROW(p.peak_flops(DType::Tf32), strata::InputError);
   std::filesystem::remove_all(dir);
 }
+
+// Numbers no device has are refused as typos (issue 16): GEMM rows faster than the
+// dtype's peak, one shape twice, a reserve that leaves no memory, absurd bandwidths.
+struct ImplausibleCase {
+  const char* name;
+  std::string extra;      // appended to kValid (after `from` -> `to`)
+  std::string from, to;
+  const char* mentions;   // "" = accepted
+};
+
+class ImplausibleProfile : public ::testing::TestWithParam<ImplausibleCase> {};
+
+TEST_P(ImplausibleProfile, RefusedByName) {
+  const ImplausibleCase& c = GetParam();
+  std::string yaml = std::string(kValid) + c.extra;
+  if (!c.from.empty()) yaml = replace(yaml, c.from, c.to);
+  const std::string e = error_of(yaml);
+  if (std::string(c.mentions).empty()) EXPECT_EQ(e, "no error");
+  else EXPECT_NE(e.find(c.mentions), std::string::npos) << e;
+}
+
+const std::string kRows = "gemm_table:\n  source: {kind: measured, tool: t, host: h}\n  rows:\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    DeviceProfile, ImplausibleProfile,
+    ::testing::ValuesIn(std::vector<ImplausibleCase>{
+        // 2*4096^3 flops in 500 us = 275 TFLOP/s: under the 300 bf16 peak.
+        {"gemm_under_peak", kRows + "    - {m: 4096, n: 4096, k: 4096, dtype: bf16, time_us: 500}\n", "", "", ""},
+        {"gemm_at_peak_within_slack", kRows + "    - {m: 4096, n: 4096, k: 4096, dtype: bf16, time_us: 440}\n", "", "", ""},
+        {"gemm_faster_than_peak", kRows + "    - {m: 4096, n: 4096, k: 4096, dtype: bf16, time_us: 100}\n", "", "",
+         "above the device's peak of 300 TFLOP/s"},
+        {"gemm_fp32_faster_than_fp32_peak", kRows + "    - {m: 4096, n: 4096, k: 4096, dtype: fp32, time_us: 1000}\n",
+         "", "", "above the device's peak of 20 TFLOP/s"},
+        {"gemm_dtype_without_peak_unchecked", kRows + "    - {m: 4096, n: 4096, k: 4096, dtype: tf32, time_us: 1}\n",
+         "", "", ""},
+        {"duplicate_gemm_shape",
+         kRows + "    - {m: 64, n: 64, k: 64, dtype: bf16, time_us: 10}\n    - {m: 64, n: 64, k: 64, dtype: bf16, time_us: 12}\n",
+         "", "", "duplicate GEMM shape 64x64x64 bf16"},
+        {"same_shape_other_dtype",
+         kRows + "    - {m: 64, n: 64, k: 64, dtype: bf16, time_us: 10}\n    - {m: 64, n: 64, k: 64, dtype: fp32, time_us: 12}\n",
+         "", "", ""},
+        {"reserve_equals_memory", "", "reserve_gib: 3", "reserve_gib: 40", "reserve_gib: 40 must be below memory_gib (40)"},
+        {"reserve_above_memory", "", "reserve_gib: 3", "reserve_gib: 100", "must be below memory_gib"},
+        {"memory_bandwidth_absurd", "", "memory_bandwidth_gbps: 1500", "memory_bandwidth_gbps: 2e6",
+         "memory_bandwidth_gbps: 2000000 GB/s is beyond any device"},
+        {"collective_busbw_absurd",
+         "collective_table:\n  source: {kind: measured, tool: t, host: h}\n  rows:\n"
+         "    - {collective: all_reduce, ranks: 2, bytes: 1099511627776, time_us: 1}\n",
+         "", "", "beyond any interconnect"},
+        {"duplicate_top_level_key", "memory_gib: 41\n", "", "", "duplicate key 'memory_gib'"},
+    }),
+    [](const auto& info) { return std::string(info.param.name); });

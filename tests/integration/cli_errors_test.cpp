@@ -55,6 +55,19 @@ BadInput plan_file(std::string name, std::vector<std::string> args, std::string 
                   {std::move(from), std::move(to)}};
 }
 
+// A small Llama-style config.json with `extra` keys appended.
+std::string hf_llama(const std::string& extra) {
+  return "{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+         "\"intermediate_size\": 172, \"vocab_size\": 100, \"max_position_embeddings\": 64, " +
+         extra + "}";
+}
+
+// A measured a100-sxm-80gb profile with `extra` lines and the given memory bandwidth.
+std::string profile_with(const std::string& extra, const std::string& bandwidth = "1800") {
+  return "name: a100-sxm-80gb\nsource: {kind: measured, tool: strata calibrate, host: h}\n"
+         "memory_gib: 80\nmemory_bandwidth_gbps: " + bandwidth + "\npeak_tflops: {bf16: 312}\n" + extra;
+}
+
 std::vector<BadInput> cases() {
   const std::vector<std::string> plan_m = {"plan", "--model", "{dir}/m.yaml", "--cluster",
                                            "dgx-a100", "--gpus", "8"};
@@ -191,6 +204,47 @@ std::vector<BadInput> cases() {
       {"train_decay_before_warmup", {"train", "--plan", "{dir}/p.yaml", "--lr-schedule", "linear", "--warmup-steps",
                                      "8", "--decay-steps", "4"},
        2, {"--decay-steps"}, {}, {"\ngpus: 4", "\ngpus: 4"}},
+      // Silent wrong answers made loud (issue 16).
+      with_model("duplicate_key_in_model_yaml", std::string(kGoodModel) + "layers: 8\n",
+                 {"duplicate key 'layers' (first at line 2)"}),
+      {"hf_config_encoder_decoder", {"plan", "--model", "{dir}/config.json", "--gpus", "8"}, 2,
+       {"is_encoder_decoder"}, {{"config.json", hf_llama(R"("is_encoder_decoder": true)")}}},
+      {"hf_config_unknown_model_type", {"plan", "--model", "{dir}/config.json", "--gpus", "8"}, 2,
+       {"model_type 'falcon'"}, {{"config.json", hf_llama(R"("model_type": "falcon")")}}},
+      {"hf_config_sliding_window", {"plan", "--model", "{dir}/config.json", "--gpus", "8"}, 2,
+       {"sliding_window"}, {{"config.json", hf_llama(R"("model_type": "mistral", "sliding_window": 16)")}}},
+      {"hf_config_duplicate_key", {"plan", "--model", "{dir}/config.json", "--gpus", "8"}, 2,
+       {"duplicate key \"vocab_size\""}, {{"config.json", hf_llama(R"("vocab_size": 100)")}}},
+      {"profile_of_another_device", {"plan", "--cluster", "dgx-a100", "--profile", "h100-sxm-80gb"}, 2,
+       {"--profile", "h100-sxm-80gb", "a100-sxm-80gb"}},
+      {"profile_measured_on_cpu_for_a_gpu", {"plan", "--cluster", "dgx-a100", "--profile", "local-cpu-measured"}, 2,
+       {"--profile", "cpu backend"}},
+      {"profile_gemm_faster_than_peak", {"plan", "--cluster", "dgx-a100", "--profile", "{dir}/p.yaml"}, 2,
+       {"--profile", "above the device's peak"},
+       {{"p.yaml", profile_with("gemm_table: {source: {kind: measured, tool: t, host: h}, rows: "
+                                "[{m: 4096, n: 4096, k: 4096, dtype: bf16, time_us: 1}]}\n")}}},
+      {"profile_duplicate_gemm_shape", {"plan", "--cluster", "dgx-a100", "--profile", "{dir}/p.yaml"}, 2,
+       {"--profile", "duplicate GEMM shape 64x64x64 bf16"},
+       {{"p.yaml", profile_with("gemm_table: {source: {kind: measured, tool: t, host: h}, rows: "
+                                "[{m: 64, n: 64, k: 64, dtype: bf16, time_us: 10}, "
+                                "{m: 64, n: 64, k: 64, dtype: bf16, time_us: 11}]}\n")}}},
+      {"profile_reserve_above_memory", {"plan", "--cluster", "dgx-a100", "--profile", "{dir}/p.yaml"}, 2,
+       {"--profile", "reserve_gib"}, {{"p.yaml", profile_with("reserve_gib: 80\n")}}},
+      {"profile_absurd_bandwidth", {"plan", "--cluster", "dgx-a100", "--profile", "{dir}/p.yaml"}, 2,
+       {"--profile", "memory_bandwidth_gbps"},
+       {{"p.yaml", profile_with("", "2039000000")}}},
+      {"cluster_absurd_link_bandwidth", {"plan", "--cluster", "{dir}/c.yaml"}, 2, {"bandwidth_gbps"},
+       {{"c.yaml", "name: c\ndevice: a100-sxm-80gb\ngpus_per_node: 8\nnodes: 1\n"
+                   "intra_node: {bandwidth_gbps: 1e9, latency_us: 3, source: {kind: estimate, ref: test}}\n"}}},
+      {"compare_measured_with_no_plans", {"compare", "--model", "tiny", "--cluster", "local-cpu", "--measured",
+                                          "{dir}/m.json"}, 2, {"--measured", "empty"},
+       {{"m.json", R"({"command": "validate", "model": "tiny", "cluster": "local-cpu", "ranks": 2, "plans": []})"}}},
+      {"simulate_empty_out", {"simulate", "--model", "tiny", "--out", ""}, 2, {"--out", "empty"}},
+      {"plan_out_is_a_folder", {"plan", "--model", "tiny", "--gpus", "4", "--out", "{dir}"}, 2, {"--out", "folder"}},
+      // validate: one error line, exit 2.
+      {"validate_mpirun_missing", {"validate", "--mpirun", "{dir}/no-mpirun"}, 2, {"--mpirun", "no-mpirun"}},
+      {"validate_no_plan_ran", {"validate", "--strata", "/bin/false", "--steps", "3", "--warmup", "1", "--top", "1"},
+       2, {"none of the", "plans ran"}},
       // Nothing fits.
       {"no_strategy_fits_memory", {"plan", "--model", "llama3-405b", "--cluster", "dgx-a100", "--gpus", "1"},
        3, {"memory", "GiB"}},

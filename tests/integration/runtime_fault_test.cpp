@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "runtime/data_loader.h"
 #include "tests/integration/runtime_mpi_util.h"
@@ -256,6 +258,126 @@ TEST(RuntimeData, TokenOutsideTheVocabularyIsAnErrorOnEveryRank) {
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(count(r.err, "token 999 at position 123 is >= model.vocab (256)"), 1) << r.err;  // rank 0 only
+}
+
+
+// ---- Training safety: hyper-parameters, divergence, memory, folder ownership ---------
+
+void edit_file(const std::string& path, const std::string& from, const std::string& to) {
+  std::string text = read_all(path);
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << path << " lacks `" << from << "`";
+  text.replace(at, from.size(), to);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+struct SafetyCase {
+  std::string name;
+  int ranks;                        // 1: dp1 plan, 2: dp2 plan
+  std::vector<std::string> args;    // after `train --plan P`; "{dir}" is the test folder
+  std::string mentions;             // the one error line names this
+  std::pair<std::string, std::string> plan_edit = {};
+  bool prior_run = false;           // a first run writes {dir}/ck/step_00000001 before
+  std::vector<std::string> present = {}, absent = {};  // under {dir} after the run
+};
+
+void PrintTo(const SafetyCase& c, std::ostream* os) { *os << c.name; }
+
+class TrainingSafety : public ::testing::TestWithParam<SafetyCase> {};
+
+TEST_P(TrainingSafety, RefusedWithOneErrorLineAndNoBadCheckpoint) {
+  const SafetyCase& c = GetParam();
+  const TempDir dir("safety_" + c.name);
+  Layout l = c.ranks == 2 ? dp2() : Layout{};
+  if (c.ranks == 1) l.name = "one";
+  const std::string plan = write_plan(l, dir);
+  if (!c.plan_edit.first.empty()) edit_file(plan, c.plan_edit.first, c.plan_edit.second);
+  if (c.prior_run) {
+    const RunResult first = mpirun_strata(c.ranks, {"train", "--plan", write_plan(l, dir), "--steps", "1",
+                                                    "--checkpoint-dir", (dir / "ck").string()});
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+  }
+  std::vector<std::string> args = {"train", "--plan", plan};
+  for (std::string a : c.args) {
+    for (size_t p; (p = a.find("{dir}")) != std::string::npos;) a.replace(p, 5, dir.path.string());
+    args.push_back(a);
+  }
+  const RunResult r = mpirun_strata(c.ranks, args, 90);
+  SCOPED_TRACE(r.out + r.err);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(count(r.err, "error:"), 1) << "one error line for the job";
+  EXPECT_NE(r.err.find(c.mentions), std::string::npos) << "should say " << c.mentions;
+  for (const char* bad : {"internal:", "bad_alloc", "terminate called", "Segmentation"})
+    EXPECT_EQ(r.err.find(bad), std::string::npos) << bad;
+  for (const auto& p : c.present) EXPECT_TRUE(fs::exists(dir / p)) << p << " should exist";
+  for (const auto& p : c.absent) EXPECT_FALSE(fs::exists(dir / p)) << p << " should not exist";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RuntimeFaults, TrainingSafety,
+    ::testing::ValuesIn(std::vector<SafetyCase>{
+        {"lr_inf", 1, {"--lr", "inf"}, "--lr (inf) must be a finite number"},
+        {"lr_nan", 1, {"--lr", "nan"}, "--lr (nan) must be a finite number"},
+        {"eps_inf", 1, {"--eps", "inf"}, "--eps (inf)"},
+        {"weight_decay_inf", 1, {"--weight-decay", "inf"}, "--weight-decay (inf)"},
+        {"grad_clip_inf", 1, {"--grad-clip", "inf"}, "--grad-clip (inf)"},
+        {"beta2_nan", 1, {"--beta2", "nan"}, "--beta2 (nan)"},
+        {"min_lr_nan", 1, {"--min-lr", "nan"}, "--min-lr (nan)"},
+        {"warmup_negative", 1, {"--warmup-steps", "-1"}, "--warmup-steps (-1) must be >= 0"},
+        {"metrics_empty", 1, {"--metrics", ""}, "--metrics: expected a path"},
+        {"checkpoint_dir_empty", 1, {"--checkpoint-dir", ""}, "--checkpoint-dir: expected a path"},
+        {"loss_diverges_dp2", 2,
+         {"--lr", "1e30", "--steps", "4", "--checkpoint-dir", "{dir}/ck", "--checkpoint-every", "1"},
+         "training diverged", {}, false, {"ck/step_00000001/manifest.json"}, {"ck/step_00000002"}},
+        {"parameters_overflow_dp2", 2,
+         {"--lr", "1e39", "--steps", "3", "--checkpoint-dir", "{dir}/ck", "--checkpoint-every", "1"},
+         "non-finite parameters", {}, false, {}, {"ck/step_00000001"}},
+        {"plan_does_not_fit_memory", 2, {"--steps", "1"}, "fits_memory: false",
+         {"fits_memory: true", "fits_memory: false"}},
+        {"plan_over_host_memory", 2, {"--steps", "1"}, "physical memory",
+         {"peak_memory_gib: 0", "peak_memory_gib: 1000000"}},
+        {"fresh_run_into_another_runs_folder", 2, {"--steps", "2", "--checkpoint-dir", "{dir}/ck"},
+         "holds the checkpoints of another run", {}, true, {"ck/step_00000001/manifest.json"},
+         {"ck/step_00000002"}},
+    }),
+    [](const auto& info) { return info.param.name; });
+
+TEST(RuntimeFaults, SecondJobOnALockedCheckpointFolderIsRefused) {
+  const TempDir dir("safety_lock");
+  Layout l;
+  l.name = "one";
+  const std::string plan = write_plan(l, dir);
+  const std::string ck = (dir / "ck").string();
+  RunResult first;
+  std::thread job([&] { first = run_strata({"train", "--plan", plan, "--steps", "400", "--checkpoint-dir", ck,
+                                            "--log-every", "1000"}, 120); });
+  // Wait until the first job holds the lock (it writes its pid into the lock file).
+  const auto lock = fs::path(ck) / ".strata-train.lock";
+  for (int i = 0; i < 600 && (!fs::exists(lock) || fs::file_size(lock) == 0); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const RunResult second = run_strata({"train", "--plan", plan, "--steps", "2", "--checkpoint-dir", ck, "--resume"}, 60);
+  job.join();
+  EXPECT_EQ(second.exit_code, 2) << second.err;
+  EXPECT_NE(second.err.find("is in use by another `strata train` job"), std::string::npos) << second.err;
+  EXPECT_EQ(first.exit_code, 0) << "the first job finished: " << first.err;
+  EXPECT_TRUE(fs::exists(fs::path(ck) / "step_00000400" / "manifest.json"));
+}
+
+// A job killed after step 5 whose last checkpoint is step 3: the resumed job's metrics
+// continue from step 4, each step once.
+TEST_F(Resume, MetricsContinueFromTheCheckpointWithoutDuplicateSteps) {
+  ASSERT_EQ(run("m", {"--steps", "5", "--checkpoint-dir", ckpt(), "--checkpoint-every", "3"}).exit_code, 0);
+  fs::remove_all(fs::path(ckpt()) / "step_00000005");  // as if killed before that checkpoint
+  {
+    std::ofstream(dir / "m.jsonl", std::ios::app) << "{\"step\": 6, \"lo";  // a line cut off by the kill
+  }
+  const RunResult r = run("m", {"--steps", "6", "--checkpoint-dir", ckpt(), "--resume"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("dropped 3 lines after step 3"), std::string::npos) << r.out;
+  std::vector<std::int64_t> steps;
+  for (const auto& m : metrics("m")) steps.push_back(m.step);
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6}));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -224,7 +225,7 @@ TEST(HfConfig, ParsesLlamaConfig) {
 TEST(HfConfig, ParsesMistralConfigWithGqaAndDefaults) {
   const char* json = R"({"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
     "max_position_embeddings": 32768, "num_attention_heads": 32, "num_hidden_layers": 32,
-    "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "sliding_window": 4096,
+    "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "sliding_window": null,
     "vocab_size": 32000})";
   ModelSpec m = parse_hf_config(json, "/models/Mistral-7B/config.json");
   EXPECT_EQ(m.name, "Mistral-7B");  // folder name when there is no _name_or_path
@@ -252,6 +253,58 @@ TEST(HfConfig, ParsesGpt2Config) {
   EXPECT_EQ(m.ffn, 100);
   EXPECT_EQ(m.seq_len, 32);
 }
+
+// model_type from an allow-list; architectures the spec cannot express refused by name.
+struct HfCase {
+  const char* name;
+  std::string extra;     // keys added to a valid Llama-style config
+  const char* mentions;  // "" = accepted
+};
+
+void PrintTo(const HfCase& c, std::ostream* os) { *os << c.name; }
+
+class HfArchitectureTest : public ::testing::TestWithParam<HfCase> {};
+
+TEST_P(HfArchitectureTest, AcceptedOrRefusedByName) {
+  const HfCase& c = GetParam();
+  const std::string base = R"("hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "intermediate_size": 172, "vocab_size": 100, "max_position_embeddings": 16)";
+  const std::string text = "{" + base + (c.extra.empty() ? "" : ", " + c.extra) + "}";
+  const std::string m = message_of([&] { parse_hf_config(text, "c.json"); });
+  if (std::string(c.mentions).empty()) EXPECT_EQ(m, "<no InputError>") << text;
+  else EXPECT_CONTAINS(m, c.mentions);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    HfConfig, HfArchitectureTest,
+    ::testing::ValuesIn(std::vector<HfCase>{
+        {"llama", R"("model_type": "llama")", ""},
+        {"mistral", R"("model_type": "mistral", "sliding_window": null)", ""},
+        {"qwen2_window_off", R"("model_type": "qwen2", "use_sliding_window": false, "sliding_window": 4)", ""},
+        {"window_not_shorter", R"("model_type": "mistral", "sliding_window": 16)", ""},
+        {"no_model_type_by_keys", "", ""},
+        {"untied_and_tied", R"("model_type": "llama", "tie_word_embeddings": true)", ""},
+        {"unknown_model_type", R"("model_type": "t5")", "model_type 't5' is not supported (supported: llama"},
+        {"model_type_not_string", R"("model_type": 5)", "'model_type' must be a string"},
+        {"gpt2_type_with_llama_keys", R"("model_type": "gpt2")", "GPT2Config keys"},
+        {"encoder_decoder", R"("model_type": "llama", "is_encoder_decoder": true)", "'is_encoder_decoder'"},
+        {"encoder_layers", R"("encoder_layers": 6)", "encoder-decoder"},
+        {"parallel_attn", R"("model_type": "llama", "parallel_attn": true)", "'parallel_attn'"},
+        {"parallel_residual", R"("use_parallel_residual": true)", "'use_parallel_residual'"},
+        {"multi_query", R"("model_type": "llama", "multi_query": true)", "'multi_query'"},
+        {"new_decoder_architecture", R"("new_decoder_architecture": true)", "'new_decoder_architecture'"},
+        {"gelu_gated_hidden_act", R"("model_type": "llama", "hidden_act": "gelu")", "GeGLU"},
+        {"gelu_tanh_gated", R"("hidden_act": "gelu_pytorch_tanh")", "GeGLU"},
+        {"hidden_activation_gemma", R"("hidden_activation": "gelu_pytorch_tanh")", "'hidden_activation'"},
+        {"sliding_window", R"("model_type": "mistral", "sliding_window": 8)", "sliding_window (8)"},
+        {"vision_config", R"("model_type": "llama", "vision_config": {"hidden_size": 1024})", "'vision_config'"},
+        {"text_config", R"("text_config": {"hidden_size": 64})", "'text_config'"},
+        {"feed_forward_proj", R"("feed_forward_proj": "gated-gelu")", "'feed_forward_proj'"},
+        {"tie_word_embeddings_not_bool", R"("tie_word_embeddings": "yes")", "'tie_word_embeddings' must be true or false"},
+        {"duplicate_key", R"("vocab_size": 200)", "duplicate key \"vocab_size\""},
+        {"moe", R"("num_local_experts": 8)", "mixture-of-experts"},
+    }),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST(HfConfig, MalformedJsonGivesPathAndByteOffset) {
   std::string m = message_of([] { parse_hf_config("{\"hidden_size\": 4096,, }", "cfg/config.json"); });

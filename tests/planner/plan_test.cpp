@@ -225,6 +225,9 @@ TEST(PlanYaml, InconsistentHandEditsNameTheField) {
   expect_error(edited("  - [5, 6, 7, 8, 9, 10, 11]\n", ""), {"stage_layers", "1 virtual stages",
                                                              "expected strategy.pp (2)"});
   expect_error(edited("schema_version: 1", "schema_version: 2"), {"schema_version", "2"});
+  // Range-checked before narrowing: 2^32 + 1 is not schema version 1.
+  expect_error(edited("schema_version: 1", "schema_version: 4294967297"), {"schema_version", "4294967297"});
+  expect_error(edited("schema_version: 1", "schema_version: 1\nschema_version: 1"), {"duplicate key 'schema_version'"});
   expect_error(edited("schedule: 1f1b", "schedule: zero-bubble"), {"strategy.schedule", "zero-bubble"});
   expect_error(edited("zero: 1", "zero: 1\n  zer0: 1"), {"zer0", "unknown key"});
   expect_error(edited("cluster: dgx-a100", "clustr: dgx-a100"), {"clustr"});

@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <utility>
+#include <vector>
 
 #include "report/report_json.h"
 #include "common/json_text.h"
@@ -65,6 +67,18 @@ TEST(StrategyJson, NamesTheMissingOrBadKey) {
   j = strategy_to_json(planner::Strategy{});
   j["schedule"] = "zigzag";
   EXPECT_THROW(strategy_from_json(j, "x"), InputError);
+  // Integers are range-checked before narrowing: 2^32 + 2 is not dp 2.
+  for (const auto& [key, value] : std::vector<std::pair<const char*, json>>{
+           {"dp", json(4294967298ULL)}, {"tp", json(-4294967295LL)}, {"pp", json(2.5)}, {"vpp", json("1")}}) {
+    j = strategy_to_json(planner::Strategy{});
+    j[key] = value;
+    try {
+      strategy_from_json(j, "f.json: plans[0]");
+      ADD_FAILURE() << key << " = " << value.dump() << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("key '") + key + "'"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(MeasuredJson, RejectsOtherFiles) {

@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 CheckpointShard shard_for(int rank, std::int64_t step) {
   CheckpointShard s;
   s.step = step;
+  s.run_id = "run-abc";
   for (int i = 0; i < 10 + rank; ++i) s.params.push_back(0.5f * static_cast<float>(i) + static_cast<float>(rank));
   s.exp_avg = {1.0f * static_cast<float>(rank), 2.0f};
   s.exp_avg_sq = {3.0f, 4.0f + static_cast<float>(rank)};
@@ -71,6 +72,7 @@ TEST_F(CheckpointTest, ReadsBackWhatWasWritten) {
     EXPECT_EQ(got[static_cast<std::size_t>(r)].params, want.params);
     EXPECT_EQ(got[static_cast<std::size_t>(r)].exp_avg, want.exp_avg);
     EXPECT_EQ(got[static_cast<std::size_t>(r)].exp_avg_sq, want.exp_avg_sq);
+    EXPECT_EQ(got[static_cast<std::size_t>(r)].run_id, "run-abc");
   }
 }
 
@@ -113,6 +115,108 @@ TEST_F(CheckpointTest, WrongShardSizeIsRejected) {
   });
   for (const auto& e : errors) EXPECT_NE(e.find("99"), std::string::npos) << e;
 }
+
+}  // namespace
+}  // namespace strata::runtime
+
+// ---- manifests, folder ownership -----------------------------------------------------
+
+namespace strata::runtime {
+namespace {
+
+const char* kManifest = R"({"format": "strata-checkpoint", "version": 1, "step": 3,
+  "identity": {"model": "tiny", "dp": "2"}, "run_id": "r1",
+  "shards": [{"rank": 0, "file": "rank_00000.bin", "bytes": 100, "fnv1a64": "00"},
+             {"rank": 1, "file": "rank_00001.bin", "bytes": 100, "fnv1a64": "00"}]})";
+
+struct ManifestCase {
+  const char* name;
+  std::string from, to;   // edit of kManifest ("" = none)
+  const char* mentions;   // "" = accepted
+};
+
+void PrintTo(const ManifestCase& c, std::ostream* os) { *os << c.name; }
+
+class ManifestTest : public ::testing::TestWithParam<ManifestCase> {};
+
+TEST_P(ManifestTest, AcceptedOrRefusedByName) {
+  const ManifestCase& c = GetParam();
+  std::string text = kManifest;
+  if (!c.from.empty()) {
+    const auto at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.from;
+    text.replace(at, c.from.size(), c.to);
+  }
+  std::string error;
+  try {
+    const auto m = parse_checkpoint_manifest(text, "d/step_00000003/manifest.json", 3, kId, 2);
+    EXPECT_EQ(m.shards.size(), 2u);
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  if (std::string(c.mentions).empty()) EXPECT_EQ(error, "");
+  else EXPECT_NE(error.find(c.mentions), std::string::npos) << error;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Checkpoint, ManifestTest,
+    ::testing::ValuesIn(std::vector<ManifestCase>{
+        {"valid", "", "", ""},
+        {"no_run_id_older_manifest", R"("run_id": "r1",)", "", ""},
+        {"not_json", "{", "[", "not valid JSON"},
+        {"not_an_object", kManifest, "[1]", "expected a JSON object"},
+        {"other_format", "strata-checkpoint", "other", "format must be"},
+        {"version_wraps_int", R"("version": 1)", R"("version": 4294967297)", "out of range"},
+        {"step_differs", R"("step": 3)", R"("step": 4)", "does not match its folder"},
+        {"step_not_integer", R"("step": 3)", R"("step": 3.5)", "expected an integer"},
+        {"identity_differs", R"("dp": "2")", R"("dp": "4")", "dp is '4' in the checkpoint but '2' now"},
+        {"identity_missing_key", R"(, "dp": "2")", "", "has no 'dp'"},
+        {"duplicate_key", R"("step": 3,)", R"("step": 3, "step": 3,)", "duplicate key"},
+        {"shard_count", R"(,
+             {"rank": 1, "file": "rank_00001.bin", "bytes": 100, "fnv1a64": "00"})", "", "has 1 shards but the run has 2"},
+        {"shard_file_escapes", R"("file": "rank_00001.bin")", R"("file": "../../etc/passwd")", "inside the step folder"},
+        {"shard_file_dotdot", R"("file": "rank_00001.bin")", R"("file": "..")", "inside the step folder"},
+        {"negative_bytes", R"("bytes": 100, "fnv1a64": "00"}])", R"("bytes": -1, "fnv1a64": "00"}])", "out of range"},
+        {"shards_not_list", R"("shards": [)", R"("shards": 5, "x": [)", "shards must be a list"},
+    }),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(CheckpointFolder, SecondClaimIsRefusedWhileTheFirstHoldsTheLock) {
+  const fs::path dir = fs::temp_directory_path() / ("strata_ckpt_lock_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  {
+    auto first = claim_checkpoint_dir(dir.string(), false);
+    ASSERT_TRUE(first);
+    EXPECT_TRUE(fs::exists(dir / kLockFile));
+    // flock locks belong to the open file: a second open in this process conflicts too.
+    std::string error;
+    try {
+      claim_checkpoint_dir(dir.string(), true);
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find("in use by another `strata train` job (pid"), std::string::npos) << error;
+  }
+  // Released with the first: a later job may claim it.
+  EXPECT_NO_THROW(claim_checkpoint_dir(dir.string(), false));
+  fs::remove_all(dir);
+}
+
+TEST_F(CheckpointTest, FreshRunRefusesAFolderWithAnotherRunsCheckpoints) {
+  write(3);
+  std::string error;
+  try {
+    claim_checkpoint_dir(dir.string(), false);
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("holds the checkpoints of another run (latest step 3, run run-abc)"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("--resume"), std::string::npos) << error;
+  EXPECT_NO_THROW(claim_checkpoint_dir(dir.string(), true));  // resuming it is fine
+}
+
+TEST(CheckpointFolder, RunIdsDiffer) { EXPECT_NE(new_run_id(), new_run_id()); }
 
 }  // namespace
 }  // namespace strata::runtime
