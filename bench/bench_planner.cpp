@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench_main.h"
 #include "costmodel/cluster_spec.h"
 #include "models/model_spec.h"
 #include "planner/search.h"
@@ -134,11 +135,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return strata::bench::bench_main(run, argc, argv); }

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "bench/bench_main.h"
 #include "costmodel/cluster_spec.h"
 #include "models/model_spec.h"
 #include "planner/simulator.h"
@@ -41,12 +42,8 @@ T need(const YAML::Node& n, const char* key, const std::string& where) {
 
 int run(int argc, char** argv) {
   // --max-mape X: exit 1 when the MAPE exceeds X percent (the ctest figure check).
-  double max_mape = -1;
-  std::vector<std::string> args;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--max-mape" && i + 1 < argc) max_mape = std::stod(argv[++i]);
-    else args.emplace_back(argv[i]);
-  }
+  double max_mape;
+  const std::vector<std::string> args = strata::bench::positional_args(argc, argv, &max_mape);
   const std::string path =
       !args.empty() ? args[0] : std::string(STRATA_SOURCE_DIR) + "/bench/validation/megatron-2021.yaml";
   YAML::Node doc;
@@ -106,9 +103,7 @@ int run(int argc, char** argv) {
              "{:>7} {:>7} {:>7} {:>6}  {}\n",
              "(B)", "", "", "", "", "", "", "", "(TFLOP/s)", "(TFLOP/s)", "(TFLOP/s)", "iter(s)",
              "iter(s)", "(%)", "(GiB)", "(%)", "", "compute/tp/pp/dp/opt/bubble");
-  double sum_abs = 0, sum_signed = 0, max_abs = 0, pmin = 1e300, pmax = 0;
-  long long gmin = 1LL << 62, gmax = 0;
-  int n_ok = 0;
+  strata::bench::ErrorStats stats;
   for (const Row& r : rows) {
     const std::string name = fmt::format("megatron-{}b", r.params_b);
     strata::models::ModelSpec model = strata::models::load_model(name);
@@ -138,12 +133,7 @@ int run(int argc, char** argv) {
     const double pub_iter = flops / (r.gpus * r.tflops_per_gpu * 1e12);
     const double pred_tflops = flops / (r.gpus * p.iteration_s) / 1e12;
     const double err = (p.iteration_s - pub_iter) / pub_iter;
-    sum_abs += std::fabs(err);
-    max_abs = std::max(max_abs, std::fabs(err));
-    pmin = std::min(pmin, r.params_b), pmax = std::max(pmax, r.params_b);
-    gmin = std::min<long long>(gmin, r.gpus), gmax = std::max<long long>(gmax, r.gpus);
-    sum_signed += err;
-    ++n_ok;
+    stats.add(err, r.params_b, r.gpus);
     fmt::print("  {:>8} {:>5} {:>3} {:>3} {:>4} {:>4} {:>4} {:>5} {:>9.1f} {:>9.1f} {:>9.1f} "
                "{:>9.3f} {:>9.3f} {:>+7.1f} {:>7.1f} {:>7.1f} {:>6}  "
                "{:.2f}/{:.2f}/{:.2f}/{:.2f}/{:.2f}/{:.2f}\n",
@@ -155,34 +145,17 @@ int run(int argc, char** argv) {
                p.breakdown_s.bubble);
     std::fflush(stdout);
   }
-  fmt::print("# rows: {}\n", n_ok);
-  fmt::print("# MAPE of iteration time: {:.1f} %\n", n_ok ? 100 * sum_abs / n_ok : 0.0);
+  fmt::print("# rows: {}\n", stats.rows);
+  fmt::print("# MAPE of iteration time: {:.1f} %\n", 100 * stats.mape());
   fmt::print("# mean signed error of iteration time: {:+.1f} % (negative = strata predicts faster "
              "than published)\n",
-             n_ok ? 100 * sum_signed / n_ok : 0.0);
-  if (n_ok > 0) {
-    const std::string set_name = std::filesystem::path(path).stem().string();
-    fmt::print("# residuals entry (costmodel/stacks/residuals.yaml):\n");
-    fmt::print("#   - {{stack: {}, device: {}, set: \"{} ({})\", rows: {}, mape: {:.3f}, max_abs: {:.3f}, "
-               "bias: {:+.3f}, params_b: [{:g}, {:g}], gpus: [{}, {}], seq: [{}, {}]}}\n",
-               stack_name, cluster.device.name, set_name, source, n_ok, sum_abs / n_ok, max_abs,
-               sum_signed / n_ok, pmin, pmax, gmin, gmax, seq, seq);
-  }
-  if (max_mape >= 0 && n_ok > 0 && 100 * sum_abs / n_ok > max_mape) {
-    fmt::print(stderr, "error: MAPE {:.1f}% exceeds the committed threshold {:.1f}%\n",
-               100 * sum_abs / n_ok, max_mape);
-    return 1;
-  }
-  return 0;
+             100 * stats.bias());
+  strata::bench::print_residual_entry(
+      stats, stack_name, cluster.device.name,
+      fmt::format("{} ({})", std::filesystem::path(path).stem().string(), source), seq);
+  return strata::bench::check_max_mape(stats, max_mape);
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return strata::bench::bench_main(run, argc, argv); }

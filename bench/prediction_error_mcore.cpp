@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "bench/bench_main.h"
 #include "costmodel/cluster_spec.h"
 #include "costmodel/software_stack.h"
 #include "models/model_spec.h"
@@ -30,12 +31,8 @@
 namespace {
 
 int run(int argc, char** argv) {
-  double max_mape = -1;
-  std::vector<std::string> args;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--max-mape" && i + 1 < argc) max_mape = std::stod(argv[++i]);
-    else args.emplace_back(argv[i]);
-  }
+  double max_mape;
+  const std::vector<std::string> args = strata::bench::positional_args(argc, argv, &max_mape);
   const std::string path = !args.empty() ? args[0]
                                          : std::string(STRATA_SOURCE_DIR) + "/bench/validation/mcore-2024-h100.yaml";
   const std::string stack_name = args.size() > 1 ? args[1] : "mcore-2024";
@@ -54,10 +51,7 @@ int run(int argc, char** argv) {
   fmt::print("# F = 72 B s l h^2 (1 + s/6h + V/12lh); err = (predicted - published) / published\n#\n");
   fmt::print("# {:>10} {:>5} {:>3} {:>3} {:>4} {:>5} {:>8} {:>8} {:>8} {:>8} {:>7}  {}\n", "row", "gpus", "tp",
              "pp", "dp", "B", "pub(s)", "pred(s)", "pub TF", "pred TF", "err(%)", "chosen (mbs/vpp/sp/recompute)");
-  double sum_abs = 0, sum_signed = 0, max_abs = 0;
-  int n = 0;
-  double pmin = 1e300, pmax = 0;
-  long long gmin = 1LL << 62, gmax = 0;
+  strata::bench::ErrorStats stats;
   for (const auto& r : doc["runs"]) {
     strata::models::ModelSpec m;
     m.name = r["id"].as<std::string>();
@@ -93,39 +87,22 @@ int run(int argc, char** argv) {
     const auto& c = res.ranked.front();
     const double pred = c.prediction.iteration_s;
     const double err = (pred - pub) / pub;
-    sum_abs += std::fabs(err), sum_signed += err, max_abs = std::max(max_abs, std::fabs(err)), ++n;
-    pmin = std::min(pmin, r["params_b"].as<double>()), pmax = std::max(pmax, r["params_b"].as<double>());
-    gmin = std::min<long long>(gmin, o.gpus), gmax = std::max<long long>(gmax, o.gpus);
+    stats.add(err, r["params_b"].as<double>(), o.gpus);
     fmt::print("  {:>10} {:>5} {:>3} {:>3} {:>4} {:>5} {:>8.3f} {:>8.3f} {:>8.1f} {:>8.1f} {:>+7.1f}  {}/{}/{}/{}\n",
                m.name, o.gpus, tp, pp, dp, B, pub, pred, tflops, F / (o.gpus * pred) / 1e12, 100 * err,
                c.strategy.micro_batch, c.strategy.vpp, c.strategy.sequence_parallel ? "sp" : "-",
                strata::planner::to_string(c.strategy.recompute));
     std::fflush(stdout);
   }
-  fmt::print("# rows: {}\n# MAPE of iteration time: {:.1f} %\n# mean signed error: {:+.1f} %\n", n,
-             n ? 100 * sum_abs / n : 0.0, n ? 100 * sum_signed / n : 0.0);
-  if (n > 0)
-    fmt::print("# residuals entry (costmodel/stacks/residuals.yaml):\n#   - {{stack: {}, device: {}, set: \"{} "
-               "({})\", rows: {}, mape: {:.3f}, max_abs: {:.3f}, bias: {:+.3f}, params_b: [{:g}, {:g}], gpus: "
-               "[{}, {}], seq: [{}, {}]}}\n",
-               stack.name, cluster.device.name, std::filesystem::path(path).stem().string(),
-               doc["source"].as<std::string>().substr(0, 60), n, sum_abs / n, max_abs, sum_signed / n, pmin,
-               pmax, gmin, gmax, seq, seq);
-  if (max_mape >= 0 && n > 0 && 100 * sum_abs / n > max_mape) {
-    fmt::print(stderr, "error: MAPE {:.1f}% exceeds the committed threshold {:.1f}%\n", 100 * sum_abs / n,
-               max_mape);
-    return 1;
-  }
-  return 0;
+  fmt::print("# rows: {}\n# MAPE of iteration time: {:.1f} %\n# mean signed error: {:+.1f} %\n", stats.rows,
+             100 * stats.mape(), 100 * stats.bias());
+  strata::bench::print_residual_entry(stats, stack.name, cluster.device.name,
+                                      fmt::format("{} ({})", std::filesystem::path(path).stem().string(),
+                                                  doc["source"].as<std::string>().substr(0, 60)),
+                                      seq);
+  return strata::bench::check_max_mape(stats, max_mape);
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return strata::bench::bench_main(run, argc, argv); }

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "bench/bench_main.h"
 #include "costmodel/cluster_spec.h"
 #include "costmodel/software_stack.h"
 #include "models/model_spec.h"
@@ -107,11 +108,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return strata::bench::bench_main(run, argc, argv); }

@@ -93,6 +93,7 @@ class OpCost {
   OpTime time(const models::Op& op, int tp, bool sequence_parallel, DType dtype) const;
 
   const GemmCost& gemm() const { return gemm_; }
+  const OpCostOptions& options() const { return options_; }
 
  private:
   GemmCost gemm_;

@@ -144,7 +144,7 @@ SimEngine::SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpe
       walk_(std::make_unique<PipelineWalk>()) {
   act_bytes_ = costmodel::dtype_bytes(dtype_);
   mem_bytes_per_s_ = cluster.device.memory_bandwidth_gbps * 1e9 * cluster.device.memory_efficiency;
-  kernel_overhead_s_ = costmodel::op_cost_options(stack_, cluster.device).kernel_overhead_s;
+  kernel_overhead_s_ = op_cost_.options().kernel_overhead_s;
 }
 
 const SimEngine::Graph& SimEngine::graph_for(std::int64_t micro_batch) {
@@ -307,6 +307,17 @@ void group_times(const GroupCost& c, int group, int layers, Recompute rc, double
 }
 
 }  // namespace
+
+const costmodel::PredictionBand& SimEngine::band_for(const Strategy& s) {
+  auto it = bands_.find(s.gpus());
+  if (it == bands_.end())
+    it = bands_.emplace(s.gpus(), costmodel::prediction_band(
+                                      stack_.name, cluster_.device.name,
+                                      graph_for(s.micro_batch).graph->total_params() / 1e9,
+                                      s.gpus(), model_.seq_len))
+             .first;
+  return it->second;
+}
 
 const std::vector<std::vector<int>>& SimEngine::partition_for(const Strategy& s,
                                                               const GroupCostTable& t) {
@@ -525,8 +536,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   const double sync = ready[q];
 
   // Optimizer (+ ZeRO-1 parameter all-gather).
-  const double mem_bw =
-      cluster_.device.memory_bandwidth_gbps * 1e9 * cluster_.device.memory_efficiency;
+  const double mem_bw = mem_bytes_per_s_;
   int r = 0;
   double iteration = 0, opt_r = 0, ag_r = 0;
   for (int p = 0; p < pp; ++p) {
@@ -557,14 +567,9 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   Prediction& pr = res.prediction;
   pr.stack = stack_.name;
   {
-    auto it = bands_.find(s.gpus());
-    if (it == bands_.end())
-      it = bands_.emplace(s.gpus(), costmodel::prediction_band(
-                                        stack_.name, cluster_.device.name,
-                                        gr.graph->total_params() / 1e9, s.gpus(), model_.seq_len))
-               .first;
-    pr.uncertainty = it->second.relative.value_or(-1.0);
-    pr.uncertainty_basis = it->second.basis;
+    const costmodel::PredictionBand& band = band_for(s);
+    pr.uncertainty = band.relative.value_or(-1.0);
+    pr.uncertainty_basis = band.basis;
   }
   pr.iteration_s = iteration;
   const double tokens = static_cast<double>(s.global_batch) * static_cast<double>(model_.seq_len);
@@ -646,9 +651,7 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
                           stack_.overlap_grad_reduce ? "overlapped" : "after the backward",
                           costmodel::to_string(stack_.p2p)));
   {
-    const auto band = costmodel::prediction_band(stack_.name, dev.name,
-                                                 graph_for(s.micro_batch).graph->total_params() / 1e9,
-                                                 s.gpus(), model_.seq_len);
+    const costmodel::PredictionBand& band = band_for(s);
     if (band.relative)
       n.push_back(fmt::format("uncertainty +-{:.0f}%: {}", 100 * *band.relative, band.basis));
     for (const auto& w : band.warnings) n.push_back("warning: " + w);

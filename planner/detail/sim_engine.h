@@ -86,6 +86,8 @@ class SimEngine {
   const Placement& placement_for(const Strategy& s);
   const GroupCostTable& costs_for(const Strategy& s, const Placement& pl);
   const std::vector<std::vector<int>>& partition_for(const Strategy& s, const GroupCostTable& t);
+  // Uncertainty band of the stack on this device for the strategy's GPU count (cached).
+  const costmodel::PredictionBand& band_for(const Strategy& s);
 
   models::ModelSpec model_;
   costmodel::ClusterSpec cluster_;

@@ -1,0 +1,71 @@
+// Shared by the benchmarks: the main() wrapper (one `error:` line, exit 2), and for the
+// predicted-vs-published benches the error statistics, the `# residuals entry` line that
+// costmodel/stacks/residuals.yaml is copied from, and the `--max-mape X` figure check.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace strata::bench {
+
+template <typename Run>
+int bench_main(Run run, int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+}
+
+// Positional arguments; `--max-mape X` is taken out into *max_mape (-1 when absent).
+inline std::vector<std::string> positional_args(int argc, char** argv, double* max_mape) {
+  *max_mape = -1;
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--max-mape" && i + 1 < argc) *max_mape = std::stod(argv[++i]);
+    else args.emplace_back(argv[i]);
+  }
+  return args;
+}
+
+// Relative errors of predicted vs published step time, and the range of rows they cover.
+struct ErrorStats {
+  int rows = 0;
+  double sum_abs = 0, sum_signed = 0, max_abs = 0;
+  double params_min = 1e300, params_max = 0;
+  long long gpus_min = 1LL << 62, gpus_max = 0;
+
+  void add(double err, double params_b, long long gpus) {
+    ++rows;
+    sum_abs += std::fabs(err), sum_signed += err, max_abs = std::max(max_abs, std::fabs(err));
+    params_min = std::min(params_min, params_b), params_max = std::max(params_max, params_b);
+    gpus_min = std::min(gpus_min, gpus), gpus_max = std::max(gpus_max, gpus);
+  }
+  double mape() const { return rows ? sum_abs / rows : 0.0; }
+  double bias() const { return rows ? sum_signed / rows : 0.0; }
+};
+
+inline void print_residual_entry(const ErrorStats& e, const std::string& stack, const std::string& device,
+                                 const std::string& set, long long seq) {
+  if (e.rows == 0) return;
+  fmt::print("# residuals entry (costmodel/stacks/residuals.yaml):\n");
+  fmt::print("#   - {{stack: {}, device: {}, set: \"{}\", rows: {}, mape: {:.3f}, max_abs: {:.3f}, "
+             "bias: {:+.3f}, params_b: [{:g}, {:g}], gpus: [{}, {}], seq: [{}, {}]}}\n",
+             stack, device, set, e.rows, e.mape(), e.max_abs, e.bias(), e.params_min, e.params_max,
+             e.gpus_min, e.gpus_max, seq, seq);
+}
+
+// 1 (with an error line) when the MAPE exceeds the committed threshold, else 0.
+inline int check_max_mape(const ErrorStats& e, double max_mape) {
+  if (max_mape < 0 || e.rows == 0 || 100 * e.mape() <= max_mape) return 0;
+  std::fprintf(stderr, "error: MAPE %.1f%% exceeds the committed threshold %.1f%%\n", 100 * e.mape(), max_mape);
+  return 1;
+}
+
+}  // namespace strata::bench
