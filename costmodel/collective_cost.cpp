@@ -85,6 +85,12 @@ PlacedGroup placed_group(const RankGrid& grid, Axis axis, int gpus_per_node) {
   return worst;
 }
 
+double comm_sm_share(const ClusterSpec& cluster, const PlacedGroup& group) {
+  const LinkSpec& link = group.nodes_spanned > 1 ? cluster.inter_node : cluster.intra_node;
+  if (group.size <= 1 || link.comm_sms <= 0 || cluster.device.sm_count <= 0) return 0.0;
+  return std::min(1.0, static_cast<double>(link.comm_sms) / cluster.device.sm_count);
+}
+
 PlacedGroup placed_pp_pair(const RankGrid& grid, int stage, int gpus_per_node) {
   if (gpus_per_node < 1) input_error("gpus_per_node ({}) must be >= 1", gpus_per_node);
   if (stage < 0 || stage + 1 >= grid.pp())
