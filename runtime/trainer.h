@@ -1,5 +1,6 @@
 // Trainer: one rank's share of training a plan. Builds the model chunks this rank holds
-// (its pipeline stage's virtual stages, its tensor-parallel shard), the data loader,
+// (its pipeline stage's virtual stages, its tensor-parallel shard, its context-parallel
+// chunks of every sequence), the data loader,
 // the pipeline executor and the optimizer; train_step() runs one global batch:
 //   pipeline forward/backward over the micro-batches (planner schedule), with the DP
 //   reduction (all-reduce, or reduce-scatter with ZeRO-1) of each gradient bucket
@@ -76,17 +77,23 @@ class Trainer {
   const std::vector<std::pair<std::string, double>>& param_grad_norms() const { return norms_; }
   std::int64_t tokens_per_step() const;
   // Data-parallel gradient buckets per step on this rank (0 without DP).
-  std::size_t grad_buckets() const { return plan_.strategy.dp > 1 ? optimizer_->bucket_count() : 0; }
+  std::size_t grad_buckets() const {
+    return plan_.strategy.dp * plan_.strategy.cp > 1 ? optimizer_->bucket_count() : 0;
+  }
 
  private:
   void sync_model_parallel_grads();
   CheckpointIdentity identity() const;
+  // The part of the flat parameter buffer a checkpoint holds: all of it, or the owned
+  // shard when parameters are sharded (ZeRO-3).
+  std::pair<std::size_t, std::size_t> saved_param_range() const;
 
   planner::Plan plan_;
   TrainConfig cfg_;
   ProcessGrid& grid_;
   ModelDims dims_;
   TpGroup tp_;
+  CpGroup cp_;
   ParameterStore<float> store_;
   std::vector<std::unique_ptr<ModelChunk<float>>> chunks_;
   std::unique_ptr<PipelineExecutor> executor_;

@@ -215,6 +215,25 @@ TEST_F(Resume, DifferentLayoutIsAnError) {
   EXPECT_NE(r.err.find("does not match this run: dp is '2' in the checkpoint but '1' now"), std::string::npos) << r.err;
 }
 
+// A ZeRO-1 checkpoint (the whole parameter buffer per rank) resumed as ZeRO-3 (owned
+// shards only) or with context parallel is refused by the key that differs, not resharded.
+TEST_F(Resume, DifferentZeroStageOrContextParallelIsAnError) {
+  ASSERT_EQ(run("first", {"--steps", "3", "--checkpoint-dir", ckpt(), "--checkpoint-every", "3"}).exit_code, 0);
+  Layout zero3 = layout;
+  zero3.zero = 3;
+  RunResult r = run("second", {"--steps", "6", "--checkpoint-dir", ckpt(), "--resume"}, &zero3);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("zero is '1' in the checkpoint but '3' now"), std::string::npos) << r.err;
+  Layout cp2;
+  cp2.name = "cp2_pp2_zero1";
+  cp2.cp = 2;
+  cp2.pp = 2;
+  cp2.zero = 1;
+  r = run("third", {"--steps", "6", "--checkpoint-dir", ckpt(), "--resume"}, &cp2);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("does not match this run: "), std::string::npos) << r.err;
+}
+
 TEST(RuntimeData, TokenFileTrainsTheSameOnEveryLayout) {
   const TempDir dir("data_tokens");
   std::vector<std::uint32_t> tokens;
