@@ -10,10 +10,11 @@ ProcessGrid::ProcessGrid(const costmodel::RankGrid& grid) : grid_(grid) {
   world_ = kernels::MpiCommunicator::world();
   const int world_size = world_->size();
   if (world_size != grid.world_size())
-    input_error("the plan needs dp x tp x pp x cp = {} x {} x {} x {} = {} ranks but MPI started {} "
-                "(run `mpirun -np {} strata train ...`)",
-                grid.dp(), grid.tp(), grid.pp(), grid.cp(), grid.world_size(), world_size,
-                grid.world_size());
+    input_error("the plan needs dp x tp x pp{} = {} x {} x {}{} = {} ranks but MPI started {} (run "
+                "`mpirun -np {} strata train ...`)",
+                grid.cp() > 1 ? " x cp" : "", grid.dp(), grid.tp(), grid.pp(),
+                grid.cp() > 1 ? fmt::format(" x {}", grid.cp()) : "", grid.world_size(),
+                world_size, grid.world_size());
   world_rank_ = world_->rank();
   coords_ = grid.coords(world_rank_);
   // MPI_Comm_split is collective over the world: every rank creates every axis in the

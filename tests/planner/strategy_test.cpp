@@ -81,7 +81,7 @@ TEST(Strategy, ReportsEveryViolationAtOnce) {
   Strategy s = base();
   s.dp = 0;
   s.micro_batch = 0;
-  s.zero = 3;
+  s.zero = 4;  // stages are 0..3
   s.vpp = 2;  // without interleaved schedule
   s.rank_order = "tp-tp-pp";
   auto v = validate(s, llama_like());
