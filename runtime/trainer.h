@@ -2,16 +2,17 @@
 // (its pipeline stage's virtual stages, its tensor-parallel shard, its context-parallel
 // chunks of every sequence), the data loader,
 // the pipeline executor and the optimizer; train_step() runs one global batch:
-//   pipeline forward/backward over the micro-batches (planner schedule), with the DP
-//   reduction (all-reduce, or reduce-scatter with ZeRO-1) of each gradient bucket
-//   started as the last micro-batch's backward completes it
+//   pipeline forward/backward over the micro-batches (planner schedule; under ZeRO-3 each
+//   component all-gathers its parameters before its forward and backward), with the
+//   reduction over dp x cp (all-reduce, or reduce-scatter with ZeRO-1/2/3) of each
+//   gradient bucket started as the last micro-batch's backward completes it
 //   -> wait for the DP reduction
 //   -> TP all-reduce of sequence-parallel partial gradients (sums commute with the DP
 //      sum; under ZeRO-1 the TP peers own the same shard)
 //   -> embedding-group all-reduce of the tied embedding (first + last stage); under
 //      ZeRO-1 its DP reduce-scatter comes after it (the two stages shard it differently)
 //   -> global gradient norm (one all-reduce over the world, also carrying the loss)
-//   -> clipping + AdamW (+ all-gather of parameters with ZeRO-1).
+//   -> clipping + AdamW (+ all-gather of parameters with ZeRO-1/2; ZeRO-3 keeps its shard).
 // Every rank returns the same StepStats.
 #pragma once
 #include <cstdint>
