@@ -284,6 +284,12 @@ TEST(RuntimeParity, ContextParallel2Llama) {  // RoPE positions follow the chunk
   expect_parity({.name = "llama_cp2", .model = "tiny-llama", .cp = 2});
 }
 
+TEST(RuntimeParity, LlamaContextParallel2PipelineParallel2FullRecompute) {
+  // ring attention re-run (with its K/V shifts) inside each block's backward
+  expect_parity({.name = "llama_cp2_pp2_full", .model = "tiny-llama", .pp = 2, .cp = 2,
+                 .recompute = Recompute::Full});
+}
+
 TEST(RuntimeParity, ContextParallel2DataParallel2Zero1AllGather) {
   expect_parity({.name = "cp2_dp2_zero1", .dp = 2, .cp = 2, .zero = 1},
                 {"--cp-kv-exchange", "all-gather"});
