@@ -122,16 +122,16 @@ std::string header_lines(const PlanReport& r) {
 
 }  // namespace
 
-std::string explain_memory(const planner::Plan* plan) {
+std::string explain_memory(const planner::Plan* plan, const std::string& which) {
   if (!plan) return "";
   const auto& q = plan->prediction;
   const auto& m = q.peak_memory;
   const auto& s = plan->strategy;
   std::string out = fmt::format(
-      "# memory per GPU of #1 (pipeline stage {}): weights {:.1f} + gradients {:.1f} + optimizer "
+      "# memory per GPU {}(pipeline stage {}): weights {:.1f} + gradients {:.1f} + optimizer "
       "{:.1f} GiB (zero {} over dp x cp = {}) + activations {:.1f} GiB ({} micro-batch chunk(s) in "
       "flight, {} tokens each{}) + logits {:.1f} + reserve {:.1f} = {:.1f} GiB\n",
-      m.stage, m.weights, m.grads, m.optimizer, s.zero, s.dp * s.cp, m.activations, m.in_flight,
+      which.empty() ? "" : "of " + which + " ", m.stage, m.weights, m.grads, m.optimizer, s.zero, s.dp * s.cp, m.activations, m.in_flight,
       static_cast<long long>(s.micro_batch * plan->model.seq_len / s.cp),
       s.cp > 1 ? fmt::format(" = {} x seq {} / cp {}", s.micro_batch, plan->model.seq_len, s.cp) : "",
       m.logits, m.reserve, q.peak_memory_gib);
@@ -208,7 +208,7 @@ std::string format_plan_table(const PlanReport& r) {
                percent_cell(q.mfu), memory_cell(q.peak_memory_gib, r.memory_capacity_gib),
                percent_cell(q.bubble_fraction)});
   }
-  return header_lines(r) + t.render() + explain_best(r) + explain_memory(r.plans.empty() ? nullptr : &r.plans.front());
+  return header_lines(r) + t.render() + explain_best(r) + explain_memory(r.plans.empty() ? nullptr : &r.plans.front(), "#1");
 }
 
 std::string format_simulation_table(const PlanReport& r) {
