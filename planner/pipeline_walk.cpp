@@ -1,6 +1,7 @@
 #include "planner/detail/pipeline_walk.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/errors.h"
 
@@ -119,13 +120,72 @@ std::shared_ptr<const PipelineWalk::Program> compile(ScheduleKind kind, int pp, 
 
 bool PipelineWalk::same_inputs(ScheduleKind kind, int pp, int m, int vpp,
                                const std::vector<double>& fwd, const std::vector<double>& bwd,
-                               const std::vector<double>& link) const {
+                               const std::vector<double>& link, bool every_step) const {
+  if (every_step && extended_) return false;
   return valid_ && kind == kind_ && pp == pp_ && m == m_ && vpp == vpp_ && fwd == fwd_ &&
          bwd == bwd_ && link == link_;
 }
 
+// Steady state: m1 = the smallest multiple of pp that is at least max(4 pp, 32) (four
+// rounds past the warm-up of pp - 1 forwards, and of the interleaved schedule's pp * vpp
+// chunk warm-up); a run is extended only when it is more than twice m1 + pp.
+namespace {
+int steady_microbatches(int pp) {
+  const int want = std::max(4 * pp, 32);
+  return (want + pp - 1) / pp * pp;
+}
+}  // namespace
+
+int PipelineWalk::steady_state_limit(int pp) { return 2 * (steady_microbatches(pp) + pp); }
+
 void PipelineWalk::run(ScheduleKind kind, int pp, int m, int vpp, const std::vector<double>& fwd,
-                       const std::vector<double>& bwd, const std::vector<double>& link) {
+                       const std::vector<double>& bwd, const std::vector<double>& link,
+                       bool every_step) {
+  extended_ = false;
+  chain_.clear();
+  if (every_step || m <= steady_state_limit(pp)) {
+    walk(kind, pp, m, vpp, fwd, bwd, link);
+    return;
+  }
+  const int m1 = steady_microbatches(pp), m2 = m1 + pp;
+  walk(kind, pp, m1, vpp, fwd, bwd, link);
+  const std::vector<double> end1 = compute_end, idle1 = idle;
+  const std::vector<int> peak1 = peak_chunks;
+  std::vector<double> chain1(static_cast<std::size_t>(pp));
+  for (int s = 0; s < pp; ++s) chain1[static_cast<std::size_t>(s)] = chain_p2p(s);
+  walk(kind, pp, m2, vpp, fwd, bwd, link);
+  // Rounds of pp micro-batches still to add (fractional for 1F1B / GPipe, whose steady
+  // state repeats every micro-batch).
+  const double rounds = static_cast<double>(m - m2) / pp;
+  std::vector<double> shift(static_cast<std::size_t>(pp)), chain2(static_cast<std::size_t>(pp));
+  for (int s = 0; s < pp; ++s) chain2[static_cast<std::size_t>(s)] = chain_p2p(s);
+  chain_.resize(static_cast<std::size_t>(pp));
+  for (int s = 0; s < pp; ++s) {
+    const auto i = static_cast<std::size_t>(s);
+    chain_[i] = chain2[i] + rounds * (chain2[i] - chain1[i]);
+    shift[i] = rounds * (compute_end[i] - end1[i]);
+    compute_end[i] += shift[i];
+    idle[i] += rounds * (idle[i] - idle1[i]);
+    peak_chunks[i] += static_cast<int>(std::lround(rounds * (peak_chunks[i] - peak1[i])));
+    busy_fwd[i] = busy_fwd[i] / m2 * m;
+    busy_bwd[i] = busy_bwd[i] / m2 * m;
+  }
+  const Program& P = *prog_;
+  for (std::size_t k = 0; k < P.ops.size(); ++k) {
+    start_[k] += shift[static_cast<std::size_t>(P.ops[k].stage)];
+    end_[k] += shift[static_cast<std::size_t>(P.ops[k].stage)];
+  }
+  for (std::size_t k = 0; k < P.msgs.size(); ++k) {
+    const double d = shift[static_cast<std::size_t>(P.ops[static_cast<std::size_t>(P.msgs[k].src_op)].stage)];
+    msg_start_[k] += d;
+    msg_end_[k] += d;
+  }
+  m_ = m;
+  extended_ = true;
+}
+
+void PipelineWalk::walk(ScheduleKind kind, int pp, int m, int vpp, const std::vector<double>& fwd,
+                        const std::vector<double>& bwd, const std::vector<double>& link) {
   STRATA_CHECK(static_cast<int>(fwd.size()) == pp * vpp &&
                    static_cast<int>(bwd.size()) == pp * vpp,
                "pipeline walk: {} / {} stage times for pp {} x vpp {}", fwd.size(), bwd.size(),
@@ -215,6 +275,7 @@ void PipelineWalk::run(ScheduleKind kind, int pp, int m, int vpp, const std::vec
 }
 
 double PipelineWalk::chain_p2p(int s) const {
+  if (!chain_.empty()) return chain_[static_cast<std::size_t>(s)];
   const Program& P = *prog_;
   double p2p = 0;
   std::int32_t k = P.last_op[s];

@@ -537,8 +537,8 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
 
   // Pipeline walk (reused when only ZeRO / DP-side settings changed).
   PipelineWalk& w = *walk_;
-  if (!w.same_inputs(s.schedule, pp, m, vpp, fwd, bwd, link))
-    w.run(s.schedule, pp, m, vpp, fwd, bwd, link);
+  if (!w.same_inputs(s.schedule, pp, m, vpp, fwd, bwd, link, timeline))
+    w.run(s.schedule, pp, m, vpp, fwd, bwd, link, timeline);
 
   // Memory per pipeline rank.
   mem_in_.tp = s.tp;

@@ -48,12 +48,26 @@ class PipelineWalk {
 
   // fwd / bwd: pp * vpp durations by virtual stage (v = chunk * pp + rank); link[p]: p2p
   // time from rank p to rank (p + 1) % pp (and back), pp entries (empty when pp == 1).
+  //
+  // Many micro-batches: the schedule reaches a periodic steady state after its warm-up,
+  // each further pp micro-batches adding the same time to every rank. Unless every_step
+  // is set, a run with more than steady_state_limit(pp) micro-batches walks two shorter
+  // schedules (m1 and m1 + pp micro-batches, m1 a multiple of pp past the warm-up) and
+  // extends the per-rank figures linearly to `microbatches`: bounded work for any global
+  // batch. The compute steps kept are then those of the m1 + pp walk, shifted by their
+  // rank's extension (exact for the last steps, which is what the simulator reads);
+  // timelines ask for every_step.
   void run(ScheduleKind kind, int pp, int microbatches, int vpp, const std::vector<double>& fwd,
-           const std::vector<double>& bwd, const std::vector<double>& link);
+           const std::vector<double>& bwd, const std::vector<double>& link,
+           bool every_step = false);
   // True when run() was last called with exactly these inputs (results can be reused).
   bool same_inputs(ScheduleKind kind, int pp, int microbatches, int vpp,
                    const std::vector<double>& fwd, const std::vector<double>& bwd,
-                   const std::vector<double>& link) const;
+                   const std::vector<double>& link, bool every_step = false) const;
+  // Micro-batch count above which run() extends a shorter walk (see run()).
+  static int steady_state_limit(int pp);
+  // Whether the last run() extended a shorter walk.
+  bool extended() const { return extended_; }
 
   // p2p time (transfers + queueing behind earlier sends) on the dependency chain that ends
   // at rank s's last compute step.
@@ -85,6 +99,10 @@ class PipelineWalk {
   int pp_ = 0, m_ = 0, vpp_ = 0;
   std::vector<double> fwd_, bwd_, link_;
   bool valid_ = false;
+  bool extended_ = false;
+  std::vector<double> chain_;  // chain_p2p per rank when extended
+  void walk(ScheduleKind kind, int pp, int m, int vpp, const std::vector<double>& fwd,
+            const std::vector<double>& bwd, const std::vector<double>& link);
   std::vector<double> dur_, start_, end_, msg_start_, msg_end_;
   std::vector<std::int32_t> waited_;  // message whose arrival started the step, or -1
 };

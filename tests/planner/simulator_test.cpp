@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -45,6 +46,49 @@ TEST(PipelineWalk, OneFOneBAndGPipeMatchTheClosedForm) {
         EXPECT_NEAR(w.busy_fwd[0] + w.busy_bwd[0], m * (tf + tb), 1e-9);
         // Bubble over ideal compute = (p - 1) / m (Narayanan et al. 2021).
         EXPECT_NEAR(w.idle[0] / (m * (tf + tb)), static_cast<double>(pp - 1) / m, 1e-12);
+      }
+    }
+  }
+}
+
+// Past its warm-up a schedule repeats: the extended walk (two short walks, extended
+// linearly) must give what walking every step gives, for uneven stages, p2p links,
+// every schedule kind and micro-batch counts that are not multiples of pp.
+TEST(PipelineWalk, ExtendedWalkOfManyMicrobatchesEqualsTheFullWalk) {
+  struct Case {
+    ScheduleKind kind;
+    int pp, vpp, m;
+  };
+  for (const Case c : {Case{ScheduleKind::OneFOneB, 4, 1, 301}, Case{ScheduleKind::OneFOneB, 3, 1, 97},
+                       Case{ScheduleKind::Interleaved, 4, 2, 400}, Case{ScheduleKind::Interleaved, 2, 3, 120},
+                       Case{ScheduleKind::GPipe, 3, 1, 211}}) {
+    ASSERT_GT(c.m, PipelineWalk::steady_state_limit(c.pp));
+    std::vector<double> fwd, bwd, link;
+    for (int v = 0; v < c.pp * c.vpp; ++v) {
+      fwd.push_back(1.0 + 0.37 * v + (v == 0 ? 0.8 : 0.0));  // uneven: embedding on the first
+      bwd.push_back(2.1 + 0.29 * ((v * 7) % 5) + (v == c.pp * c.vpp - 1 ? 1.3 : 0.0));
+    }
+    for (int p = 0; p < c.pp; ++p) link.push_back(0.05 + 0.02 * p);
+    PipelineWalk full, ext;
+    full.run(c.kind, c.pp, c.m, c.vpp, fwd, bwd, link, /*every_step=*/true);
+    ext.run(c.kind, c.pp, c.m, c.vpp, fwd, bwd, link);
+    ASSERT_FALSE(full.extended());
+    ASSERT_TRUE(ext.extended());
+    ASSERT_LT(ext.num_ops(), full.num_ops());
+    for (int s = 0; s < c.pp; ++s) {
+      const double tol = 1e-9 * full.compute_end[s];
+      const std::string at = fmt::format("{} pp {} vpp {} m {} stage {}", to_string(c.kind), c.pp, c.vpp, c.m, s);
+      EXPECT_NEAR(ext.compute_end[s], full.compute_end[s], tol) << at;
+      EXPECT_NEAR(ext.idle[s], full.idle[s], tol) << at;
+      EXPECT_NEAR(ext.busy_fwd[s], full.busy_fwd[s], tol) << at;
+      EXPECT_NEAR(ext.busy_bwd[s], full.busy_bwd[s], tol) << at;
+      EXPECT_NEAR(ext.chain_p2p(s), full.chain_p2p(s), tol) << at;
+      EXPECT_EQ(ext.peak_chunks[s], full.peak_chunks[s]) << at;
+      for (int ch = 0; ch < c.vpp; ++ch) {
+        const auto fe = static_cast<std::size_t>(full.last_backward(s, ch));
+        const auto ee = static_cast<std::size_t>(ext.last_backward(s, ch));
+        EXPECT_NEAR(ext.op_start(ee), full.op_start(fe), tol) << at << " chunk " << ch;
+        EXPECT_NEAR(ext.op_end(ee), full.op_end(fe), tol) << at << " chunk " << ch;
       }
     }
   }
