@@ -231,6 +231,7 @@ std::string format_models_table(const std::vector<ModelRow>& rows) {
            {"vocab", Align::Right},
            {"seq", Align::Right},
            {"params(B)", Align::Right},
+           {"active(B)", Align::Right},
            {"arch", Align::Left}});
   for (const auto& r : rows) {
     const auto& m = r.spec;
@@ -239,7 +240,11 @@ std::string format_models_table(const std::vector<ModelRow>& rows) {
                std::to_string(m.seq_len),
                r.params >= 1e9 ? fmt::format("{:.1f}", r.params / 1e9)
                                : fmt::format("{:.4g}", r.params / 1e9),
-               fmt::format("{}/{}", models::to_string(m.activation), models::to_string(m.norm))});
+               r.params_active >= 1e9 ? fmt::format("{:.1f}", r.params_active / 1e9)
+                                      : fmt::format("{:.4g}", r.params_active / 1e9),
+               fmt::format("{}/{}{}{}", models::to_string(m.activation), models::to_string(m.norm),
+                           m.mla ? "/mla" : "",
+                           m.moe ? fmt::format("/moe {}x{}", m.moe->top_k, m.moe->experts) : "")});
   }
   return t.render();
 }

@@ -41,7 +41,8 @@ std::string explain_best(const PlanReport& report);
 
 struct ModelRow {
   models::ModelSpec spec;
-  double params = 0;  // total parameters
+  double params = 0;         // total parameters
+  double params_active = 0;  // parameters one token uses (= params for dense models)
 };
 std::string format_models_table(const std::vector<ModelRow>& models);
 std::string format_clusters_table(const std::vector<costmodel::ClusterSpec>& clusters);
