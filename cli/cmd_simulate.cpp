@@ -26,6 +26,7 @@ struct SimulateFlags {
   ModelClusterFlags mc;
   int gpus = 0;
   int tp = 1, pp = 1, dp = 0, vpp = 1, zero = 0;
+  int ep = 1, etp = 1;  // expert parallel, expert tensor parallel (MoE models)
   std::int64_t micro_batch = 1, global_batch = 0;
   std::string recompute = "none";
   std::string schedule;
@@ -86,6 +87,8 @@ void run_simulate(SimulateFlags& f) {
   s.dp = f.dp;
   s.tp = f.tp;
   s.pp = f.pp;
+  s.ep = f.ep;
+  s.etp = f.etp;
   s.vpp = f.vpp;
   s.micro_batch = f.micro_batch;
   s.global_batch = f.global_batch;
@@ -164,6 +167,12 @@ void add_simulate_command(CLI::App& app) {
                    "total GPUs; must equal dp x tp x pp (dp defaults to gpus/(tp x pp))", INT_MAX);
   add_positive(*cmd, "--tp", f.tp, "tensor-parallel size", 1 << 20)->capture_default_str();
   add_positive(*cmd, "--pp", f.pp, "pipeline-parallel size", 1 << 20)->capture_default_str();
+  add_positive(*cmd, "--ep", f.ep,
+               "expert-parallel size (MoE): splits the experts over ep of the tp x dp ranks of a stage",
+               1 << 20)
+      ->capture_default_str();
+  add_positive(*cmd, "--etp", f.etp, "expert tensor-parallel size (MoE): splits each expert", 1 << 20)
+      ->capture_default_str();
   f.dp_opt = add_positive(*cmd, "--dp", f.dp, "data-parallel size", INT_MAX);
   add_positive(*cmd, "--vpp", f.vpp, "virtual stages (model chunks) per pipeline rank", 1 << 20)
       ->capture_default_str();

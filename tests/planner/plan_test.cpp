@@ -251,7 +251,7 @@ TEST(PlanJson, HasExactlyTheDesignKeys) {
                                             "prediction", "fits_memory", "stage_layers", "stack"}));
   EXPECT_EQ(keys(j["strategy"]),
             (std::set<std::string>{"dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "zero",
-                                   "recompute", "sequence_parallel", "schedule"}));
+                                   "recompute", "sequence_parallel", "schedule", "ep", "etp"}));
   EXPECT_EQ(keys(j["prediction"]),
             (std::set<std::string>{"iteration_s", "tokens_per_s", "model_tflops_per_gpu",
                                    "hardware_tflops_per_gpu", "mfu", "peak_memory_gib",
@@ -259,7 +259,8 @@ TEST(PlanJson, HasExactlyTheDesignKeys) {
   // No validation residuals for the sample's stack: the band is null, never a made-up number.
   EXPECT_TRUE(j["prediction"]["uncertainty"].is_null());
   EXPECT_EQ(keys(j["prediction"]["breakdown_s"]),
-            (std::set<std::string>{"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "bubble"}));
+            (std::set<std::string>{"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "bubble",
+                                   "ep_comm"}));
   EXPECT_EQ(j["model"], "gpt-small");
   EXPECT_EQ(j["cluster"], "dgx-a100");
   EXPECT_EQ(j["gpus"], 8);
