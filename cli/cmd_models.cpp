@@ -16,18 +16,33 @@ namespace strata::cli {
 
 namespace {
 
+ModelRow model_row(models::ModelSpec spec) {
+  ModelRow r;
+  const auto graph = models::ModelGraph::build(spec, 1);
+  r.params = graph.total_params();
+  r.params_active = graph.active_params();
+  r.spec = std::move(spec);
+  return r;
+}
+
 std::vector<ModelRow> catalog_rows() {
   std::vector<ModelRow> rows;
-  for (const auto& e : models::model_catalog()) {
-    ModelRow r;
-    r.spec = models::parse_model_yaml(e.yaml, "catalog:" + e.name);
-    r.params = models::ModelGraph::build(r.spec, 1).total_params();
-    rows.push_back(std::move(r));
-  }
+  for (const auto& e : models::model_catalog())
+    rows.push_back(model_row(models::parse_model_yaml(e.yaml, "catalog:" + e.name)));
   return rows;
 }
 
-void show_model(const std::string& name) {
+void show_model(const std::string& name, const std::string& format) {
+  if (format == "json") {
+    models::ModelSpec spec;
+    try {
+      spec = models::load_model(name);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("models show: {}", e.what()));
+    }
+    print_stdout(format_model_json(model_row(std::move(spec))));
+    return;
+  }
   if (auto text = models::find_catalog_model(name)) {
     print_stdout(*text);
     return;
@@ -49,9 +64,14 @@ void add_models_command(CLI::App& app) {
   auto name = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("models", "List the built-in model catalog");
   add_format_flag(*cmd, *format);
-  auto* show = cmd->add_subcommand("show", "Print one model's YAML (catalog name or file path)");
+  auto show_format = std::make_shared<std::string>("yaml");
+  auto* show = cmd->add_subcommand("show", "Print one model's YAML (catalog name or file path); "
+                                           "--format json adds params_total and params_active");
   show->add_option("name", *name, "catalog name or file path")->required();
-  show->callback([name] { show_model(*name); });
+  show->add_option("--format,-f", *show_format, "output format")
+      ->check(CLI::IsMember({"yaml", "json"}))
+      ->capture_default_str();
+  show->callback([name, show_format] { show_model(*name, *show_format); });
   cmd->callback([format, show] {
     if (show->parsed()) return;
     auto rows = catalog_rows();

@@ -15,6 +15,7 @@
 #include "cli/output.h"
 #include "report/plan_report.h"
 #include "common/errors.h"
+#include "models/model_stats.h"
 #include "planner/plan.h"
 #include "planner/search.h"
 #include "planner/simulator.h"
@@ -32,6 +33,7 @@ struct PlanFlags {
   std::string out, trace;
   // Restrictions of the search space.
   int tp = 0, pp = 0, dp = 0, cp = 0, vpp = 0, zero = -1;
+  int ep = 0, etp = 0;  // 0 = search
   std::int64_t micro_batch = 0;
   std::string recompute, schedule;
   bool sequence_parallel = false;
@@ -89,12 +91,20 @@ planner::Plan to_plan(const models::ModelSpec& model, const std::string& cluster
     double usable = cluster.device.memory_gib - cluster.device.reserve_gib;
     throw NoFeasiblePlan(fmt::format(
         "{}: the tightest constraint is memory: the smallest-memory candidate (tp={} pp={} "
-        "dp={} cp={} mbs={} zero={} recompute={}) needs {:.1f} GiB per GPU but {} has {:.0f} GiB "
-        "({:.0f} GiB usable after the {:.0f} GiB reserve); {} candidates over memory, {} "
+        "dp={} cp={}{} mbs={} zero={} recompute={}) needs {:.1f} GiB per GPU but {} has {:.0f} GiB "
+        "({:.0f} GiB usable after the {:.0f} GiB reserve){}; {} candidates over memory, {} "
         "rejected by constraints; try more GPUs (--gpus) or a device with more memory",
-        what, s.tp, s.pp, s.dp, s.cp, s.micro_batch, s.zero, planner::to_string(s.recompute),
+        what, s.tp, s.pp, s.dp, s.cp, model.moe ? fmt::format(" ep={} etp={}", s.ep, s.etp) : "",
+        s.micro_batch, s.zero, planner::to_string(s.recompute),
         c.prediction.peak_memory_gib, cluster.device.name, cluster.device.memory_gib, usable,
-        cluster.device.reserve_gib, r.infeasible_memory, r.invalid));
+        cluster.device.reserve_gib,
+        // Weights, gradients and Adam state alone, spread evenly over every GPU.
+        fmt::format("; its {:.0f}B parameters x 18 bytes (bf16 weights, fp32 gradients, Adam "
+                    "state) are {:.1f} TiB, {:.0f} GiB per GPU even if split evenly over all {}",
+                    models::total_params(model) / 1e9,
+                    models::total_params(model) * 18.0 / (1024.0 * 1024 * 1024 * 1024),
+                    models::total_params(model) * 18.0 / f.gpus / (1024.0 * 1024 * 1024), f.gpus),
+        r.infeasible_memory, r.invalid));
   }
   throw NoFeasiblePlan(fmt::format(
       "{}: all {} candidates were rejected by constraints (heads and kv_heads divisible by "
@@ -135,6 +145,8 @@ void run_plan(PlanFlags& f) {
   opt.top_k = f.top;
   if (f.tp > 0) opt.tp = f.tp;
   if (f.pp > 0) opt.pp = f.pp;
+  if (f.ep > 0) opt.ep = f.ep;
+  if (f.etp > 0) opt.etp = f.etp;
   if (f.dp > 0) opt.dp = f.dp;
   if (f.cp > 0) opt.cp = f.cp;
   if (f.vpp > 0) opt.vpp = f.vpp;
@@ -221,6 +233,8 @@ void add_plan_command(CLI::App& app) {
       ->check(non_empty_path());
   auto* g = "Search restrictions";
   add_positive(*cmd, "--tp", f.tp, "only this tensor-parallel size", 1 << 20)->group(g);
+  add_positive(*cmd, "--ep", f.ep, "only this expert-parallel size (MoE)", 1 << 20)->group(g);
+  add_positive(*cmd, "--etp", f.etp, "only this expert tensor-parallel size (MoE)", 1 << 20)->group(g);
   add_positive(*cmd, "--pp", f.pp, "only this pipeline-parallel size", 1 << 20)->group(g);
   add_positive(*cmd, "--dp", f.dp, "only this data-parallel size", INT_MAX)->group(g);
   add_positive(*cmd, "--cp", f.cp, "only this context-parallel size", 1 << 20)->group(g);

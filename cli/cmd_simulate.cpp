@@ -26,6 +26,7 @@ struct SimulateFlags {
   ModelClusterFlags mc;
   int gpus = 0;
   int tp = 1, pp = 1, cp = 1, dp = 0, vpp = 1, zero = 0;
+  int ep = 1, etp = 1;  // expert parallel, expert tensor parallel (MoE models)
   std::int64_t micro_batch = 1, global_batch = 0;
   std::string recompute = "none";
   std::string schedule;
@@ -87,6 +88,8 @@ void run_simulate(SimulateFlags& f) {
   s.tp = f.tp;
   s.pp = f.pp;
   s.cp = f.cp;
+  s.ep = f.ep;
+  s.etp = f.etp;
   s.vpp = f.vpp;
   s.micro_batch = f.micro_batch;
   s.global_batch = f.global_batch;
@@ -169,6 +172,12 @@ void add_simulate_command(CLI::App& app) {
                "context-parallel size (each sequence split over cp ranks; K/V exchange per the "
                "stack's cp_comm_type)",
                1 << 20)
+      ->capture_default_str();
+  add_positive(*cmd, "--ep", f.ep,
+               "expert-parallel size (MoE): splits the experts over ep of the tp x dp ranks of a stage",
+               1 << 20)
+      ->capture_default_str();
+  add_positive(*cmd, "--etp", f.etp, "expert tensor-parallel size (MoE): splits each expert", 1 << 20)
       ->capture_default_str();
   f.dp_opt = add_positive(*cmd, "--dp", f.dp, "data-parallel size", INT_MAX);
   add_positive(*cmd, "--vpp", f.vpp, "virtual stages (model chunks) per pipeline rank", 1 << 20)

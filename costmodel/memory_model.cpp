@@ -24,7 +24,8 @@ RecomputeMode recompute_from_string(const std::string& s) {
 
 double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
                               bool sequence_parallel, RecomputeMode recompute,
-                              double score_bytes) {
+                              double score_bytes, std::int64_t layer, int etp) {
+  if (etp < 1) input_error("etp ({}) must be >= 1", etp);
   if (!(score_bytes >= 0)) input_error("attention score bytes ({}) must be >= 0", score_bytes);
   if (micro_batch < 1) input_error("micro_batch ({}) must be >= 1", micro_batch);
   if (tp < 1) input_error("tp ({}) must be >= 1", tp);
@@ -40,14 +41,34 @@ double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_
 
   if (recompute == RecomputeMode::Full) return 2.0 * sbh / (sequence_parallel ? t : 1.0);
 
-  const double replicated = 10.0 * sbh;
+  double replicated = 10.0 * sbh;
   // Q, K (2sb(h + kv)), V (2sb kv), out-proj input (2sbh): 8sbh for full multi-head attention.
-  const double attention_linear = 2.0 * s * b * (h + kv) + 2.0 * s * b * kv + 2.0 * sbh;
+  double attention_linear = 2.0 * s * b * (h + kv) + 2.0 * s * b * kv + 2.0 * sbh;
+  if (spec.explicit_head_dim != 0 && !spec.mla) {
+    const double q = static_cast<double>(spec.q_dim()), kvd = static_cast<double>(spec.kv_dim());
+    attention_linear = 2.0 * s * b * (q + kvd) + 2.0 * s * b * kvd + 2.0 * s * b * q;
+  }
+  if (spec.mla) {
+    const models::MlaSpec& m = *spec.mla;
+    const double qk = a * static_cast<double>(m.qk_head_dim()), v = a * static_cast<double>(m.v_head_dim);
+    attention_linear = 2.0 * s * b * (2 * qk + v) + 2.0 * s * b * v;  // Q, K, V; out-proj input
+    replicated += 2.0 * s * b * static_cast<double>(m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim);
+  }
   // GELU: its input and output (2sbf each); SwiGLU: gate, up and their product.
-  const double mlp = (spec.activation == models::Activation::SwiGlu ? 6.0 : 4.0) * s * b * f;
+  const double per_f = spec.activation == models::Activation::SwiGlu ? 6.0 : 4.0;
+  double mlp = per_f * s * b * f;
+  double routed = 0;  // per rank, already sharded
+  if (layer > 0 && spec.is_moe_layer(layer)) {
+    const models::MoeSpec& e = *spec.moe;
+    mlp = per_f * s * b * static_cast<double>(e.shared_experts * e.shared_expert_ffn);
+    const double factor = e.capacity_factor > 0 ? e.capacity_factor : e.load_imbalance;
+    routed = s * b / t *
+             (4.0 * static_cast<double>(e.experts) +
+              static_cast<double>(e.top_k) * factor * (4.0 * h + per_f * static_cast<double>(e.expert_ffn) / etp));
+  }
   const double scores = recompute == RecomputeMode::Selective ? 0.0 : score_bytes * a * s * s * b;
   const double sharded = attention_linear + mlp + scores;
-  return sequence_parallel ? (replicated + sharded) / t : replicated + sharded / t;
+  return (sequence_parallel ? (replicated + sharded) / t : replicated + sharded / t) + routed;
 }
 
 MemoryModel::MemoryModel(const models::ModelGraph& graph, const DeviceProfile& device)
@@ -56,10 +77,12 @@ MemoryModel::MemoryModel(const models::ModelGraph& graph, const DeviceProfile& d
   group_params_sharded_.assign(groups.size(), 0.0);
   group_params_replicated_.assign(groups.size(), 0.0);
   group_params_shared_.assign(groups.size(), 0.0);
+  group_params_expert_.assign(groups.size(), 0.0);
   for (std::size_t g = 0; g < groups.size(); ++g) {
     for (std::size_t v : groups[g].ops) {
       const models::Op& op = graph.op(v);
-      if (op.sharding == models::Sharding::Replicated) group_params_replicated_[g] += op.params;
+      if (op.routed_expert) group_params_expert_[g] += op.params;
+      else if (op.sharding == models::Sharding::Replicated) group_params_replicated_[g] += op.params;
       else group_params_sharded_[g] += op.params;
       group_params_shared_[g] += op.shared_params;
     }
@@ -78,6 +101,8 @@ void check_inputs(const MemoryInputs& in, int num_groups) {
   if (in.num_microbatches < 0)
     input_error("memory model num_microbatches ({}) must be >= 0", in.num_microbatches);
   if (in.zero < 0 || in.zero > 3) input_error("memory model zero ({}) must be 0, 1, 2 or 3", in.zero);
+  if (in.ep < 1 || in.etp < 1 || (static_cast<long long>(in.tp) * in.dp) % (static_cast<long long>(in.ep) * in.etp) != 0)
+    input_error("memory model ep ({}) x etp ({}) must divide tp x dp ({} x {})", in.ep, in.etp, in.tp, in.dp);
   const std::size_t chunks = static_cast<std::size_t>(in.pp) * static_cast<std::size_t>(in.vpp);
   if (!in.stage_layers.empty()) {
     if (in.stage_layers.size() != chunks)
@@ -142,6 +167,10 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
   const double layer_act =
       layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, in.recompute,
                              in.attention_score_bytes);
+  const double moe_layer_act =
+      spec_.moe ? layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, in.recompute,
+                                         in.attention_score_bytes, spec_.layers, in.etp)
+                : layer_act;
 
   std::vector<StageMemory> out(static_cast<std::size_t>(in.pp));
   std::vector<double> act_sum(static_cast<std::size_t>(in.pp), 0.0);
@@ -152,9 +181,11 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     for (int g : stage_layers[static_cast<std::size_t>(c)]) {
       const std::size_t gi = static_cast<std::size_t>(g);
       const double group_params = group_params_sharded_[gi] / t + group_params_replicated_[gi];
-      m.params += group_params;
+      const double expert = group_params_expert_[gi] / (static_cast<double>(in.ep) * in.etp);
+      m.params += group_params + expert;
+      m.expert_params += expert;
       largest_group[static_cast<std::size_t>(p)] =
-          std::max(largest_group[static_cast<std::size_t>(p)], group_params);
+          std::max(largest_group[static_cast<std::size_t>(p)], group_params + expert);
       // Tied embeddings: the LM head uses the embedding table (Op::shared_params). On
       // the embedding's rank it is the same tensor; on another pipeline rank it is a
       // vocab-parallel copy (Megatron all-reduces the two gradients).
@@ -162,19 +193,27 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
       double& act = act_sum[static_cast<std::size_t>(p)];
       if (g == 0) act += sbh / sp_div;                 // embedding dropout mask (1 byte)
       else if (g == head_group) act += 4.0 * sbh / sp_div;  // final-norm + LM-head inputs
-      else act += layer_act;
+      else act += spec_.is_moe_layer(g) ? moe_layer_act : layer_act;
     }
   }
 
   for (int p = 0; p < in.pp; ++p) {
     StageMemory& m = out[static_cast<std::size_t>(p)];
     const double dp = static_cast<double>(in.dp) * in.cp;  // ZeRO shards over dp x cp
-    m.weights_bytes = 2.0 * m.params / (in.zero >= 3 ? dp : 1.0);
+    // Routed experts are replicated over edp = tp x cp x dp / (ep x etp) ranks (Megatron-Core
+    // folds the experts over attention's ranks), everything else over dp x cp.
+    const double edp =
+        static_cast<double>(in.tp) * in.cp * in.dp / (static_cast<double>(in.ep) * in.etp);
+    const double dense = m.params - m.expert_params;
+    auto sharded = [&](int stage) {
+      return in.zero >= stage ? dense / dp + m.expert_params / edp : m.params;
+    };
+    m.weights_bytes = 2.0 * sharded(3);
     // ZeRO-3 gathers a layer's whole (TP-rank) parameters before using it and prefetches
     // the next: two groups' unsharded bf16 parameters live at once.
     if (in.zero >= 3 && dp > 1) m.weights_bytes += 2.0 * 2.0 * largest_group[static_cast<std::size_t>(p)];
-    m.grads_bytes = 4.0 * m.params / (in.zero >= 2 ? dp : 1.0);
-    m.optimizer_bytes = 12.0 * m.params / (in.zero >= 1 ? dp : 1.0);
+    m.grads_bytes = 4.0 * sharded(2);
+    m.optimizer_bytes = 12.0 * sharded(1);
 
     long long flight;
     if (!in.in_flight.empty()) {

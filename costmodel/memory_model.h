@@ -41,6 +41,15 @@
 //   term too: s/cp queries against s keys); weights are replicated over cp, and the
 //   ZeRO shards are taken over the dp x cp ranks (Megatron-Core reduces gradients and
 //   shards the distributed optimizer over its data-parallel-with-cp group).
+// Mixture of experts: routed-expert parameters (Op::routed_expert) are divided by ep * etp,
+//   and ZeRO shards their optimizer state (gradients, weights) over edp instead of dp.
+//   An MoE layer's activations replace the dense MLP's 6sbf (SwiGLU) by, per rank,
+//   (s*b/t)*(4*experts + top_k*factor*(4h + mlp(expert_ffn)/etp)) for the routed experts
+//   (router probabilities fp32; per token copy its permuted input, the expert activations
+//   and the output kept for the combine; factor = load imbalance or capacity factor) and
+//   mlp(shared_experts*shared_expert_ffn)/t for the shared experts; t = tp (Megatron
+//   requires sequence parallelism for MoE with tp > 1). Latent attention (MLA) uses its
+//   own Q, K, V widths and keeps its latents (replicated over TP).
 // Reserve: profile.reserve_gib (workspace, allocator fragmentation, framework).
 #pragma once
 #include <cstdint>
@@ -68,6 +77,9 @@ inline constexpr double kFlashScoreBytes = 0.0;
 struct MemoryInputs {
   int tp = 1, pp = 1, dp = 1, vpp = 1;
   int cp = 1;                         // context parallel ranks per sequence
+  // Expert parallelism (MoE): routed-expert parameters are split over ep x etp; their
+  // ZeRO shards over edp = tp * cp * dp / (ep * etp) (costmodel/expert_dispatch_cost.h).
+  int ep = 1, etp = 1;
   std::int64_t micro_batch = 1;
   std::int64_t num_microbatches = 0;  // per iteration per dp rank; 0 = unknown (no cap)
   int zero = 0;                       // 0..3
@@ -92,13 +104,16 @@ struct StageMemory {
   double reserve_bytes = 0;
   double total_bytes = 0;   // sum of the above
   double params = 0;        // parameters held by this rank (after TP sharding)
+  double expert_params = 0; // of which routed-expert parameters (after ep x etp sharding)
 };
 
 // Per-layer activation bytes of one micro-batch (the formulas above), exposed for
-// the planner's reports and for tests.
+// the planner's reports and for tests. `layer` (1-based) selects an MoE or dense block;
+// 0 = a dense block.
 double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
                               bool sequence_parallel, RecomputeMode recompute,
-                              double score_bytes = kUnfusedScoreBytes);
+                              double score_bytes = kUnfusedScoreBytes, std::int64_t layer = 0,
+                              int etp = 1);
 
 class MemoryModel {
  public:
@@ -115,6 +130,7 @@ class MemoryModel {
   std::vector<double> group_params_sharded_;     // per layer group: TP-sharded op params
   std::vector<double> group_params_replicated_;  // per layer group: replicated op params
   std::vector<double> group_params_shared_;      // per layer group: tied params it uses (LM head)
+  std::vector<double> group_params_expert_;      // per layer group: routed-expert params
   double reserve_bytes_ = 0;
 };
 

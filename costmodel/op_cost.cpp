@@ -92,8 +92,10 @@ OpTime OpCost::time(const models::Op& op, int tp, bool sequence_parallel, DType 
     GemmEstimate fwd = gemm_.estimate(m, n, k, dtype);
     GemmEstimate dgrad = gemm_.estimate(m, k, n, dtype);  // dX(m,k) = dY(m,n) W^T(n,k)
     GemmEstimate wgrad = gemm_.estimate(k, n, m, dtype);  // dW(k,n) = X^T(k,m) dY(m,n)
-    t.fwd_s = fwd.time_s;
-    t.bwd_s = dgrad.time_s + wgrad.time_s;
+    // A grouped GEMM (experts) runs op.gemm_count GEMMs of this shape.
+    const double count = static_cast<double>(op.gemm_count);
+    t.fwd_s = count * fwd.time_s;
+    t.bwd_s = count * (dgrad.time_s + wgrad.time_s);
     t.source = worse(fwd.source, worse(dgrad.source, wgrad.source));
     return t;
   }

@@ -327,6 +327,14 @@ std::string export_torchtitan(const Plan& p) {
 }
 
 std::string export_plan(const Plan& p, ExportTarget t) {
+  // Exports write dense-model flags; an MoE / MLA / explicit-head_dim model would come
+  // out as a different, dense model, so it is refused by name.
+  const auto& m = p.model;
+  if (m.moe || m.mla || m.explicit_head_dim != 0)
+    input_error("export {}: model '{}' uses {}, which the exports do not write yet",
+                to_string(t), m.name,
+                m.moe ? "mixture of experts (model.moe)" : m.mla ? "multi-head latent attention (model.mla)"
+                                                           : "an explicit model.head_dim");
   switch (t) {
     case ExportTarget::Megatron: return export_megatron(p);
     case ExportTarget::DeepSpeed: return export_deepspeed(p);

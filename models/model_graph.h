@@ -17,7 +17,19 @@
 //   mlp_up               2sbh        (its input; mlp_gate shares it and holds 0)
 //   activation           gelu: 2sbf (its input, 8sbh at f=4h); swiglu: 4sbf (gate and up outputs)
 //   mlp_down             2sbf        (its input, 8sbh at f=4h)
-// which sums to s*b*h*(34 + 5as/h) for a GPT block. SwiGLU keeps the same terms with
+// which sums to s*b*h*(34 + 5as/h) for a GPT block. Q, K, V and the output-projection
+// input use their own widths where head_dim is not hidden/heads.
+//
+// Multi-head latent attention replaces qkv by q_down -> q_norm -> q_up (or one q_proj
+// without query compression) and kv_down -> kv_norm -> kv_up; the down projections and
+// latent norms are replicated across TP, the up projections column-parallel.
+// A mixture-of-experts layer replaces the MLP by router -> [shared_up, shared_gate,
+// shared_activation, shared_down] and expert_up, expert_gate, expert_activation,
+// expert_down: grouped GEMMs (Op::gemm_count, one per routed expert) over the mean
+// tokens per expert, with the token dispatch before expert_up and the combine after
+// expert_down (Op::ep_comm). Activation terms: router input 2sbh and fp32 probabilities
+// 4sbE; per routed token copy its permuted input 2h, the expert activations and the
+// expert output 2h kept for the routing-weight gradient (models/model_stats.h). SwiGLU keeps the same terms with
 // the wider activation input; dropout masks are kept for Llama too (a conservative
 // upper bound; Llama trains without dropout). Group 0 holds the embedding dropout
 // mask (sbh); group L+1 the final norm input (2sbh), the LM head input (2sbh) and the
@@ -39,6 +51,7 @@ struct LayerGroup {
   int index = 0;
   std::vector<std::size_t> ops;   // vertex ids, topological order
   double params = 0;
+  double active_params = 0;       // parameters one token uses (MoE: top_k of the routed experts)
   double flops_fwd = 0;
   double flops_bwd = 0;
   double activation_bytes = 0;    // saved for backward, unsharded, one micro-batch
@@ -64,6 +77,7 @@ class ModelGraph {
   std::vector<std::size_t> topological_order() const;
 
   double total_params() const;      // counts tied embeddings once
+  double active_params() const;     // what one token uses (= total_params for dense models)
   double total_flops_fwd() const;
   double total_flops_bwd() const;
 

@@ -44,12 +44,52 @@ std::optional<Violation> check_spec(const ModelSpec& m) {
   };
   for (const auto& [field, vm] : sizes)
     if (auto v = check_size(field, vm.first, vm.second)) return v;
-  if (m.hidden % m.heads != 0)
-    return Violation{"hidden", fmt::format("({}) must be divisible by model.heads ({})", m.hidden,
-                                           m.heads)};
+  if (m.explicit_head_dim != 0)
+    if (auto v = check_size("head_dim", m.explicit_head_dim, kMaxHidden)) return v;
+  if (m.explicit_head_dim == 0 && !m.mla && m.hidden % m.heads != 0)
+    return Violation{"hidden", fmt::format("({}) must be divisible by model.heads ({}) "
+                                           "(or give model.head_dim)", m.hidden, m.heads)};
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
     return Violation{"kv_heads", fmt::format("({}) must divide model.heads ({})", m.kv_heads,
                                              m.heads)};
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    if (m.kv_heads != m.heads)
+      return Violation{"kv_heads", fmt::format("({}) must equal model.heads ({}) with mla attention "
+                                               "(every head expands its own K and V)", m.kv_heads, m.heads)};
+    if (a.q_lora_rank < 0 || a.q_lora_rank > kMaxHidden)
+      return Violation{"mla.q_lora_rank", fmt::format("({}) must be in 0 .. {} (0 = no query compression)",
+                                                      a.q_lora_rank, kMaxHidden)};
+    const std::pair<const char*, std::int64_t> dims[] = {{"mla.kv_lora_rank", a.kv_lora_rank},
+                                                         {"mla.qk_nope_head_dim", a.qk_nope_head_dim},
+                                                         {"mla.qk_rope_head_dim", a.qk_rope_head_dim},
+                                                         {"mla.v_head_dim", a.v_head_dim}};
+    for (const auto& [field, v] : dims)
+      if (auto bad = check_size(field, v, kMaxHidden)) return bad;
+  }
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    if (auto v = check_size("moe.experts", e.experts, kMaxHeads)) return v;
+    if (e.top_k < 1 || e.top_k > e.experts)
+      return Violation{"moe.top_k", fmt::format("({}) must be in 1 .. moe.experts ({})", e.top_k, e.experts)};
+    if (auto v = check_size("moe.expert_ffn", e.expert_ffn, kMaxFfn)) return v;
+    if (e.shared_experts < 0 || e.shared_experts > kMaxHeads)
+      return Violation{"moe.shared_experts", fmt::format("({}) must be in 0 .. {}", e.shared_experts, kMaxHeads)};
+    if (e.shared_experts > 0)
+      if (auto v = check_size("moe.shared_expert_ffn", e.shared_expert_ffn, kMaxFfn)) return v;
+    if (e.first_dense_layers < 0 || e.first_dense_layers >= m.layers)
+      return Violation{"moe.first_dense_layers",
+                       fmt::format("({}) must be in 0 .. model.layers - 1 ({})", e.first_dense_layers,
+                                   m.layers - 1)};
+    if (!(std::isfinite(e.load_imbalance) && e.load_imbalance >= 1 && e.load_imbalance <= 1e3))
+      return Violation{"moe.load_imbalance",
+                       fmt::format("({}) must be in 1 .. 1000 (busiest expert's tokens / mean)", e.load_imbalance)};
+    if (!(e.capacity_factor == 0 || (std::isfinite(e.capacity_factor) && e.capacity_factor > 0 &&
+                                     e.capacity_factor <= 1e3)))
+      return Violation{"moe.capacity_factor",
+                       fmt::format("({}) must be > 0 and <= 1000 (leave it out for dropless routing)",
+                                   e.capacity_factor)};
+  }
   return std::nullopt;
 }
 
@@ -148,13 +188,22 @@ Activation hf_activation(const HfConfig& c, const char* key, const std::string& 
 
 // model_type values strata reads, and the key family each uses. Other architectures are
 // refused by name rather than read through keys that happen to look alike.
-enum class HfFamily { Llama, Gpt2 };
+enum class HfFamily { Llama, Gpt2, Mixtral, QwenMoe, DeepSeek };
 struct HfType {
   const char* model_type;
   HfFamily family;
 };
 constexpr HfType kHfTypes[] = {
-    {"llama", HfFamily::Llama}, {"mistral", HfFamily::Llama}, {"qwen2", HfFamily::Llama}, {"gpt2", HfFamily::Gpt2}};
+    {"llama", HfFamily::Llama},         {"mistral", HfFamily::Llama},       {"qwen2", HfFamily::Llama},
+    {"gpt2", HfFamily::Gpt2},           {"mixtral", HfFamily::Mixtral},     {"qwen2_moe", HfFamily::QwenMoe},
+    {"qwen3_moe", HfFamily::QwenMoe},   {"deepseek_v2", HfFamily::DeepSeek}, {"deepseek_v3", HfFamily::DeepSeek}};
+
+// Keys that make a config a mixture-of-experts or latent-attention model. A config of a
+// dense model_type (or with no model_type) that carries one is refused by name: read as
+// a dense Llama it would be planned as a different, much smaller model.
+constexpr const char* kSparseKeys[] = {"num_local_experts", "num_experts", "n_routed_experts",
+                                       "moe_intermediate_size", "num_experts_per_tok",
+                                       "first_k_dense_replace", "kv_lora_rank", "q_lora_rank"};
 
 // Architecture features the model spec cannot express, refused by name (each would
 // otherwise be read as a plain decoder and planned with the wrong FLOPs and memory).
@@ -175,10 +224,16 @@ void refuse_unexpressible(const HfConfig& c) {
   if (c.has("text_config")) refuse("text_config", "a multimodal wrapper around a text model");
   if (c.has("hidden_activation")) refuse("hidden_activation", "a gated GELU MLP (GeGLU)");
   if (c.has("feed_forward_proj")) refuse("feed_forward_proj", "a T5-style feed-forward block");
-  if (c.has("num_local_experts") || c.has("num_experts"))
-    input_error("{}: mixture-of-experts configs (num_local_experts / num_experts) are not "
-                "supported; strata models dense decoder-only transformers",
-                c.source());
+}
+
+// A dense family must not carry mixture-of-experts / latent-attention keys.
+void refuse_sparse_keys(const HfConfig& c, const std::string& type) {
+  for (const char* k : kSparseKeys)
+    if (c.has(k))
+      input_error("{}: config.json key '{}' describes mixture-of-experts or latent attention, which "
+                  "{} does not have; strata reads such models by their model_type (mixtral, "
+                  "qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3)",
+                  c.source(), k, type.empty() ? "a config without model_type" : "model_type '" + type + "'");
 }
 
 ModelSpec parse_llama_like(const HfConfig& c) {
@@ -210,12 +265,126 @@ ModelSpec parse_llama_like(const HfConfig& c) {
   else m.norm = m.activation == Activation::SwiGlu ? Norm::RmsNorm : Norm::LayerNorm;
   m.positions = Positions::Rope;
   m.tied_embeddings = c.get_bool("tie_word_embeddings", false);  // LlamaConfig default
-  if (auto hd = c.get_int_opt("head_dim")) {
-    if (m.heads > 0 && *hd != m.hidden / m.heads)
-      input_error("{}: config.json head_dim ({}) differs from hidden_size / num_attention_heads "
-                  "({} / {}); only head_dim = hidden/heads is supported",
-                  c.source(), *hd, m.hidden, m.heads);
+  // An explicit head_dim (Qwen3, Gemma, Mistral-NeMo) sets the per-head width of Q, K, V.
+  if (auto hd = c.get_int_opt("head_dim"))
+    if (m.heads <= 0 || m.hidden % m.heads != 0 || *hd != m.hidden / m.heads) m.explicit_head_dim = *hd;
+  return m;
+}
+
+// Refuses a boolean key that is switched on (an architecture feature not modelled).
+void refuse_if_true(const HfConfig& c, const char* key, const char* what) {
+  if (c.get_bool(key, false))
+    input_error("{}: config.json key '{}' is true: {} is not modelled by strata", c.source(), key, what);
+}
+
+// MixtralConfig (transformers src/transformers/models/mixtral/configuration_mixtral.py):
+// a Mistral block whose MLP is num_local_experts SwiGLU experts of intermediate_size,
+// num_experts_per_tok per token, softmax router, no shared experts, every layer sparse.
+ModelSpec parse_mixtral(const HfConfig& c) {
+  ModelSpec m = parse_llama_like(c);
+  MoeSpec e;
+  e.experts = c.get_int("num_local_experts");
+  e.top_k = c.get_int("num_experts_per_tok");
+  e.expert_ffn = m.ffn;
+  e.router = RouterKind::Softmax;
+  m.moe = e;
+  return m;
+}
+
+// Qwen2MoeConfig / Qwen3MoeConfig (transformers configuration_qwen2_moe.py,
+// configuration_qwen3_moe.py): num_experts routed SwiGLU experts of moe_intermediate_size,
+// num_experts_per_tok per token, softmax router; Qwen2-MoE adds one shared expert of
+// shared_expert_intermediate_size (absent or 0 in Qwen3-MoE). A layer is dense when it is
+// in mlp_only_layers or (index + 1) % decoder_sparse_step != 0; strata models leading
+// dense layers only, so decoder_sparse_step must be 1 and mlp_only_layers a prefix 0..k-1.
+ModelSpec parse_qwen_moe(const HfConfig& c, const json& j) {
+  ModelSpec m = parse_llama_like(c);
+  refuse_if_true(c, "attention_bias", "a bias on the attention projections");
+  MoeSpec e;
+  e.experts = c.get_int("num_experts");
+  e.top_k = c.get_int("num_experts_per_tok");
+  e.expert_ffn = c.get_int("moe_intermediate_size");
+  if (auto sh = c.get_int_opt("shared_expert_intermediate_size"); sh && *sh > 0) {
+    e.shared_experts = 1;
+    e.shared_expert_ffn = *sh;
   }
+  e.router = RouterKind::Softmax;
+  if (auto step = c.get_int_opt("decoder_sparse_step"); step && *step != 1)
+    input_error("{}: config.json decoder_sparse_step ({}) interleaves dense and MoE layers, which "
+                "strata's model spec cannot express (expected 1)", c.source(), *step);
+  if (c.has("mlp_only_layers")) {
+    const json& v = j.at("mlp_only_layers");
+    if (!v.is_array())
+      input_error("{}: config.json key 'mlp_only_layers' must be a list of layer indices, got {}",
+                  c.source(), v.dump());
+    std::int64_t k = 0;
+    for (const json& x : v) {
+      if (!x.is_number_integer() || x.get<std::int64_t>() != k)
+        input_error("{}: config.json mlp_only_layers {} is not a prefix 0, 1, ..., k-1: dense layers "
+                    "between MoE layers are not expressible in strata's model spec",
+                    c.source(), v.dump());
+      ++k;
+    }
+    e.first_dense_layers = k;
+  }
+  m.moe = e;
+  return m;
+}
+
+// DeepseekV2Config / DeepseekV3Config (transformers configuration_deepseek_v3.py at
+// 0fc683d1cd949b6c802499b77edd32206dbe86c6, modeling_deepseek_v3.py at
+// f5a9ec512fa9fe69e51ea0c6388c68d50de567b3): multi-head latent attention (q_a_proj to
+// q_lora_rank, or one q_proj when q_lora_rank is null; kv_a_proj_with_mqa to kv_lora_rank +
+// qk_rope_head_dim; RMSNorms on both latents; q_b_proj, kv_b_proj per head; o_proj from
+// heads * v_head_dim); the first first_k_dense_replace layers have the dense MLP of
+// intermediate_size, the rest n_routed_experts experts of moe_intermediate_size (top
+// num_experts_per_tok) and n_shared_experts shared ones (one MLP of n_shared *
+// moe_intermediate_size: the same weights). The router's e_score_correction_bias is a
+// buffer, not a parameter. scoring_func: V3 sigmoid, V2 softmax by default.
+ModelSpec parse_deepseek(const HfConfig& c, bool v3) {
+  ModelSpec m;
+  m.hidden = c.get_int("hidden_size");
+  m.layers = c.get_int("num_hidden_layers");
+  m.heads = c.get_int("num_attention_heads");
+  m.kv_heads = m.heads;  // MLA expands K and V for every head
+  m.ffn = c.get_int("intermediate_size");
+  m.vocab = c.get_int("vocab_size");
+  m.seq_len = c.get_int("max_position_embeddings");
+  m.activation = hf_activation(c, "hidden_act", "silu");
+  if (m.activation != Activation::SwiGlu)
+    input_error("{}: config.json hidden_act '{}' in DeepSeek's gated MLP is not expressible (expected silu)",
+                c.source(), c.get_string("hidden_act", "silu"));
+  m.norm = Norm::RmsNorm;
+  m.positions = Positions::Rope;
+  m.tied_embeddings = c.get_bool("tie_word_embeddings", false);
+  refuse_if_true(c, "attention_bias", "a bias on the latent-attention projections");
+  if (auto n = c.get_int_opt("num_nextn_predict_layers"); n && *n > 0)
+    input_error("{}: config.json num_nextn_predict_layers ({}) adds multi-token-prediction modules, "
+                "which strata does not model; set it to 0 to plan the main model",
+                c.source(), *n);
+  if (auto f = c.get_int_opt("moe_layer_freq"); f && *f != 1)
+    input_error("{}: config.json moe_layer_freq ({}) interleaves dense and MoE layers, which "
+                "strata's model spec cannot express (expected 1)", c.source(), *f);
+  MlaSpec a;
+  a.q_lora_rank = c.get_int_opt("q_lora_rank").value_or(0);
+  a.kv_lora_rank = c.get_int("kv_lora_rank");
+  a.qk_nope_head_dim = c.get_int("qk_nope_head_dim");
+  a.qk_rope_head_dim = c.get_int("qk_rope_head_dim");
+  a.v_head_dim = c.get_int("v_head_dim");
+  m.mla = a;
+  MoeSpec e;
+  e.experts = c.get_int("n_routed_experts");
+  e.top_k = c.get_int("num_experts_per_tok");
+  e.expert_ffn = c.get_int("moe_intermediate_size");
+  e.shared_experts = c.get_int_opt("n_shared_experts").value_or(0);
+  e.shared_expert_ffn = e.shared_experts > 0 ? e.expert_ffn : 0;
+  e.first_dense_layers = c.get_int_opt("first_k_dense_replace").value_or(0);
+  const std::string scoring = c.get_string("scoring_func", v3 ? "sigmoid" : "softmax");
+  if (scoring != "sigmoid" && scoring != "softmax")
+    input_error("{}: config.json scoring_func '{}' is not supported (expected softmax or sigmoid)",
+                c.source(), scoring);
+  e.router = scoring == "sigmoid" ? RouterKind::Sigmoid : RouterKind::Softmax;
+  m.moe = e;
   return m;
 }
 
@@ -240,6 +409,34 @@ ModelSpec parse_gpt2(const HfConfig& c) {
   return m;
 }
 
+MlaSpec read_mla(const YamlReader& r) {
+  r.expect_keys({"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"});
+  MlaSpec a;
+  a.q_lora_rank = r.get_int("q_lora_rank", 0);
+  a.kv_lora_rank = r.get_int("kv_lora_rank");
+  a.qk_nope_head_dim = r.get_int("qk_nope_head_dim");
+  a.qk_rope_head_dim = r.get_int("qk_rope_head_dim");
+  a.v_head_dim = r.get_int("v_head_dim");
+  return a;
+}
+
+MoeSpec read_moe(const YamlReader& r) {
+  r.expect_keys({"experts", "top_k", "expert_ffn", "shared_experts", "shared_expert_ffn",
+                 "first_dense_layers", "router", "capacity_factor", "load_imbalance"});
+  MoeSpec e;
+  e.experts = r.get_int("experts");
+  e.top_k = r.get_int("top_k");
+  e.expert_ffn = r.get_int("expert_ffn");
+  e.shared_experts = r.get_int("shared_experts", 0);
+  e.shared_expert_ffn = r.get_int("shared_expert_ffn", e.shared_experts > 0 ? e.expert_ffn : 0);
+  e.first_dense_layers = r.get_int("first_dense_layers", 0);
+  e.router = r.get_enum("router", {"softmax", "sigmoid"}, "softmax") == "softmax" ? RouterKind::Softmax
+                                                                                   : RouterKind::Sigmoid;
+  if (r.has("capacity_factor")) e.capacity_factor = r.get_positive("capacity_factor");
+  e.load_imbalance = r.has("load_imbalance") ? r.get_positive("load_imbalance") : 1.0;
+  return e;
+}
+
 }  // namespace
 
 void validate(const ModelSpec& spec, const std::string& source) {
@@ -248,7 +445,8 @@ void validate(const ModelSpec& spec, const std::string& source) {
 
 ModelSpec read_model(const YamlReader& r) {
   r.expect_keys({"name", "source", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
-                 "seq_len", "activation", "norm", "positions", "tied_embeddings"});
+                 "seq_len", "activation", "norm", "positions", "tied_embeddings", "head_dim",
+                 "attention", "mla", "moe"});
   ModelSpec m;
   m.name = r.get_string("name", file_stem(r.source()));
   if (r.has("source")) (void)r.get_string("source");  // provenance text, must be a string
@@ -270,7 +468,21 @@ ModelSpec read_model(const YamlReader& r) {
                     ? Positions::Learned
                     : Positions::Rope;
   m.tied_embeddings = r.get_bool("tied_embeddings", true);
+  m.explicit_head_dim = r.get_int("head_dim", 0);
+  if (r.has("mla")) m.mla = read_mla(r.child("mla"));
+  if (r.has("moe")) m.moe = read_moe(r.child("moe"));
   if (auto v = check_spec(m)) throw InputError(fmt::format("{} {}", r.where(v->field), v->rule));
+  if (m.explicit_head_dim != 0 && m.mla)
+    r.fail("head_dim", "does not apply to mla attention (its per-head widths are under mla:)");
+  if (r.has("attention")) {
+    const std::string a = r.get_enum("attention", {"mha", "gqa", "mla"});
+    if (a != to_string(m.attention())) {
+      if (a == "mla") r.fail("attention", "is mla but the model has no mla: section");
+      if (m.mla) r.fail("attention", fmt::format("is {} but the model has an mla: section", a));
+      r.fail("attention", fmt::format("is {} but kv_heads ({}) {} heads ({})", a, m.kv_heads,
+                                      m.kv_heads == m.heads ? "equals" : "is less than", m.heads));
+    }
+  }
   return m;
 }
 
@@ -306,12 +518,22 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
       input_error("{}: config.json model_type '{}' is not supported (supported: {})", source, type, allowed);
     if (t->family == HfFamily::Gpt2 && !c.has("n_embd"))
       input_error("{}: config.json model_type 'gpt2' needs GPT2Config keys (n_embd, n_layer, n_head, ...)", source);
-    if (t->family == HfFamily::Llama && !c.has("hidden_size"))
+    if (t->family != HfFamily::Gpt2 && !c.has("hidden_size"))
       input_error("{}: config.json model_type '{}' needs hidden_size, num_hidden_layers, ...", source, type);
-    m = t->family == HfFamily::Gpt2 ? parse_gpt2(c) : parse_llama_like(c);
-  } else if (c.has("n_embd")) m = parse_gpt2(c);
-  else if (c.has("hidden_size")) m = parse_llama_like(c);
-  else
+    switch (t->family) {
+      case HfFamily::Gpt2: refuse_sparse_keys(c, type); m = parse_gpt2(c); break;
+      case HfFamily::Llama: refuse_sparse_keys(c, type); m = parse_llama_like(c); break;
+      case HfFamily::Mixtral: m = parse_mixtral(c); break;
+      case HfFamily::QwenMoe: m = parse_qwen_moe(c, j); break;
+      case HfFamily::DeepSeek: m = parse_deepseek(c, type == "deepseek_v3"); break;
+    }
+  } else if (c.has("n_embd")) {
+    refuse_sparse_keys(c, "");
+    m = parse_gpt2(c);
+  } else if (c.has("hidden_size")) {
+    refuse_sparse_keys(c, "");
+    m = parse_llama_like(c);
+  } else
     input_error("{}: not a recognised HuggingFace config.json: expected LlamaConfig/"
                 "MistralConfig keys (hidden_size, num_hidden_layers, num_attention_heads, ...) "
                 "or GPT2Config keys (n_embd, n_layer, n_head, ...)",
@@ -332,7 +554,17 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
         {"layers", {"num_hidden_layers", "n_layer"}}, {"hidden", {"hidden_size", "n_embd"}},
         {"heads", {"num_attention_heads", "n_head"}}, {"kv_heads", {"num_key_value_heads", "n_head"}},
         {"ffn", {"intermediate_size", "n_inner"}},    {"vocab", {"vocab_size", "vocab_size"}},
-        {"seq_len", {"max_position_embeddings", "n_positions"}}, {"name", {"_name_or_path", "_name_or_path"}}};
+        {"seq_len", {"max_position_embeddings", "n_positions"}}, {"name", {"_name_or_path", "_name_or_path"}},
+        {"head_dim", {"head_dim", "head_dim"}},
+        {"moe.experts", {m.mla ? "n_routed_experts" : c.has("num_local_experts") ? "num_local_experts" : "num_experts", ""}},
+        {"moe.top_k", {"num_experts_per_tok", ""}},
+        {"moe.expert_ffn", {c.has("moe_intermediate_size") ? "moe_intermediate_size" : "intermediate_size", ""}},
+        {"moe.shared_experts", {"n_shared_experts", ""}},
+        {"moe.shared_expert_ffn", {c.has("shared_expert_intermediate_size") ? "shared_expert_intermediate_size" : "moe_intermediate_size", ""}},
+        {"moe.first_dense_layers", {m.mla ? "first_k_dense_replace" : "mlp_only_layers", ""}},
+        {"mla.q_lora_rank", {"q_lora_rank", ""}}, {"mla.kv_lora_rank", {"kv_lora_rank", ""}},
+        {"mla.qk_nope_head_dim", {"qk_nope_head_dim", ""}}, {"mla.qk_rope_head_dim", {"qk_rope_head_dim", ""}},
+        {"mla.v_head_dim", {"v_head_dim", ""}}};
     std::string key;
     for (const auto& [f, k] : keys)
       if (v->field == f) key = gpt2 ? k.second : k.first;
@@ -403,6 +635,32 @@ std::string to_yaml(const ModelSpec& m) {
   e << YAML::Key << "norm" << YAML::Value << to_string(m.norm);
   e << YAML::Key << "positions" << YAML::Value << to_string(m.positions);
   e << YAML::Key << "tied_embeddings" << YAML::Value << m.tied_embeddings;
+  if (m.explicit_head_dim != 0) e << YAML::Key << "head_dim" << YAML::Value << m.explicit_head_dim;
+  if (m.mla || m.moe) e << YAML::Key << "attention" << YAML::Value << to_string(m.attention());
+  if (m.mla) {
+    e << YAML::Key << "mla" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "q_lora_rank" << YAML::Value << m.mla->q_lora_rank;
+    e << YAML::Key << "kv_lora_rank" << YAML::Value << m.mla->kv_lora_rank;
+    e << YAML::Key << "qk_nope_head_dim" << YAML::Value << m.mla->qk_nope_head_dim;
+    e << YAML::Key << "qk_rope_head_dim" << YAML::Value << m.mla->qk_rope_head_dim;
+    e << YAML::Key << "v_head_dim" << YAML::Value << m.mla->v_head_dim;
+    e << YAML::EndMap;
+  }
+  if (m.moe) {
+    e << YAML::Key << "moe" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "experts" << YAML::Value << m.moe->experts;
+    e << YAML::Key << "top_k" << YAML::Value << m.moe->top_k;
+    e << YAML::Key << "expert_ffn" << YAML::Value << m.moe->expert_ffn;
+    e << YAML::Key << "shared_experts" << YAML::Value << m.moe->shared_experts;
+    e << YAML::Key << "shared_expert_ffn" << YAML::Value << m.moe->shared_expert_ffn;
+    e << YAML::Key << "first_dense_layers" << YAML::Value << m.moe->first_dense_layers;
+    e << YAML::Key << "router" << YAML::Value << to_string(m.moe->router);
+    if (m.moe->capacity_factor > 0)
+      e << YAML::Key << "capacity_factor" << YAML::Value << YAML::Precision(17) << m.moe->capacity_factor;
+    if (m.moe->load_imbalance != 1.0)
+      e << YAML::Key << "load_imbalance" << YAML::Value << YAML::Precision(17) << m.moe->load_imbalance;
+    e << YAML::EndMap;
+  }
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }
@@ -410,5 +668,9 @@ std::string to_yaml(const ModelSpec& m) {
 const char* to_string(Activation a) { return a == Activation::Gelu ? "gelu" : "swiglu"; }
 const char* to_string(Norm n) { return n == Norm::LayerNorm ? "layernorm" : "rmsnorm"; }
 const char* to_string(Positions p) { return p == Positions::Learned ? "learned" : "rope"; }
+const char* to_string(AttentionKind a) {
+  return a == AttentionKind::Mha ? "mha" : a == AttentionKind::Gqa ? "gqa" : "mla";
+}
+const char* to_string(RouterKind r) { return r == RouterKind::Softmax ? "softmax" : "sigmoid"; }
 
 }  // namespace strata::models

@@ -2,8 +2,12 @@
 // (YAML), as HuggingFace ships it (config.json), or from the built-in catalog.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "models/mla_spec.h"
+#include "models/moe_spec.h"
 
 namespace strata {
 class YamlReader;
@@ -14,6 +18,9 @@ namespace strata::models {
 enum class Activation { Gelu, SwiGlu };
 enum class Norm { LayerNorm, RmsNorm };
 enum class Positions { Learned, Rope };
+// mha: kv_heads == heads; gqa: fewer K/V heads shared by groups of query heads;
+// mla: multi-head latent attention (ModelSpec::mla).
+enum class AttentionKind { Mha, Gqa, Mla };
 
 struct ModelSpec {
   std::string name;
@@ -28,9 +35,19 @@ struct ModelSpec {
   Norm norm = Norm::LayerNorm;
   Positions positions = Positions::Learned;  // gelu/layernorm models default Learned, llama Rope
   bool tied_embeddings = true;
+  std::int64_t explicit_head_dim = 0;  // per-head width where it is not hidden/heads
+                                       // (Qwen3, Gemma); 0 = hidden/heads
+  std::optional<MlaSpec> mla;          // set: multi-head latent attention
+  std::optional<MoeSpec> moe;          // set: mixture-of-experts MLP (after first_dense_layers)
 
-  std::int64_t head_dim() const { return hidden / heads; }
+  std::int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : hidden / heads; }
+  std::int64_t q_dim() const { return heads * head_dim(); }       // width of Q and of the attention output
   std::int64_t kv_dim() const { return kv_heads * head_dim(); }  // width of K (and of V)
+  AttentionKind attention() const {
+    return mla ? AttentionKind::Mla : kv_heads == heads ? AttentionKind::Mha : AttentionKind::Gqa;
+  }
+  // Block `layer` (1-based) has the mixture-of-experts MLP.
+  bool is_moe_layer(std::int64_t layer) const { return moe && layer > moe->first_dense_layers; }
   bool operator==(const ModelSpec&) const = default;
 };
 
@@ -57,7 +74,12 @@ void validate(const ModelSpec& spec, const std::string& source);
 // Parses the strata YAML model format (unknown keys rejected). Keys: name, layers,
 // hidden, heads, kv_heads (default heads), ffn (default 4*hidden), vocab, seq_len,
 // activation (gelu|swiglu), norm (layernorm|rmsnorm), positions (learned|rope; default
-// learned for gelu, rope for swiglu), tied_embeddings (default true), source (ignored).
+// learned for gelu, rope for swiglu), tied_embeddings (default true), source (ignored),
+// head_dim (default hidden/heads), attention (mha|gqa|mla; checked against kv_heads and
+// mla), mla: {q_lora_rank (0 = none), kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+// v_head_dim}, moe: {experts, top_k, expert_ffn, shared_experts (default 0),
+// shared_expert_ffn (default expert_ffn), first_dense_layers (default 0),
+// router (softmax|sigmoid, default softmax), capacity_factor (absent = dropless)}.
 // `name` defaults to the file stem of `source`.
 ModelSpec parse_model_yaml(const std::string& text, const std::string& source);
 // Same, from a mapping already read (e.g. the `model:` section of a plan file); errors
@@ -84,5 +106,6 @@ std::string to_yaml(const ModelSpec& spec);
 const char* to_string(Activation a);
 const char* to_string(Norm n);
 const char* to_string(Positions p);
+const char* to_string(AttentionKind a);
 
 }  // namespace strata::models

@@ -17,6 +17,10 @@ const char* to_string(OpKind k) {
     case OpKind::Residual: return "residual";
     case OpKind::LmHead: return "lm_head";
     case OpKind::Loss: return "loss";
+    case OpKind::Router: return "router";
+    case OpKind::ExpertUp: return "expert_up";
+    case OpKind::ExpertGate: return "expert_gate";
+    case OpKind::ExpertDown: return "expert_down";
   }
   return "unknown";
 }
@@ -24,7 +28,8 @@ const char* to_string(OpKind k) {
 std::optional<OpKind> op_kind_from_string(std::string_view name) {
   for (OpKind k : {OpKind::Embedding, OpKind::Norm, OpKind::Qkv, OpKind::Rope, OpKind::AttentionCore,
                    OpKind::OutProj, OpKind::MlpUp, OpKind::MlpGate, OpKind::Activation,
-                   OpKind::MlpDown, OpKind::Residual, OpKind::LmHead, OpKind::Loss})
+                   OpKind::MlpDown, OpKind::Residual, OpKind::LmHead, OpKind::Loss,
+                   OpKind::Router, OpKind::ExpertUp, OpKind::ExpertGate, OpKind::ExpertDown})
     if (name == to_string(k)) return k;
   return std::nullopt;
 }
@@ -48,6 +53,15 @@ const char* to_string(TpComm c) {
     case TpComm::AllGatherForwardReduceScatterBackward: return "allgather_fwd_reducescatter_bwd";
     case TpComm::ReduceScatterForwardAllGatherBackward: return "reducescatter_fwd_allgather_bwd";
     case TpComm::VocabAllReduce: return "vocab_allreduce";
+  }
+  return "unknown";
+}
+
+const char* to_string(EpComm c) {
+  switch (c) {
+    case EpComm::None: return "none";
+    case EpComm::DispatchForwardCombineBackward: return "dispatch_forward_combine_backward";
+    case EpComm::CombineForwardDispatchBackward: return "combine_forward_dispatch_backward";
   }
   return "unknown";
 }

@@ -23,6 +23,10 @@ enum class OpKind {
   Residual,       // residual add (+ dropout)
   LmHead,         // h -> vocab (GEMM)
   Loss,           // softmax cross-entropy
+  Router,         // h -> experts logits (GEMM, replicated), MoE layers
+  ExpertUp,       // h -> expert_ffn, one GEMM per routed expert (grouped GEMM)
+  ExpertGate,     // h -> expert_ffn gate per routed expert (SwiGLU only)
+  ExpertDown,     // expert_ffn -> h per routed expert
 };
 
 // How tensor parallelism splits the op (Megatron): column-parallel splits the GEMM's
@@ -40,6 +44,15 @@ enum class TpComm {
   AllGatherForwardReduceScatterBackward,    // SP: before column-parallel
   ReduceScatterForwardAllGatherBackward,    // SP: after row-parallel
   VocabAllReduce,                           // vocab-parallel embedding / loss reductions
+};
+
+// The expert-parallel token exchange around the routed experts (Megatron-Core's
+// all-to-all token dispatcher): tokens go to the ranks holding their experts before the
+// first expert GEMM and come back after the last; the backward runs the reverse.
+enum class EpComm {
+  None,
+  DispatchForwardCombineBackward,  // before expert_up: send each token's top_k copies out
+  CombineForwardDispatchBackward,  // after expert_down: bring the expert outputs back
 };
 
 struct GemmShape {
@@ -77,6 +90,18 @@ struct Op {
                                          // recompute drops (attention scores: 5*a*s^2*b)
   TpComm tp_comm = TpComm::None;  // collective *before or after* the op (see tp_comm_bytes)
   double tp_comm_bytes = 0;    // message size of that collective, unsharded activation bytes
+  // Mixture of experts.
+  std::int64_t gemm_count = 1; // identical GEMMs of shape `gemm` the op runs (a grouped GEMM:
+                               // one per routed expert, or per shared expert); flops, bytes
+                               // and params above are the totals over all of them
+  bool routed_expert = false;  // a routed-expert GEMM: `gemm.m` is the mean tokens one expert
+                               // gets (tokens * top_k / experts, rounded up); its experts are
+                               // split over ep and each expert over etp (not tp)
+  double active_params = 0;    // parameters one token uses (= params except routed experts:
+                               // params * top_k / experts)
+  EpComm ep_comm = EpComm::None;
+  double ep_comm_bytes = 0;    // bytes one rank's tokens send out in that exchange, unsharded:
+                               // tokens * top_k * hidden * 2 (2-byte activations)
 };
 
 const char* to_string(OpKind k);
@@ -84,6 +109,7 @@ const char* to_string(OpKind k);
 std::optional<OpKind> op_kind_from_string(std::string_view name);
 const char* to_string(Sharding s);
 const char* to_string(TpComm c);
+const char* to_string(EpComm c);
 
 // The graph is built without sequence parallelism. With it, Megatron replaces the
 // all-reduce pair around each column/row-parallel region by all-gather / reduce-scatter
@@ -97,7 +123,9 @@ inline TpComm with_sequence_parallel(TpComm c) {
 }
 inline bool is_gemm(OpKind k) {
   return k == OpKind::Qkv || k == OpKind::OutProj || k == OpKind::MlpUp ||
-         k == OpKind::MlpGate || k == OpKind::MlpDown || k == OpKind::LmHead;
+         k == OpKind::MlpGate || k == OpKind::MlpDown || k == OpKind::LmHead ||
+         k == OpKind::Router || k == OpKind::ExpertUp || k == OpKind::ExpertGate ||
+         k == OpKind::ExpertDown;
 }
 
 }  // namespace strata::models

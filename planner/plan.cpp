@@ -50,7 +50,7 @@ int read_int(const YamlReader& r, const std::string& key, int dflt, bool require
 
 Strategy read_strategy(const YamlReader& r) {
   r.expect_keys({"dp", "tp", "pp", "cp", "vpp", "micro_batch", "global_batch", "zero", "recompute",
-                 "sequence_parallel", "schedule", "rank_order"});
+                 "sequence_parallel", "schedule", "rank_order", "ep", "etp"});
   Strategy s;
   s.dp = read_int(r, "dp", 1, true);
   s.tp = read_int(r, "tp", 1, true);
@@ -66,6 +66,8 @@ Strategy read_strategy(const YamlReader& r) {
   s.schedule = schedule_from_string(r.get_enum(
       "schedule", {"gpipe", "1f1b", "interleaved"}, s.vpp > 1 ? "interleaved" : "1f1b"));
   s.rank_order = r.get_string("rank_order", "tp-dp-pp");
+  s.ep = read_int(r, "ep", 1, false);
+  s.etp = read_int(r, "etp", 1, false);
   return s;
 }
 
@@ -99,7 +101,8 @@ Prediction read_prediction(const YamlReader& r) {
   }
   if (r.has("breakdown_s")) {
     YamlReader b = r.child("breakdown_s");
-    b.expect_keys({"compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "optimizer", "bubble"});
+    b.expect_keys({"compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "optimizer", "bubble",
+                   "ep_comm"});
     Breakdown& d = p.breakdown_s;
     d.compute = read_double(b, "compute", 0);
     d.tp_comm = read_double(b, "tp_comm", 0);
@@ -108,6 +111,7 @@ Prediction read_prediction(const YamlReader& r) {
     d.dp_comm = read_double(b, "dp_comm", 0);
     d.optimizer = read_double(b, "optimizer", 0);
     d.bubble = read_double(b, "bubble", 0);
+    d.ep_comm = read_double(b, "ep_comm", 0);
   }
   if (r.has("notes")) {
     YamlReader l = r.child("notes");
@@ -167,6 +171,8 @@ void emit_strategy(YAML::Emitter& e, const Strategy& s) {
   e << YAML::Key << "sequence_parallel" << YAML::Value << s.sequence_parallel;
   e << YAML::Key << "schedule" << YAML::Value << to_string(s.schedule);
   e << YAML::Key << "rank_order" << YAML::Value << s.rank_order;
+  e << YAML::Key << "ep" << YAML::Value << s.ep;
+  e << YAML::Key << "etp" << YAML::Value << s.etp;
   e << YAML::EndMap;
 }
 
@@ -197,6 +203,7 @@ void emit_prediction(YAML::Emitter& e, const Prediction& p) {
   e << YAML::Key << "dp_comm" << YAML::Value << yaml_double(b.dp_comm);
   e << YAML::Key << "optimizer" << YAML::Value << yaml_double(b.optimizer);
   e << YAML::Key << "bubble" << YAML::Value << yaml_double(b.bubble);
+  e << YAML::Key << "ep_comm" << YAML::Value << yaml_double(b.ep_comm);
   e << YAML::EndMap;
   e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
   for (const auto& n : p.notes) e << YAML::DoubleQuoted << n;
@@ -335,7 +342,9 @@ std::string plan_to_json(const Plan& p) {
                     {"zero", s.zero},
                     {"recompute", to_string(s.recompute)},
                     {"sequence_parallel", s.sequence_parallel},
-                    {"schedule", to_string(s.schedule)}};
+                    {"schedule", to_string(s.schedule)},
+                    {"ep", s.ep},
+                    {"etp", s.etp}};
   const Breakdown& b = q.breakdown_s;
   j["prediction"] = J{{"iteration_s", json_number(q.iteration_s)},
                       {"tokens_per_s", json_number(q.tokens_per_s)},
@@ -350,7 +359,8 @@ std::string plan_to_json(const Plan& p) {
                                         {"pp_comm", json_number(b.pp_comm)},
                                         {"dp_comm", json_number(b.dp_comm)},
                                         {"optimizer", json_number(b.optimizer)},
-                                        {"bubble", json_number(b.bubble)}}}};
+                                        {"bubble", json_number(b.bubble)},
+                                        {"ep_comm", json_number(b.ep_comm)}}}};
   j["stack"] = q.stack;
   {
     const MemoryBreakdown& m = q.peak_memory;

@@ -16,6 +16,9 @@
 //   zero {0, 1, 2, 3} (> 0 only when dp * cp > 1: otherwise it is the same layout);
 //   recompute {none, selective, full};  sequence_parallel {false, true when tp > 1};
 //   schedule 1f1b (vpp = 1) or interleaved (vpp > 1); GPipe only when asked for.
+//   MoE models: ep over the divisors of experts and etp over the divisors of tp (Megatron's
+//   advice is etp <= tp, usually 1) with ep * etp dividing tp * cp * dp; sequence
+//   parallelism only when tp > 1 (Megatron requires it for MoE). Dense models: ep = etp = 1.
 // Ranking: iteration time, then peak memory, then enumeration order (deterministic, whatever
 // the number of threads the candidates are simulated on).
 #include <algorithm>
@@ -54,6 +57,24 @@ template <typename T>
 std::vector<T> pinned_or(const std::optional<T>& pin, std::vector<T> all) {
   if (pin) return {*pin};
   return all;
+}
+
+// (ep, etp) pairs for a tp x dp stage: {(1, 1)} for dense models.
+std::vector<std::pair<int, int>> expert_layouts(const models::ModelSpec& model, int tp, int dp,
+                                                const SearchOptions& o) {
+  if (!model.moe) return {{o.ep.value_or(1), o.etp.value_or(1)}};
+  std::vector<std::pair<int, int>> out;
+  const long long stage = static_cast<long long>(tp) * dp;
+  for (int etp : o.etp ? std::vector<int>{*o.etp} : divisors(tp)) {
+    if (etp < 1 || model.moe->expert_ffn % etp != 0) continue;
+    const std::vector<int> eps = o.ep ? std::vector<int>{*o.ep}
+                                      : divisors(static_cast<int>(std::min<long long>(stage, model.moe->experts)));
+    for (int ep : eps)
+      if (ep >= 1 && model.moe->experts % ep == 0 && stage % (static_cast<long long>(ep) * etp) == 0)
+        out.emplace_back(ep, etp);
+  }
+  if (out.empty()) out.emplace_back(o.ep.value_or(1), o.etp.value_or(1));  // rejected by validate()
+  return out;
 }
 
 bool better(const Prediction& a, std::int64_t ia, const Prediction& b, std::int64_t ib) {
@@ -147,22 +168,27 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
             for (bool sp : pinned_or<bool>(options.sequence_parallel,
                                            tp > 1 ? std::vector<bool>{false, true}
                                                   : std::vector<bool>{false})) {
+              if (model.moe && tp > 1 && !sp && !options.sequence_parallel) continue;
               for (int zero : pinned_or<int>(options.zero, dp * cp > 1
                                                                ? std::vector<int>{0, 1, 2, 3}
                                                                : std::vector<int>{0})) {
-                Strategy s;
-                s.dp = dp;
-                s.tp = tp;
-                s.pp = pp;
-                s.cp = cp;
-                s.vpp = vpp;
-                s.micro_batch = mb;
-                s.global_batch = gb;
-                s.zero = zero;
-                s.recompute = rc;
-                s.sequence_parallel = sp;
-                s.schedule = kind;
-                space.push_back(s);
+                for (const auto& [ep, etp] : expert_layouts(model, tp, dp * cp, options)) {
+                  Strategy s;
+                  s.dp = dp;
+                  s.tp = tp;
+                  s.pp = pp;
+                  s.cp = cp;
+                  s.vpp = vpp;
+                  s.micro_batch = mb;
+                  s.global_batch = gb;
+                  s.zero = zero;
+                  s.recompute = rc;
+                  s.sequence_parallel = sp;
+                  s.schedule = kind;
+                  s.ep = ep;
+                  s.etp = etp;
+                  space.push_back(s);
+                }
               }
             }
           }

@@ -23,6 +23,7 @@ struct SearchOptions {
   int top_k = 10;
   // Optional restrictions (unset = search all).
   std::optional<int> tp, pp, dp, cp, vpp, zero;
+  std::optional<int> ep, etp;  // MoE models: expert parallel / expert tensor parallel
   std::optional<std::int64_t> micro_batch;
   std::optional<Recompute> recompute;
   std::optional<bool> sequence_parallel;

@@ -54,7 +54,10 @@
 // into pp_comm = the p2p transfer time (incl. queueing behind earlier sends) along the
 // dependency chain that ends at q's last compute step, capped by that idle time, and
 // bubble = the rest; dp_comm = q's exposed gradient reduction (after its last backward)
-// + r's ZeRO-1 parameter all-gather; optimizer = r's Adam step.
+// + r's ZeRO-1 parameter all-gather; optimizer = r's Adam step. ep_comm = q's MoE token
+// dispatch / combine (all-to-all over ep, all-gather / reduce-scatter over etp), taken
+// out of tp_comm (costmodel/expert_dispatch_cost.h); routed-expert gradients reduce over
+// the edp group in the same buckets.
 // bubble_fraction = bubble / iteration_s.
 #include <algorithm>
 #include <set>
@@ -66,11 +69,13 @@
 
 #include "common/errors.h"
 #include "costmodel/context_parallel_cost.h"
+#include "costmodel/expert_dispatch_cost.h"
 #include "costmodel/prediction_band.h"
 #include "costmodel/zero_sharding.h"
 #include "costmodel/rank_grid.h"
 #include "planner/detail/sim_engine.h"
 #include "planner/simulator.h"
+#include "costmodel/expert_dispatch_cost.h"
 #include "planner/stage_partition.h"
 
 namespace strata::planner {
@@ -173,7 +178,7 @@ const SimEngine::Graph& SimEngine::graph_for(std::int64_t micro_batch, int cp) {
 }
 
 const Placement& SimEngine::placement_for(const Strategy& s) {
-  const auto key = std::make_tuple(s.tp, s.pp, s.dp, s.cp, s.rank_order);
+  const auto key = std::make_tuple(s.tp, s.pp, s.dp, s.cp, s.rank_order, s.ep, s.etp);
   auto it = placements_.find(key);
   if (it != placements_.end()) return it->second;
   const costmodel::RankGrid grid(s.dp, s.tp, s.pp, s.rank_order, s.cp);
@@ -200,6 +205,16 @@ const Placement& SimEngine::placement_for(const Strategy& s) {
         first = false;
       }
   }
+  pl.edp = pl.dp;
+  // Expert groups whenever the model has experts: with ep = etp = 1 and tp > 1 the experts
+  // are still replicated over all tp x dp ranks of a stage (edp = tp x dp); cp is 1 there
+  // (expert_parallel.cpp refuses cp > 1 with experts).
+  if (model_.moe && s.rank_order == "tp-dp-pp") {
+    using costmodel::ExpertAxis;
+    pl.ep = costmodel::placed_expert_group(grid, s.ep, s.etp, ExpertAxis::Ep, gpn);
+    pl.etp = costmodel::placed_expert_group(grid, s.ep, s.etp, ExpertAxis::Etp, gpn);
+    pl.edp = costmodel::placed_expert_group(grid, s.ep, s.etp, ExpertAxis::Edp, gpn);
+  }
   if (s.pp > 1) {
     for (int p = 0; p + 1 < s.pp; ++p) pl.link.push_back(costmodel::placed_pp_pair(grid, p, gpn));
     pl.first_last = costmodel::placed_ranks(
@@ -211,9 +226,11 @@ const Placement& SimEngine::placement_for(const Strategy& s) {
 }
 
 const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& pl) {
+  const bool moe = model_.moe.has_value();
   const auto key = std::make_tuple(s.micro_batch, s.tp, s.sequence_parallel, pl.tp.size,
                                    pl.tp.nodes_spanned, pl.tp.ranks_per_node_in_group, s.cp,
-                                   pl.cp.nodes_spanned);
+                                   pl.cp.nodes_spanned, moe ? s.dp : 0, moe ? s.ep : 0,
+                                   moe ? s.etp : 0);
   auto it = costs_.find(key);
   if (it != costs_.end()) return it->second;
 
@@ -234,6 +251,9 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
     if (e.source != costmodel::TimeSource::Roofline) t.tp_measured = true;
     return e.time_s;
   };
+  costmodel::ExpertLayout el;
+  el.tp = tp, el.sequence_parallel = sp, el.ep = s.ep, el.etp = s.etp;
+  if (moe) el.tokens_factor = costmodel::expert_tokens_factor(*model_.moe);
   for (std::size_t gi = 0; gi < g.groups().size(); ++gi) {
     const models::LayerGroup& lg = g.groups()[gi];
     GroupCost& c = t.groups[gi];
@@ -249,7 +269,21 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
         op.flops_fwd *= cp;
         op.flops_bwd *= cp;
       }
-      const costmodel::OpTime ot = op_cost_.time(op, tp, sp, dtype_);
+      // Routed experts: a grouped GEMM at the per-expert shape of this layout, the token
+      // exchange around them, and the permutes (memory passes) on the compute stream.
+      const costmodel::OpTime ot = op.routed_expert
+                                       ? costmodel::expert_gemm_time(op_cost_.gemm(), op, el, dtype_)
+                                       : op_cost_.time(op, tp, sp, dtype_);
+      if (op.ep_comm != models::EpComm::None) {
+        const costmodel::DispatchTime dt = costmodel::dispatch_time(coll_, op, el, pl.ep, pl.etp, act_bytes_);
+        c.ep_fwd_s += dt.fwd_s;
+        c.ep_bwd_s += dt.bwd_s;
+        const double permute = costmodel::dispatch_bytes(op, el, act_bytes_).permute;
+        if (mem_bytes_per_s_ > 0) {
+          c.fwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;
+          c.bwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;
+        }
+      }
       c.fwd_s += ot.fwd_s;
       c.bwd_s += ot.bwd_s;
       if (models::is_gemm(op.kind)) {
@@ -273,8 +307,11 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
       // (learned position embeddings have s rows).
       const models::Op& whole_op = whole.op(v);
       const double op_params_rank =
-          whole_op.sharding == models::Sharding::Replicated ? whole_op.params : whole_op.params / tp;
+          whole_op.routed_expert ? whole_op.params / (static_cast<double>(s.ep) * s.etp)
+          : whole_op.sharding == models::Sharding::Replicated ? whole_op.params
+                                                                : whole_op.params / tp;
       c.params_rank += op_params_rank;
+      if (op.routed_expert) c.expert_params_rank += op_params_rank;
       // Unfused gradient accumulation: one add kernel per weight, reading the running
       // gradient and the new one and writing the sum (parameter dtype).
       if (!stack_.fused_grad_accumulation && op_params_rank > 0)
@@ -358,13 +395,15 @@ namespace {
 // attention waits for it) and reported apart by cp_times().
 void group_times(const GroupCost& c, int group, int layers, Recompute rc, double* fwd_compute,
                  double* fwd_tp, double* bwd_compute, double* bwd_tp) {
+  // The MoE token exchange blocks the stage like an exposed TP collective; it rides in
+  // the "tp" part here and is split out for the breakdown (ep_times).
   *fwd_compute = c.fwd_s + c.cp_fwd_s;
-  *fwd_tp = c.tp_fwd_s;
+  *fwd_tp = c.tp_fwd_s + c.ep_fwd_s;
   *bwd_compute = c.bwd_s + c.cp_bwd_s;
-  *bwd_tp = c.tp_bwd_s;
+  *bwd_tp = c.tp_bwd_s + c.ep_bwd_s;
   if (rc == Recompute::Full && is_block(group, layers)) {
     *bwd_compute += c.fwd_s + c.cp_fwd_s;
-    *bwd_tp += c.tp_fwd_s;
+    *bwd_tp += c.tp_fwd_s + c.ep_fwd_s;
   } else if (rc == Recompute::Selective) {
     *bwd_compute += c.attn_fwd_s + c.cp_fwd_s;  // the attention re-run exchanges K/V again
   }
@@ -452,7 +491,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   const auto& sl = res.stage_layers;
 
   // Per virtual stage: forward / backward duration and their compute / TP parts.
-  std::vector<double> fwd(stages), bwd(stages), fwd_tp(stages), bwd_tp(stages);
+  std::vector<double> fwd(stages), bwd(stages), fwd_tp(stages), bwd_tp(stages), ep_v(stages, 0.0);
   std::vector<double> fwd_cp(stages), bwd_cp(stages);
   double recompute_flops = 0;  // per micro-batch, whole model
   for (int v = 0; v < stages; ++v) {
@@ -467,6 +506,9 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
       btp += bt;
       fcp += xf;
       bcp += xb;
+      const GroupCost& gc = t.groups[g];
+      ep_v[v] += gc.ep_fwd_s + gc.ep_bwd_s +
+                 (s.recompute == Recompute::Full && is_block(g, layers) ? gc.ep_fwd_s : 0.0);
     }
     fwd[v] = f;
     bwd[v] = b;
@@ -542,6 +584,8 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
 
   // Memory per pipeline rank.
   mem_in_.tp = s.tp;
+  mem_in_.ep = s.ep;
+  mem_in_.etp = s.etp;
   mem_in_.pp = pp;
   mem_in_.dp = s.dp;
   mem_in_.cp = s.cp;
@@ -573,6 +617,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   struct Bucket {
     double ready, params;
     int stage, chunk;
+    double expert_params = 0;  // routed-expert part, reduced over the edp group
   };
   std::vector<Bucket> buckets;
   std::vector<TimelineEvent> events;
@@ -588,25 +633,27 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
         STRATA_CHECK(oi >= 0, "no backward for chunk {} on stage {}", c, p);
         const double op_start = w.op_start(oi), op_end = w.op_end(oi);
         // Groups finish in reverse order; durations in proportion to their backward time.
-        double at = op_start, acc = 0;
+        double at = op_start, acc = 0, acc_expert = 0;
         const double scale = bwd[v] > 0 ? (op_end - op_start) / bwd[v] : 0.0;
         for (auto it = sl[v].rbegin(); it != sl[v].rend(); ++it) {
           double fc, ft, bc, bt;
           group_times(t.groups[*it], *it, layers, s.recompute, &fc, &ft, &bc, &bt);
           at += (bc + bt) * scale;
           acc += t.groups[*it].params_rank;
+          acc_expert += t.groups[*it].expert_params_rank;
           stage_params += t.groups[*it].params_rank;
           if (acc >= bucket_cap) {
-            buckets.push_back(Bucket{at, acc, p, c});
+            buckets.push_back(Bucket{at, acc, p, c, acc_expert});
             acc = 0;
+            acc_expert = 0;
           }
         }
-        if (acc > 0) buckets.push_back(Bucket{op_end, acc, p, c});
+        if (acc > 0) buckets.push_back(Bucket{op_end, acc, p, c, acc_expert});
       }
       if (!overlap_dp) {  // one reduction of everything once the stage's backward is done
-        double all = 0;
-        for (const Bucket& b : buckets) all += b.params;
-        buckets.assign(1, Bucket{w.compute_end[p], all, p, 0});
+        double all = 0, all_expert = 0;
+        for (const Bucket& b : buckets) all += b.params, all_expert += b.expert_params;
+        buckets.assign(1, Bucket{w.compute_end[p], all, p, 0, all_expert});
       }
       // The tied embedding copy on the last stage reduces with the last bucket.
       if (!buckets.empty() && mem[p].params > stage_params)
@@ -618,7 +665,9 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
       double stream = 0, delay = 0;
       for (std::size_t k = 0; k < buckets.size(); ++k) {
         const double start = std::max(stream, buckets[k].ready + delay);
-        stream = start + coll_.time_s(grad_coll, buckets[k].params * grad_bytes, pl.dp);
+        const double dense_params = buckets[k].params - buckets[k].expert_params;
+        stream = start + coll_.time_s(grad_coll, dense_params * grad_bytes, pl.dp) +
+                 coll_.time_s(grad_coll, buckets[k].expert_params * grad_bytes, pl.edp);
         delay += sm_share * std::max(0.0, std::min(stream, w.compute_end[p] + delay) - start);
         if (timeline)
           events.push_back(TimelineEvent{p, "dp_comm",
@@ -652,11 +701,15 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   int r = 0;
   double iteration = 0, opt_r = 0, ag_r = 0;
   for (int p = 0; p < pp; ++p) {
-    const double shard = s.zero >= 1 ? static_cast<double>(grad_group) : 1.0;
-    const double opt = mem_bw > 0 ? mem[p].params / shard * adam_bytes_per_param(dtype_) / mem_bw : 0;
+    // ZeRO shards dense parameters over dp x cp and routed experts over edp.
+    const double dense_params = mem[p].params - mem[p].expert_params;
+    const double opt_params = s.zero >= 1 ? dense_params / grad_group + mem[p].expert_params / s.edp()
+                                          : mem[p].params;
+    const double opt = mem_bw > 0 ? opt_params * adam_bytes_per_param(dtype_) / mem_bw : 0;
     // ZeRO-3 ranks keep their parameter shard: nothing to gather after the step.
     double ag = (s.zero >= 1 && s.zero <= 2 && dp_comm)
-                    ? coll_.time_s(Collective::AllGather, mem[p].params * act_bytes_, pl.dp)
+                    ? coll_.time_s(Collective::AllGather, dense_params * act_bytes_, pl.dp) +
+                          coll_.time_s(Collective::AllGather, mem[p].expert_params * act_bytes_, pl.edp)
                     : 0.0;
     // Overlapped with the next forward bucket by bucket: only the first bucket's
     // gather (the first layers' parameters) is waited for; the hidden rest slows that
@@ -722,15 +775,17 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   pr.fits_memory = pr.peak_memory_gib <= cluster_.device.memory_gib;
 
   Breakdown& bd = pr.breakdown_s;
-  double tp_q = 0, p2p_q = 0, cp_q = 0, zero_q = 0;
+  double tp_q = 0, p2p_q = 0, cp_q = 0, zero_q = 0, ep_q = 0;
   for (int c = 0; c < vpp; ++c) {
     zero_q += m * (fwd_zero[c * pp + q] + bwd_zero[c * pp + q]);
     tp_q += m * (fwd_tp[c * pp + q] + bwd_tp[c * pp + q]);
     cp_q += m * (fwd_cp[c * pp + q] + bwd_cp[c * pp + q]);
     p2p_q += m * (p2p_fwd[c * pp + q] + p2p_bwd[c * pp + q]);
+    ep_q += m * ep_v[c * pp + q];
   }
   const double busy_q = w.busy_fwd[q] + w.busy_bwd[q];
-  bd.tp_comm = tp_q;
+  bd.ep_comm = ep_q;
+  bd.tp_comm = tp_q - ep_q;
   bd.cp_comm = cp_q;
   bd.compute = busy_q - tp_q - p2p_q - cp_q - zero_q;
   const double idle_q = w.idle[q];

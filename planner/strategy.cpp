@@ -12,6 +12,7 @@
 // - vpp > 1 if and only if the schedule is interleaved; interleaved needs pp > 1 and
 //   num_microbatches % pp == 0 (Megatron-LM's rule).
 #include "planner/strategy.h"
+#include "planner/detail/expert_parallel.h"
 
 #include <algorithm>
 #include <array>
@@ -92,7 +93,7 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
     if (m.hidden > 0 && m.hidden % s.tp != 0)
       add("strategy.tp",
           fmt::format("strategy.tp ({}) must divide model.hidden ({})", s.tp, m.hidden));
-    if (m.ffn > 0 && m.ffn % s.tp != 0)
+    if (m.ffn > 0 && (!m.moe || m.moe->first_dense_layers > 0) && m.ffn % s.tp != 0)
       add("strategy.tp", fmt::format("strategy.tp ({}) must divide model.ffn ({})", s.tp, m.ffn));
     if (s.sequence_parallel && s.tp == 1)
       add("strategy.sequence_parallel",
@@ -145,6 +146,7 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
       }
     }
   }
+  add_expert_violations(s, m, out);
   return out;
 }
 

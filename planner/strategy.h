@@ -25,8 +25,15 @@ struct Strategy {
   bool sequence_parallel = false;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   std::string rank_order = "tp-dp-pp";
+  // Mixture of experts (Megatron-Core parallel folding): the tp x dp ranks of a pipeline
+  // stage hold the experts as etp x ep x edp (etp innermost): ep splits the experts,
+  // etp splits each expert's GEMMs, edp = tp * dp / (ep * etp) replicates them.
+  int ep = 1, etp = 1;
 
   int gpus() const { return dp * tp * pp * cp; }
+  // Expert data parallel: Megatron-Core folds the experts over the same ranks as
+  // attention's tp x cp x dp, as etp x ep x edp.
+  int edp() const { return ep * etp > 0 ? tp * cp * dp / (ep * etp) : 0; }
   std::int64_t num_microbatches() const { return global_batch / (micro_batch * dp); }
   bool operator==(const Strategy&) const = default;
 };

@@ -65,25 +65,51 @@ std::string format_simulation_json(const PlanReport& r) {
   return dump(out);
 }
 
+namespace {
+json model_json(const ModelRow& r) {
+  const auto& m = r.spec;
+  json o = {{"name", m.name},
+            {"layers", m.layers},
+            {"hidden", m.hidden},
+            {"heads", m.heads},
+            {"kv_heads", m.kv_heads},
+            {"ffn", m.ffn},
+            {"vocab", m.vocab},
+            {"seq_len", m.seq_len},
+            {"activation", models::to_string(m.activation)},
+            {"norm", models::to_string(m.norm)},
+            {"positions", models::to_string(m.positions)},
+            {"tied_embeddings", m.tied_embeddings},
+            {"params", r.params},
+            {"params_total", r.params},
+            {"params_active", r.params_active},
+            {"head_dim", m.head_dim()},
+            {"attention", models::to_string(m.attention())}};
+  if (m.mla)
+    o["mla"] = {{"q_lora_rank", m.mla->q_lora_rank}, {"kv_lora_rank", m.mla->kv_lora_rank},
+                {"qk_nope_head_dim", m.mla->qk_nope_head_dim}, {"qk_rope_head_dim", m.mla->qk_rope_head_dim},
+                {"v_head_dim", m.mla->v_head_dim}};
+  if (m.moe) {
+    o["moe"] = {{"experts", m.moe->experts}, {"top_k", m.moe->top_k}, {"expert_ffn", m.moe->expert_ffn},
+                {"shared_experts", m.moe->shared_experts}, {"shared_expert_ffn", m.moe->shared_expert_ffn},
+                {"first_dense_layers", m.moe->first_dense_layers}, {"router", models::to_string(m.moe->router)}};
+    if (m.moe->capacity_factor > 0) o["moe"]["capacity_factor"] = m.moe->capacity_factor;
+    else o["moe"]["capacity_factor"] = nullptr;  // dropless
+  }
+  return o;
+}
+}  // namespace
+
 std::string format_models_json(const std::vector<ModelRow>& rows) {
   json list = json::array();
-  for (const auto& r : rows) {
-    const auto& m = r.spec;
-    list.push_back({{"name", m.name},
-                    {"layers", m.layers},
-                    {"hidden", m.hidden},
-                    {"heads", m.heads},
-                    {"kv_heads", m.kv_heads},
-                    {"ffn", m.ffn},
-                    {"vocab", m.vocab},
-                    {"seq_len", m.seq_len},
-                    {"activation", models::to_string(m.activation)},
-                    {"norm", models::to_string(m.norm)},
-                    {"positions", models::to_string(m.positions)},
-                    {"tied_embeddings", m.tied_embeddings},
-                    {"params", r.params}});
-  }
+  for (const auto& r : rows) list.push_back(model_json(r));
   return dump({{"schema_version", kJsonSchemaVersion}, {"models", list}});
+}
+
+std::string format_model_json(const ModelRow& row) {
+  json o = model_json(row);
+  o["schema_version"] = kJsonSchemaVersion;
+  return dump(o);
 }
 
 std::string format_clusters_json(const std::vector<costmodel::ClusterSpec>& clusters) {

@@ -25,6 +25,9 @@ std::string format_plan_json(const PlanReport& report);
 std::string format_simulation_json(const PlanReport& report);
 
 std::string format_models_json(const std::vector<ModelRow>& models);
+// One model (`strata models show M --format json`): the fields of a models-list entry,
+// params_total and params_active included, plus schema_version.
+std::string format_model_json(const ModelRow& model);
 std::string format_clusters_json(const std::vector<costmodel::ClusterSpec>& clusters);
 
 }  // namespace strata::report

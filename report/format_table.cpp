@@ -67,6 +67,7 @@ namespace {
 std::string strategy_brief(const planner::Strategy& s) {
   std::string out = fmt::format("tp={} pp={} dp={}", s.tp, s.pp, s.dp);
   if (s.cp > 1) out += fmt::format(" cp={}", s.cp);
+  if (s.ep * s.etp > 1) out += fmt::format(" ep={} etp={}", s.ep, s.etp);
   if (s.vpp > 1) out += fmt::format(" vpp={}", s.vpp);
   out += fmt::format(" mbs={} zero={} recompute={}", s.micro_batch, s.zero,
                      planner::to_string(s.recompute));
@@ -90,9 +91,9 @@ struct Part {
 };
 
 std::vector<Part> parts(const planner::Breakdown& b) {
-  return {{"compute", b.compute}, {"tp comm", b.tp_comm},     {"cp comm", b.cp_comm},
-          {"pp comm", b.pp_comm}, {"dp comm", b.dp_comm}, {"optimizer", b.optimizer},
-          {"bubble", b.bubble}};
+  return {{"compute", b.compute},       {"tp comm", b.tp_comm},     {"cp comm", b.cp_comm},
+          {"pp comm", b.pp_comm},       {"dp comm", b.dp_comm},     {"optimizer", b.optimizer},
+          {"bubble", b.bubble},         {"ep comm (all-to-all)", b.ep_comm}};
 }
 
 std::string header_lines(const PlanReport& r) {
@@ -179,11 +180,16 @@ std::string explain_best(const PlanReport& r) {
 }
 
 std::string format_plan_table(const PlanReport& r) {
-  Table t({{"rank", Align::Right},
+  // Expert columns only when some plan uses expert parallelism (MoE models).
+  bool experts = false;
+  for (const auto& p : r.plans) experts = experts || p.strategy.ep * p.strategy.etp > 1;
+  std::vector<std::pair<std::string, Align>> cols{{"rank", Align::Right},
            {"tp", Align::Right},
            {"pp", Align::Right},
            {"dp", Align::Right},
-           {"cp", Align::Right},
+           {"cp", Align::Right}};
+  if (experts) cols.insert(cols.end(), {{"ep", Align::Right}, {"etp", Align::Right}});
+  cols.insert(cols.end(), {
            {"vpp", Align::Right},
            {"mbs", Align::Right},
            {"zero", Align::Right},
@@ -195,18 +201,24 @@ std::string format_plan_table(const PlanReport& r) {
            {"MFU", Align::Right},
            {"mem/GPU GiB", Align::Right},
            {"bubble", Align::Right}});
+  if (experts) cols.emplace_back("a2a", Align::Right);
+  Table t(cols);
   int rank = 1;
   for (const auto& p : r.plans) {
     const auto& s = p.strategy;
     const auto& q = p.prediction;
-    t.add_row({std::to_string(rank++), std::to_string(s.tp), std::to_string(s.pp),
-               std::to_string(s.dp), std::to_string(s.cp), std::to_string(s.vpp),
-               std::to_string(s.micro_batch),
+    std::vector<std::string> row{std::to_string(rank++), std::to_string(s.tp), std::to_string(s.pp),
+                                 std::to_string(s.dp), std::to_string(s.cp)};
+    if (experts) row.insert(row.end(), {std::to_string(s.ep), std::to_string(s.etp)});
+    row.insert(row.end(), {std::to_string(s.vpp), std::to_string(s.micro_batch),
                std::to_string(s.zero), planner::to_string(s.recompute),
                s.sequence_parallel ? "on" : "off", planner::to_string(s.schedule),
                duration_cell(q.iteration_s), tflops_cell(q.model_tflops_per_gpu),
                percent_cell(q.mfu), memory_cell(q.peak_memory_gib, r.memory_capacity_gib),
                percent_cell(q.bubble_fraction)});
+    if (experts)  // the all-to-all share of the step
+      row.push_back(q.iteration_s > 0 ? percent_cell(q.breakdown_s.ep_comm / q.iteration_s) : "n/a");
+    t.add_row(std::move(row));
   }
   return header_lines(r) + t.render() + explain_best(r) + explain_memory(r.plans.empty() ? nullptr : &r.plans.front(), "#1");
 }
@@ -234,7 +246,9 @@ std::string format_simulation_table(const PlanReport& r) {
                memory_cell(q.stage_memory_gib[i], r.memory_capacity_gib), ""});
   t.add_row({"bubble", percent_cell(q.bubble_fraction), ""});
   for (const auto& part : parts(q.breakdown_s))
-    if (part.name != std::string("cp comm") || s.cp > 1) t.add_row({fmt::format("  {}", part.name), duration_cell(part.value),
+    if ((part.name != std::string("cp comm") || s.cp > 1) &&
+        (part.value > 0 || std::string(part.name) != "ep comm (all-to-all)"))
+      t.add_row({fmt::format("  {}", part.name), duration_cell(part.value),
                q.iteration_s > 0 ? percent_cell(part.value / q.iteration_s) : "n/a"});
   out += t.render();
   out += explain_memory(&p);
@@ -254,6 +268,7 @@ std::string format_models_table(const std::vector<ModelRow>& rows) {
            {"vocab", Align::Right},
            {"seq", Align::Right},
            {"params(B)", Align::Right},
+           {"active(B)", Align::Right},
            {"arch", Align::Left}});
   for (const auto& r : rows) {
     const auto& m = r.spec;
@@ -262,7 +277,11 @@ std::string format_models_table(const std::vector<ModelRow>& rows) {
                std::to_string(m.seq_len),
                r.params >= 1e9 ? fmt::format("{:.1f}", r.params / 1e9)
                                : fmt::format("{:.4g}", r.params / 1e9),
-               fmt::format("{}/{}", models::to_string(m.activation), models::to_string(m.norm))});
+               r.params_active >= 1e9 ? fmt::format("{:.1f}", r.params_active / 1e9)
+                                      : fmt::format("{:.4g}", r.params_active / 1e9),
+               fmt::format("{}/{}{}{}", models::to_string(m.activation), models::to_string(m.norm),
+                           m.mla ? "/mla" : "",
+                           m.moe ? fmt::format("/moe {}x{}", m.moe->top_k, m.moe->experts) : "")});
   }
   return t.render();
 }

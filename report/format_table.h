@@ -44,7 +44,8 @@ std::string explain_memory(const planner::Plan* plan, const std::string& which =
 
 struct ModelRow {
   models::ModelSpec spec;
-  double params = 0;  // total parameters
+  double params = 0;         // total parameters
+  double params_active = 0;  // parameters one token uses (= params for dense models)
 };
 std::string format_models_table(const std::vector<ModelRow>& models);
 std::string format_clusters_table(const std::vector<costmodel::ClusterSpec>& clusters);

@@ -17,6 +17,17 @@ ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batc
   const std::int64_t local_seq = spec.seq_len / cp;
   if (tp < 1) input_error("strategy.tp ({}) must be >= 1", tp);
   if (micro_batch < 1) input_error("strategy.micro_batch ({}) must be >= 1", micro_batch);
+  // The runtime trains dense GPT / Llama blocks; a spec it cannot build is refused by
+  // name, never trained as a different (dense) model.
+  if (spec.moe)
+    input_error("model '{}' is a mixture-of-experts model (model.moe); the strata runtime trains "
+                "dense models only (plan and simulate it, or export it)", spec.name);
+  if (spec.mla)
+    input_error("model '{}' uses multi-head latent attention (model.mla); the strata runtime "
+                "implements mha/gqa attention only", spec.name);
+  if (spec.explicit_head_dim != 0 && spec.explicit_head_dim * spec.heads != spec.hidden)
+    input_error("model.head_dim ({}) differs from hidden / heads ({} / {}); the strata runtime "
+                "needs head_dim = hidden / heads", spec.explicit_head_dim, spec.hidden, spec.heads);
   if (spec.heads <= 0 || spec.hidden % spec.heads != 0)
     input_error("model.hidden ({}) must be divisible by model.heads ({})", spec.hidden, spec.heads);
   const std::int64_t kv = spec.kv_heads > 0 ? spec.kv_heads : spec.heads;

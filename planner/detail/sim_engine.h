@@ -35,6 +35,7 @@ namespace strata::planner::detail {
 struct GroupCost {
   double fwd_s = 0, bwd_s = 0;        // compute (GEMM, attention, elementwise)
   double tp_fwd_s = 0, tp_bwd_s = 0;  // TP collectives left exposed by the stack's overlaps
+  double ep_fwd_s = 0, ep_bwd_s = 0;  // MoE token dispatch / combine (not overlapped)
   double attn_fwd_s = 0;              // attention core forward (selective recompute)
   double cp_fwd_s = 0, cp_bwd_s = 0;  // context-parallel K/V exchange left exposed
   double flops_fwd = 0, flops_bwd = 0;  // model FLOPs, whole group, unsharded
@@ -42,6 +43,7 @@ struct GroupCost {
   double params_rank = 0;             // parameters held by one TP rank
                                       // (with cp > 1: per rank's s/cp tokens for times, and
                                       // FLOPs scaled back to the whole sequence)
+  double expert_params_rank = 0;      // of which routed experts (reduced over edp, not dp)
 };
 
 struct GroupCostTable {
@@ -56,6 +58,7 @@ struct GroupCostTable {
 struct Placement {
   costmodel::PlacedGroup tp, cp;
   costmodel::PlacedGroup dp;                 // gradient group: dp x cp ranks (Megatron-Core)
+  costmodel::PlacedGroup ep, etp, edp;  // expert groups (Megatron-Core folding); size 1 if unused
   std::vector<costmodel::PlacedGroup> link;  // pipeline rank p -> (p + 1) % pp
   costmodel::PlacedGroup first_last;         // tied-embedding sync pair (stage 0, pp - 1)
 };
@@ -107,8 +110,11 @@ class SimEngine {
   double kernel_overhead_s_ = 0;  // per non-GEMM kernel (stack or device)
 
   std::map<std::pair<std::int64_t, int>, Graph> graphs_;
-  std::map<std::tuple<int, int, int, int, std::string>, Placement> placements_;
-  std::map<std::tuple<std::int64_t, int, bool, int, int, int, int, int>, GroupCostTable> costs_;
+  // Keys: (tp, pp, dp, cp, order, ep, etp); costs add (dp, ep, etp) for MoE models only (0
+  // otherwise), so dense models keep sharing one table across dp.
+  std::map<std::tuple<int, int, int, int, std::string, int, int>, Placement> placements_;
+  std::map<std::tuple<std::int64_t, int, bool, int, int, int, int, int, int, int, int>, GroupCostTable>
+      costs_;
   std::map<std::tuple<const GroupCostTable*, int, int>, std::vector<std::vector<int>>>
       partitions_;
 

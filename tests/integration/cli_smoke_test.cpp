@@ -209,6 +209,13 @@ TEST(CliCatalogs, ModelsAndClustersList) {
   auto show = run_strata({"models", "show", "gpt3-175b"});
   expect_clean_success(show);
   EXPECT_NE(show.out.find("hidden"), std::string::npos);
+  // MoE: total and active parameters (Mixtral of Experts: 46.7B total, 12.9B active).
+  auto moe = run_strata({"models", "show", "mixtral-8x7b", "--format", "json"});
+  expect_clean_success(moe);
+  json mx = strata::parse_json(moe.out);
+  EXPECT_NEAR(mx["params_total"].get<double>() / 1e9, 46.7, 0.2);
+  EXPECT_NEAR(mx["params_active"].get<double>() / 1e9, 12.9, 0.06);
+  EXPECT_EQ(mx["moe"]["top_k"], 2);
 
   auto c = run_strata({"clusters"});
   expect_clean_success(c);

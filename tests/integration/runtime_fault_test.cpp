@@ -88,12 +88,16 @@ TEST(RuntimeFaults, ContextParallelThatCannotSplitTheSequenceIsAnError) {
   RunResult r = mpirun_strata(3, {"train", "--plan", plan, "--steps", "2"}, 60);
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(count(r.err, "error: strategy.cp (3) needs model.seq_len (32) divisible by 2 x cp = 6"), 1)
-      << r.err;
+  EXPECT_EQ(count(r.err, "strategy.cp (3) needs 2 x cp = 6 to divide model.seq_len (32)"), 1) << r.err;
   EXPECT_EQ(count(r.err, "error:"), 1) << r.err;
-  r = mpirun_strata(2, {"train", "--plan", plan, "--steps", "2"}, 60);
+  Layout cp2;
+  cp2.name = "cp2";
+  cp2.cp = 2;
+  cp2.global_batch = 8;
+  const std::string plan2 = write_plan(cp2, dir);
+  r = mpirun_strata(3, {"train", "--plan", plan2, "--steps", "2"}, 60);
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(count(r.err, "error: the plan needs dp x tp x pp x cp = 1 x 1 x 1 x 3 = 3 ranks but MPI started 2"), 1)
+  EXPECT_EQ(count(r.err, "error: the plan needs dp x tp x pp x cp = 1 x 1 x 1 x 2 = 2 ranks but MPI started 3"), 1)
       << r.err;
 }
 

@@ -252,7 +252,7 @@ TEST(PlanJson, HasExactlyTheDesignKeys) {
                                             "seq_len"}));
   EXPECT_EQ(keys(j["strategy"]),
             (std::set<std::string>{"dp", "tp", "pp", "cp", "vpp", "micro_batch", "global_batch", "zero",
-                                   "recompute", "sequence_parallel", "schedule"}));
+                                   "recompute", "sequence_parallel", "schedule", "ep", "etp"}));
   EXPECT_EQ(keys(j["prediction"]),
             (std::set<std::string>{"iteration_s", "tokens_per_s", "model_tflops_per_gpu",
                                    "hardware_tflops_per_gpu", "mfu", "peak_memory_gib",
@@ -262,7 +262,7 @@ TEST(PlanJson, HasExactlyTheDesignKeys) {
   EXPECT_TRUE(j["prediction"]["uncertainty"].is_null());
   EXPECT_EQ(keys(j["prediction"]["breakdown_s"]),
             (std::set<std::string>{"compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "optimizer",
-                                   "bubble"}));
+                                   "bubble", "ep_comm"}));
   EXPECT_EQ(j["model"], "gpt-small");
   EXPECT_EQ(j["cluster"], "dgx-a100");
   EXPECT_EQ(j["gpus"], 8);

@@ -1,0 +1,138 @@
+#include "costmodel/expert_dispatch_cost.h"
+
+#include <cmath>
+
+#include "common/errors.h"
+
+namespace strata::costmodel {
+namespace {
+
+// Tokens of one micro-batch a rank holds when the MoE layer starts, as a fraction of
+// the op's (unsharded) tokens: 1/tp with sequence parallelism.
+TimeSource worse(TimeSource a, TimeSource b) { return static_cast<int>(a) > static_cast<int>(b) ? a : b; }
+
+double token_share(const ExpertLayout& l) { return l.tp > 1 ? 1.0 / l.tp : 1.0; }
+
+void check(const ExpertLayout& l) {
+  if (l.tp < 1 || l.ep < 1 || l.etp < 1)
+    input_error("expert layout tp ({}), ep ({}), etp ({}) must be >= 1", l.tp, l.ep, l.etp);
+  if (!(l.tokens_factor >= 1.0) || !std::isfinite(l.tokens_factor))
+    input_error("expert tokens factor ({}) must be >= 1", l.tokens_factor);
+}
+
+}  // namespace
+
+double expert_tokens_factor(const models::MoeSpec& moe) {
+  return moe.capacity_factor > 0 ? moe.capacity_factor : moe.load_imbalance;
+}
+
+ExpertGemmShape expert_gemm_shape(const models::Op& op, const ExpertLayout& l) {
+  check(l);
+  STRATA_CHECK(op.routed_expert, "expert_gemm_shape on a non-expert op '{}'", op.name);
+  if (op.gemm_count % l.ep != 0)
+    input_error("strategy.ep ({}) must divide the experts ({}) of {}", l.ep, op.gemm_count, op.name);
+  ExpertGemmShape s;
+  s.count = op.gemm_count / l.ep;
+  s.n = op.gemm.n;
+  s.k = op.gemm.k;
+  // Column-parallel (up, gate) split n over etp, row-parallel (down) k.
+  std::int64_t& split = op.sharding == models::Sharding::RowParallel ? s.k : s.n;
+  if (split % l.etp != 0)
+    input_error("strategy.etp ({}) must divide the expert width ({}) of {}", l.etp, split, op.name);
+  split /= l.etp;
+  // Routed token copies of the whole micro-batch (exact, from the FLOPs), then the rank's
+  // share: its own tokens' copies, gathered over ep and etp, spread over its experts.
+  const double copies = op.flops_fwd / (2.0 * static_cast<double>(op.gemm.n) * static_cast<double>(op.gemm.k));
+  const double per_expert = copies * token_share(l) * l.ep * l.etp / static_cast<double>(op.gemm_count);
+  s.m = static_cast<std::int64_t>(std::ceil(per_expert * l.tokens_factor - 1e-9));
+  if (s.m < 1) s.m = 1;
+  return s;
+}
+
+OpTime expert_gemm_time(const GemmCost& gemm, const models::Op& op, const ExpertLayout& l, DType dtype) {
+  const ExpertGemmShape s = expert_gemm_shape(op, l);
+  const GemmEstimate fwd = gemm.estimate(s.m, s.n, s.k, dtype);
+  const GemmEstimate dgrad = gemm.estimate(s.m, s.k, s.n, dtype);
+  const GemmEstimate wgrad = gemm.estimate(s.k, s.n, s.m, dtype);
+  OpTime t;
+  const double c = static_cast<double>(s.count);
+  t.fwd_s = c * fwd.time_s;
+  t.bwd_s = c * (dgrad.time_s + wgrad.time_s);
+  t.source = worse(fwd.source, worse(dgrad.source, wgrad.source));
+  return t;
+}
+
+DispatchBytes dispatch_bytes(const models::Op& op, const ExpertLayout& l, double act_bytes) {
+  check(l);
+  DispatchBytes b;
+  if (op.ep_comm == models::EpComm::None) return b;
+  // ep_comm_bytes: the micro-batch's token copies x hidden x 2 bytes, unsharded.
+  const double send = op.ep_comm_bytes * act_bytes / 2.0 * token_share(l) * l.tokens_factor;
+  b.all_to_all = l.ep > 1 ? send : 0.0;
+  b.etp_gather = l.etp > 1 ? send * l.etp : 0.0;
+  b.permute = 2.0 * op.ep_comm_bytes * act_bytes / 2.0 * token_share(l);  // read + write once
+  return b;
+}
+
+DispatchTime dispatch_time(const CollectiveCost& coll, const models::Op& op, const ExpertLayout& l,
+                           const PlacedGroup& ep_group, const PlacedGroup& etp_group, double act_bytes) {
+  const DispatchBytes b = dispatch_bytes(op, l, act_bytes);
+  const double a2a = b.all_to_all > 0 ? coll.time_s(Collective::AllToAll, b.all_to_all, ep_group) : 0.0;
+  const double ag = b.etp_gather > 0 ? coll.time_s(Collective::AllGather, b.etp_gather, etp_group) : 0.0;
+  const double rs = b.etp_gather > 0 ? coll.time_s(Collective::ReduceScatter, b.etp_gather, etp_group) : 0.0;
+  DispatchTime t;
+  switch (op.ep_comm) {
+    case models::EpComm::DispatchForwardCombineBackward:
+      t.fwd_s = a2a + ag;  // forward: all-to-all out, all-gather over etp
+      t.bwd_s = rs + a2a;  // backward: the gradients come back the reverse way
+      break;
+    case models::EpComm::CombineForwardDispatchBackward:
+      t.fwd_s = rs + a2a;
+      t.bwd_s = a2a + ag;
+      break;
+    case models::EpComm::None: break;
+  }
+  return t;
+}
+
+std::vector<int> expert_group_ranks(const RankGrid& grid, int ep, int etp, ExpertAxis axis, int rank) {
+  if (grid.order() != "tp-dp-pp")
+    input_error("expert parallelism needs rank order tp-dp-pp (got {})", grid.order());
+  const int stage_ranks = grid.tp() * grid.dp();
+  if (ep < 1 || etp < 1 || stage_ranks % (ep * etp) != 0)
+    input_error("ep ({}) x etp ({}) must divide tp x dp ({})", ep, etp, stage_ranks);
+  if (rank < 0 || rank >= grid.world_size())
+    input_error("rank ({}) must be in 0 .. {}", rank, grid.world_size() - 1);
+  const int edp = stage_ranks / (ep * etp);
+  const int base = rank / stage_ranks * stage_ranks, local = rank % stage_ranks;
+  const int e_tp = local % etp, e_ep = local / etp % ep, e_dp = local / (etp * ep);
+  std::vector<int> out;
+  auto at = [&](int t, int e, int d) { return base + t + etp * (e + ep * d); };
+  switch (axis) {
+    case ExpertAxis::Etp: for (int i = 0; i < etp; ++i) out.push_back(at(i, e_ep, e_dp)); break;
+    case ExpertAxis::Ep: for (int i = 0; i < ep; ++i) out.push_back(at(e_tp, i, e_dp)); break;
+    case ExpertAxis::Edp: for (int i = 0; i < edp; ++i) out.push_back(at(e_tp, e_ep, i)); break;
+  }
+  return out;
+}
+
+PlacedGroup placed_expert_group(const RankGrid& grid, int ep, int etp, ExpertAxis axis, int gpus_per_node) {
+  if (gpus_per_node < 1) input_error("gpus_per_node ({}) must be >= 1", gpus_per_node);
+  PlacedGroup worst;
+  bool first = true;
+  const int stage_ranks = grid.tp() * grid.dp();
+  // Stages differ by an offset of whole stages: when a stage fills whole nodes its groups
+  // sit alike in every stage and the first stage is enough.
+  const int limit = stage_ranks % gpus_per_node == 0 ? stage_ranks : grid.world_size();
+  for (int r = 0; r < limit; ++r) {
+    const PlacedGroup g = placed_ranks(expert_group_ranks(grid, ep, etp, axis, r), gpus_per_node);
+    if (first || g.nodes_spanned > worst.nodes_spanned ||
+        (g.nodes_spanned == worst.nodes_spanned && g.ranks_per_node_in_group < worst.ranks_per_node_in_group)) {
+      worst = g;
+      first = false;
+    }
+  }
+  return worst;
+}
+
+}  // namespace strata::costmodel

@@ -1,0 +1,81 @@
+// ExpertDispatchCost: what the routed experts of one MoE layer cost one rank under expert
+// parallelism (Megatron-Core's all-to-all token dispatcher with parallel folding).
+//
+// Layout (ExpertLayout): the tp x dp ranks of a pipeline stage hold the experts as
+// etp x ep x edp, etp innermost (planner/detail/expert_parallel.h). A rank starts the MoE layer
+// with its own tokens, t_r = b*s / tp (Megatron requires sequence parallelism with tp > 1
+// for MoE), each routed to top_k experts:
+//   dispatch: permute the t_r*top_k token copies by expert, all-to-all over the ep group
+//             (send buffer t_r*top_k*h*2 bytes: nccl-tests' all-to-all size), then with
+//             etp > 1 all-gather over the etp group (every etp shard needs all tokens of
+//             its experts: gathered size etp x the all-to-all buffer);
+//   experts:  experts/ep local experts, each a GEMM over m = t_r*top_k*ep*etp/experts
+//             tokens (the mean), width expert_ffn/etp: a grouped GEMM timed per expert
+//             from the GEMM curve at that small per-expert shape (GemmCost), times the
+//             count, so small experts pay the lower efficiency of small GEMMs;
+//   combine:  the reverse (reduce-scatter over etp, all-to-all over ep, unpermute).
+// The backward runs the same exchanges in the other direction. Load imbalance: with
+// dropless routing the busiest rank gets `load_imbalance` x the mean tokens (model
+// parameter moe.load_imbalance, default 1.0); with a capacity factor every expert is
+// padded to cf x the mean. That factor scales the per-expert m and the all-to-all bytes.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "costmodel/collective_cost.h"
+#include "costmodel/gemm_cost.h"
+#include "costmodel/op_cost.h"
+#include "costmodel/rank_grid.h"
+#include "models/moe_spec.h"
+#include "models/op.h"
+
+namespace strata::costmodel {
+
+struct ExpertLayout {
+  int tp = 1;                  // attention tensor parallel degree
+  bool sequence_parallel = false;
+  int ep = 1, etp = 1;
+  double tokens_factor = 1.0;  // busiest rank's tokens / mean (imbalance or capacity factor)
+};
+// tokens_factor for a model: capacity factor when set, else the load imbalance.
+double expert_tokens_factor(const models::MoeSpec& moe);
+
+// One routed-expert GEMM on one rank: `count` GEMMs of (m, n, k).
+struct ExpertGemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t count = 0;
+  bool operator==(const ExpertGemmShape&) const = default;
+};
+// For an Op with routed_expert set. InputError when ep does not divide the op's experts or
+// etp its sharded dimension.
+ExpertGemmShape expert_gemm_shape(const models::Op& op, const ExpertLayout& layout);
+// Forward (one GEMM per local expert) and backward (dgrad + wgrad each) time.
+OpTime expert_gemm_time(const GemmCost& gemm, const models::Op& op, const ExpertLayout& layout, DType dtype);
+
+// Bytes of one exchange (dispatch or combine) for an Op with ep_comm set, per rank:
+// all_to_all = the send buffer over the ep group (0 when ep == 1); etp_gather = the
+// gathered buffer over the etp group (0 when etp == 1); permute = memory traffic of
+// permuting (or un-permuting) the token copies (read + write).
+struct DispatchBytes {
+  double all_to_all = 0, etp_gather = 0, permute = 0;
+};
+// act_bytes: bytes per activation element (2 for bf16/fp16; the op's numbers assume 2).
+DispatchBytes dispatch_bytes(const models::Op& op, const ExpertLayout& layout, double act_bytes = 2.0);
+
+struct DispatchTime {
+  double fwd_s = 0, bwd_s = 0;  // collectives only (permutes are compute, see permute bytes)
+};
+// The exchange of `op` (dispatch before expert_up, combine after expert_down), forward and
+// backward: all-to-all on `ep_group`, all-gather / reduce-scatter on `etp_group`.
+DispatchTime dispatch_time(const CollectiveCost& coll, const models::Op& op, const ExpertLayout& layout,
+                           const PlacedGroup& ep_group, const PlacedGroup& etp_group, double act_bytes = 2.0);
+
+// Megatron-Core parallel folding on a RankGrid with the tp-dp-pp order: the ranks of the
+// expert group along `axis` that contains `rank`. Stage-local index = tp_i + tp * dp_i,
+// read as etp_i + etp * (ep_i + ep * edp_i).
+enum class ExpertAxis { Etp, Ep, Edp };
+std::vector<int> expert_group_ranks(const RankGrid& grid, int ep, int etp, ExpertAxis axis, int rank);
+// The worst-placed such group (most nodes spanned, then fewest ranks per node).
+PlacedGroup placed_expert_group(const RankGrid& grid, int ep, int etp, ExpertAxis axis, int gpus_per_node);
+
+}  // namespace strata::costmodel

@@ -1,0 +1,36 @@
+// MoeSpec: the mixture-of-experts MLP of a decoder block (Mixtral, Qwen-MoE, DeepSeek).
+// A layer past the first `first_dense_layers` replaces the dense MLP by a router
+// (h -> experts logits), `experts` routed expert MLPs of width `expert_ffn` of which each
+// token uses `top_k`, and `shared_experts` always-on expert MLPs of width
+// `shared_expert_ffn` each (DeepSeek's shared experts; Qwen2-MoE's one shared expert).
+// Expert MLPs use the model's activation (SwiGLU: gate, up, down projections).
+#pragma once
+#include <cstdint>
+
+namespace strata::models {
+
+enum class RouterKind { Softmax, Sigmoid };  // Mixtral/Qwen: softmax; DeepSeek-V3: sigmoid
+
+struct MoeSpec {
+  std::int64_t experts = 0;            // routed experts per MoE layer
+  std::int64_t top_k = 0;              // routed experts each token uses
+  std::int64_t expert_ffn = 0;         // inner width of one routed expert
+  std::int64_t shared_experts = 0;     // experts every token uses (0 = none)
+  std::int64_t shared_expert_ffn = 0;  // inner width of one shared expert
+  std::int64_t first_dense_layers = 0; // leading blocks with the dense MLP (model.ffn)
+  RouterKind router = RouterKind::Softmax;
+  double capacity_factor = 0;          // tokens per expert capped at cf * tokens * top_k / experts;
+                                       // 0 = dropless (no cap, no padding)
+  // Tokens of the busiest expert (and of the busiest expert-parallel rank) over the mean,
+  // for dropless routing: the busiest rank sets the time of the expert GEMMs and of the
+  // all-to-all. Not an architecture fact and not published per model: a visible,
+  // user-changeable planning parameter (YAML moe.load_imbalance). Default 1.0 = balanced
+  // routing, the target of the load-balancing loss (Mixtral, Qwen) or bias (DeepSeek-V3).
+  // With a capacity factor the cap sets the padded expert size instead.
+  double load_imbalance = 1.0;
+  bool operator==(const MoeSpec&) const = default;
+};
+
+const char* to_string(RouterKind r);
+
+}  // namespace strata::models

@@ -1,0 +1,176 @@
+// Expert parallelism in the planner: strategy rules, the simulator's all-to-all share and
+// memory per rank, the search over ep / etp, plan files with ep / etp.
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/errors.h"
+#include "costmodel/cluster_spec.h"
+#include "models/model_spec.h"
+#include "models/model_stats.h"
+#include "planner/plan.h"
+#include "planner/search.h"
+#include "planner/simulator.h"
+#include "planner/strategy.h"
+
+namespace strata::planner {
+namespace {
+
+models::ModelSpec tiny_moe() {
+  return models::parse_model_yaml(
+      "name: tiny-moe\nlayers: 4\nhidden: 256\nheads: 8\nffn: 1024\nvocab: 1024\nseq_len: 256\n"
+      "activation: swiglu\nnorm: rmsnorm\ntied_embeddings: false\n"
+      "moe: {experts: 8, top_k: 2, expert_ffn: 256, shared_experts: 1, shared_expert_ffn: 256, "
+      "first_dense_layers: 1}\n",
+      "tiny-moe.yaml");
+}
+
+Strategy layout(int dp, int tp, int pp, int ep, int etp) {
+  Strategy s;
+  s.dp = dp, s.tp = tp, s.pp = pp, s.ep = ep, s.etp = etp;
+  s.micro_batch = 1;
+  s.global_batch = 32;
+  s.sequence_parallel = tp > 1;
+  return s;
+}
+
+std::string fields(const std::vector<Violation>& v) {
+  std::string out;
+  for (const auto& x : v) out += x.field + ": " + x.message + "\n";
+  return out;
+}
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+}  // namespace
+
+TEST(MoeStrategy, RulesAreNamed) {
+  const models::ModelSpec m = tiny_moe();
+  EXPECT_TRUE(validate(layout(8, 1, 1, 8, 1), m).empty()) << fields(validate(layout(8, 1, 1, 8, 1), m));
+  EXPECT_TRUE(validate(layout(4, 2, 1, 4, 2), m).empty()) << fields(validate(layout(4, 2, 1, 4, 2), m));
+  EXPECT_CONTAINS(fields(validate(layout(6, 1, 1, 3, 1), m)), "strategy.ep (3) must divide model.moe.experts (8)");
+  EXPECT_CONTAINS(fields(validate(layout(2, 1, 1, 4, 1), m)), "must divide strategy.tp (1) x strategy.dp (2)");
+  EXPECT_CONTAINS(fields(validate(layout(4, 1, 1, 1, 3), m)), "strategy.etp (3) must divide model.moe.expert_ffn");
+  Strategy no_sp = layout(4, 2, 1, 2, 1);
+  no_sp.sequence_parallel = false;
+  EXPECT_CONTAINS(fields(validate(no_sp, m)), "strategy.sequence_parallel must be true");
+  Strategy order = layout(4, 2, 1, 2, 1);
+  order.rank_order = "dp-tp-pp";
+  EXPECT_CONTAINS(fields(validate(order, m)), "strategy.rank_order");
+  const models::ModelSpec dense = models::load_model("tiny-llama");
+  EXPECT_CONTAINS(fields(validate(layout(2, 1, 1, 2, 1), dense)), "needs a mixture-of-experts model");
+}
+
+TEST(MoeSimulator, AllToAllShareAndMemoryWithEp) {
+  const models::ModelSpec m = tiny_moe();
+  const costmodel::ClusterSpec c = costmodel::load_cluster("dgx-h100");
+  const SimulationResult one = simulate(m, c, layout(8, 1, 1, 1, 1));
+  const SimulationResult ep8 = simulate(m, c, layout(8, 1, 1, 8, 1));
+  // No expert parallelism: no token exchange; ep 8: an all-to-all in every MoE layer.
+  EXPECT_EQ(one.prediction.breakdown_s.ep_comm, 0.0);
+  EXPECT_GT(ep8.prediction.breakdown_s.ep_comm, 0.0);
+  // The parts still sum to the iteration.
+  const Breakdown& b = ep8.prediction.breakdown_s;
+  EXPECT_NEAR(b.compute + b.tp_comm + b.ep_comm + b.pp_comm + b.dp_comm + b.optimizer + b.bubble,
+              ep8.prediction.iteration_s, 1e-9 * ep8.prediction.iteration_s);
+  // Experts split over 8 ranks: less memory per rank.
+  EXPECT_LT(ep8.prediction.peak_memory_gib, one.prediction.peak_memory_gib);
+  // MFU counts active FLOPs: model TFLOP/s x time x GPUs = the model's active FLOPs.
+  const Prediction& p = ep8.prediction;
+  EXPECT_NEAR(p.model_tflops_per_gpu * 1e12 * p.iteration_s * 8, models::model_flops_per_iteration(m, 32),
+              1e-6 * models::model_flops_per_iteration(m, 32));
+  EXPECT_LT(models::model_flops_per_iteration(m, 32), models::all_experts_flops_per_iteration(m, 32));
+}
+
+TEST(MoeSimulator, AllToAllAcrossNodesCostsMore) {
+  // ep 16 over 2 nodes vs ep 8 inside one node, same per-rank expert work per token.
+  const models::ModelSpec m = models::parse_model_yaml(
+      "name: wide-moe\nlayers: 2\nhidden: 1024\nheads: 8\nffn: 1024\nvocab: 1024\nseq_len: 1024\n"
+      "activation: swiglu\nnorm: rmsnorm\ntied_embeddings: false\n"
+      "moe: {experts: 16, top_k: 2, expert_ffn: 512}\n",
+      "wide-moe.yaml");
+  const costmodel::ClusterSpec c = costmodel::load_cluster("dgx-h100");
+  Strategy in = layout(16, 1, 1, 8, 1), across = layout(16, 1, 1, 16, 1);
+  const double t_in = simulate(m, c, in).prediction.breakdown_s.ep_comm;
+  const double t_across = simulate(m, c, across).prediction.breakdown_s.ep_comm;
+  EXPECT_GT(t_across, 2 * t_in);
+}
+
+TEST(MoeSearch, CoversEpAndEtp) {
+  const models::ModelSpec m = tiny_moe();
+  const costmodel::ClusterSpec c = costmodel::load_cluster("dgx-h100");
+  SearchOptions o;
+  o.gpus = 8;
+  o.global_batch = 32;
+  o.top_k = 1'000'000;
+  const SearchResult r = search(m, c, o);
+  ASSERT_FALSE(r.ranked.empty());
+  bool ep_seen = false, etp_seen = false;
+  for (const Candidate& cand : r.ranked) {
+    const Strategy& s = cand.strategy;
+    EXPECT_TRUE(validate(s, m).empty());
+    if (s.ep > 1) ep_seen = true;
+    if (s.etp > 1) etp_seen = true;
+    if (s.ep == 1 && s.etp == 1) EXPECT_EQ(cand.prediction.breakdown_s.ep_comm, 0.0);
+  }
+  EXPECT_TRUE(ep_seen);
+  EXPECT_TRUE(etp_seen);
+  // Pinned: only that ep.
+  o.ep = 4;
+  for (const Candidate& cand : search(m, c, o).ranked) EXPECT_EQ(cand.strategy.ep, 4);
+}
+
+TEST(MoeSearch, DeepSeekV3On64H100sDoesNotFitAndSaysWhy) {
+  const models::ModelSpec m = models::load_model("deepseek-v3");
+  const costmodel::ClusterSpec c = costmodel::load_cluster("dgx-h100");
+  SearchOptions o;
+  o.gpus = 64;
+  o.global_batch = 512;
+  o.pp = 8;  // keeps the test fast; every pp fails alike (671B x 18 bytes / 64 GPUs > 80 GiB)
+  o.micro_batch = 1;
+  const SearchResult r = search(m, c, o);
+  EXPECT_TRUE(r.ranked.empty());
+  ASSERT_TRUE(r.closest_infeasible);
+  EXPECT_GT(r.closest_infeasible->prediction.peak_memory_gib, c.device.memory_gib);
+}
+
+TEST(MoeSearch, DeepSeekV3On512H100sRanksExpertLayouts) {
+  const models::ModelSpec m = models::load_model("deepseek-v3");
+  const costmodel::ClusterSpec c = costmodel::load_cluster("dgx-h100");
+  SearchOptions o;
+  o.gpus = 512;
+  o.global_batch = 4096;
+  // Pinned to the region the full search ranks first (tp 4, pp 32; see the report in
+  // docs/design-notes.md), leaving ep and etp free, so the test takes about a second.
+  o.tp = 4;
+  o.pp = 32;
+  o.micro_batch = 1;
+  o.recompute = Recompute::None;
+  o.zero = 1;
+  const SearchResult r = search(m, c, o);
+  ASSERT_FALSE(r.ranked.empty());
+  for (const Candidate& cand : r.ranked) EXPECT_TRUE(cand.prediction.fits_memory);
+  EXPECT_GT(r.ranked.front().strategy.ep, 1);
+  EXPECT_GT(r.ranked.front().prediction.breakdown_s.ep_comm, 0.0);
+}
+
+TEST(MoePlan, EpAndEtpRoundTripThroughPlanFiles) {
+  const models::ModelSpec m = tiny_moe();
+  Plan p;
+  p.model = m;
+  p.cluster = "dgx-h100";
+  p.strategy = layout(4, 2, 1, 4, 2);
+  p.stage_layers = even_stage_layers(m, 1, 1);
+  const Plan back = parse_plan_yaml(plan_to_yaml(p), "plan.yaml");
+  EXPECT_EQ(back.strategy.ep, 4);
+  EXPECT_EQ(back.strategy.etp, 2);
+  EXPECT_EQ(back.model, m);
+  const auto j = nlohmann::json::parse(plan_to_json(p));
+  EXPECT_EQ(j["strategy"]["ep"], 4);
+  EXPECT_EQ(j["strategy"]["etp"], 2);
+}
+
+}  // namespace strata::planner
