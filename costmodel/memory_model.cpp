@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/errors.h"
+#include "costmodel/fp8_linear.h"
 
 namespace strata::costmodel {
 
@@ -56,12 +57,14 @@ MemoryModel::MemoryModel(const models::ModelGraph& graph, const DeviceProfile& d
   group_params_sharded_.assign(groups.size(), 0.0);
   group_params_replicated_.assign(groups.size(), 0.0);
   group_params_shared_.assign(groups.size(), 0.0);
+  group_fp8_weights_.assign(groups.size(), 0.0);
   for (std::size_t g = 0; g < groups.size(); ++g) {
     for (std::size_t v : groups[g].ops) {
       const models::Op& op = graph.op(v);
       if (op.sharding == models::Sharding::Replicated) group_params_replicated_[g] += op.params;
       else group_params_sharded_[g] += op.params;
       group_params_shared_[g] += op.shared_params;
+      group_fp8_weights_[g] += fp8_weights(op);  // all column / row parallel: / tp below
     }
   }
 }
@@ -146,6 +149,7 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
   std::vector<StageMemory> out(static_cast<std::size_t>(in.pp));
   std::vector<double> act_sum(static_cast<std::size_t>(in.pp), 0.0);
   std::vector<double> largest_group(static_cast<std::size_t>(in.pp), 0.0);  // params, one TP rank
+  std::vector<double> fp8_rank(static_cast<std::size_t>(in.pp), 0.0);         // one TP rank
   for (int c = 0; c < chunks; ++c) {
     const int p = rank_of_chunk(c);
     StageMemory& m = out[static_cast<std::size_t>(p)];
@@ -153,6 +157,7 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
       const std::size_t gi = static_cast<std::size_t>(g);
       const double group_params = group_params_sharded_[gi] / t + group_params_replicated_[gi];
       m.params += group_params;
+      fp8_rank[static_cast<std::size_t>(p)] += group_fp8_weights_[gi] / t;
       largest_group[static_cast<std::size_t>(p)] =
           std::max(largest_group[static_cast<std::size_t>(p)], group_params);
       // Tied embeddings: the LM head uses the embedding table (Op::shared_params). On
@@ -173,6 +178,9 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     // ZeRO-3 gathers a layer's whole (TP-rank) parameters before using it and prefetches
     // the next: two groups' unsharded bf16 parameters live at once.
     if (in.zero >= 3 && dp > 1) m.weights_bytes += 2.0 * 2.0 * largest_group[static_cast<std::size_t>(p)];
+    if (in.fp8_weights)
+      m.weights_bytes += kFp8WeightCopyBytes * fp8_rank[static_cast<std::size_t>(p)] /
+                         (in.zero >= 3 ? dp : 1.0);
     m.grads_bytes = 4.0 * m.params / (in.zero >= 2 ? dp : 1.0);
     m.optimizer_bytes = 12.0 * m.params / (in.zero >= 1 ? dp : 1.0);
 

@@ -50,7 +50,7 @@ int read_int(const YamlReader& r, const std::string& key, int dflt, bool require
 
 Strategy read_strategy(const YamlReader& r) {
   r.expect_keys({"dp", "tp", "pp", "cp", "vpp", "micro_batch", "global_batch", "zero", "recompute",
-                 "sequence_parallel", "schedule", "rank_order"});
+                 "sequence_parallel", "schedule", "rank_order", "precision"});
   Strategy s;
   s.dp = read_int(r, "dp", 1, true);
   s.tp = read_int(r, "tp", 1, true);
@@ -66,15 +66,17 @@ Strategy read_strategy(const YamlReader& r) {
   s.schedule = schedule_from_string(r.get_enum(
       "schedule", {"gpipe", "1f1b", "interleaved"}, s.vpp > 1 ? "interleaved" : "1f1b"));
   s.rank_order = r.get_string("rank_order", "tp-dp-pp");
+  if (r.has("precision")) s.precision = r.get_enum("precision", {"bf16", "fp16", "fp8"});
   return s;
 }
 
 Prediction read_prediction(const YamlReader& r) {
   r.expect_keys({"iteration_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
                  "mfu", "peak_memory_gib", "stage_memory_gib", "bubble_fraction", "breakdown_s",
-                 "notes", "stack", "uncertainty", "uncertainty_basis"});
+                 "notes", "stack", "uncertainty", "uncertainty_basis", "precision"});
   Prediction p;
   p.stack = r.get_string("stack", "");
+  p.precision = r.get_string("precision", "");
   p.uncertainty = read_double(r, "uncertainty", -1);
   p.uncertainty_basis = r.get_string("uncertainty_basis", "");
   p.iteration_s = read_double(r, "iteration_s", 0);
@@ -167,12 +169,14 @@ void emit_strategy(YAML::Emitter& e, const Strategy& s) {
   e << YAML::Key << "sequence_parallel" << YAML::Value << s.sequence_parallel;
   e << YAML::Key << "schedule" << YAML::Value << to_string(s.schedule);
   e << YAML::Key << "rank_order" << YAML::Value << s.rank_order;
+  if (!s.precision.empty()) e << YAML::Key << "precision" << YAML::Value << s.precision;
   e << YAML::EndMap;
 }
 
 void emit_prediction(YAML::Emitter& e, const Prediction& p) {
   e << YAML::BeginMap;
   if (!p.stack.empty()) e << YAML::Key << "stack" << YAML::Value << p.stack;
+  if (!p.precision.empty()) e << YAML::Key << "precision" << YAML::Value << p.precision;
   e << YAML::Key << "iteration_s" << YAML::Value << yaml_double(p.iteration_s);
   if (p.uncertainty >= 0) {
     e << YAML::Key << "uncertainty" << YAML::Value << yaml_double(p.uncertainty);
@@ -336,6 +340,10 @@ std::string plan_to_json(const Plan& p) {
                     {"recompute", to_string(s.recompute)},
                     {"sequence_parallel", s.sequence_parallel},
                     {"schedule", to_string(s.schedule)}};
+  if (!s.precision.empty()) j["strategy"]["precision"] = s.precision;
+  // The precision simulated: the strategy's, else the stack's.
+  if (const std::string prec = !s.precision.empty() ? s.precision : q.precision; !prec.empty())
+    j["precision"] = prec;
   const Breakdown& b = q.breakdown_s;
   j["prediction"] = J{{"iteration_s", json_number(q.iteration_s)},
                       {"tokens_per_s", json_number(q.tokens_per_s)},

@@ -23,6 +23,8 @@ struct SearchOptions {
   int top_k = 10;
   // Optional restrictions (unset = search all).
   std::optional<int> tp, pp, dp, cp, vpp, zero;
+  // Strategy::precision of every candidate (kept, not searched); empty: the stack's.
+  std::string precision;
   std::optional<std::int64_t> micro_batch;
   std::optional<Recompute> recompute;
   std::optional<bool> sequence_parallel;

@@ -25,6 +25,9 @@ struct Strategy {
   bool sequence_parallel = false;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   std::string rank_order = "tp-dp-pp";
+  // bf16 | fp16 | fp8 in place of the software stack's precision; empty: the stack's. fp8
+  // runs the linear layers as FP8 GEMMs (costmodel/fp8_linear.h). Not searched.
+  std::string precision;
 
   int gpus() const { return dp * tp * pp * cp; }
   std::int64_t num_microbatches() const { return global_batch / (micro_batch * dp); }
