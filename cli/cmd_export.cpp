@@ -30,6 +30,11 @@ void run_export(const ExportFlags& f) {
   } catch (const InputError& e) {
     throw InputError(fmt::format("--plan: {}", e.what()));
   }
+  // The exports carry no FP8 settings yet: refuse rather than write a bf16 job silently.
+  if (plan.strategy.precision == "fp8")
+    input_error("--plan: strategy.precision fp8 is not exported yet (the {} export has no FP8 "
+                "settings); remove the key to export the same layout in the stack's precision",
+                f.to);
   write_output(f.out, export_plan(plan, target), "--out");
 }
 

@@ -143,6 +143,7 @@ void run_plan(PlanFlags& f) {
   opt.gpus = f.gpus;
   opt.global_batch = f.global_batch;
   opt.top_k = f.top;
+  opt.precision = f.mc.precision;
   if (f.tp > 0) opt.tp = f.tp;
   if (f.pp > 0) opt.pp = f.pp;
   if (f.ep > 0) opt.ep = f.ep;

@@ -94,6 +94,7 @@ void run_simulate(SimulateFlags& f) {
   s.micro_batch = f.micro_batch;
   s.global_batch = f.global_batch;
   s.zero = f.zero;
+  s.precision = f.mc.precision;
   s.recompute = planner::recompute_from_string(f.recompute);
   s.sequence_parallel = f.sequence_parallel;
   s.schedule = !f.schedule.empty() ? planner::schedule_from_string(f.schedule)

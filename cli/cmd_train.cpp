@@ -271,6 +271,10 @@ void train(const TrainOptions& o) {
   const planner::Plan plan = planner::load_plan(o.plan);
   const planner::Strategy& s = plan.strategy;
   planner::require_valid(s, plan.model);
+  if (s.precision == "fp8")
+    input_error("--plan: strategy.precision fp8: strata train does not run FP8 GEMMs (the CPU "
+                "runtime is fp32, the CUDA runtime takes --gemm-dtype); remove the key to train "
+                "the same layout");
   if (kernels::backend_from_string(o.backend) == kernels::Backend::Cuda) {
     train_on_cuda(o, cfg, plan);
     return;

@@ -27,6 +27,11 @@ void add_model_cluster_flags(CLI::App& cmd, ModelClusterFlags& f) {
                  "stack .yaml path (default: the newest catalog stack; strata-cpu on CPU ranks)");
   add_positive<std::int64_t>(cmd, "--seq", f.seq, "sequence length (default: the model's)",
                              std::int64_t{1} << 24);
+  cmd.add_option("--precision", f.precision,
+                 "GEMM precision in place of the stack's: bf16, fp16, or fp8 (the transformer "
+                 "layers' linear GEMMs in FP8 as Transformer Engine runs them; attention, LM head "
+                 "and optimizer stay bf16/fp32; needs a device with an fp8 peak: H100, H200)")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp8"}));
 }
 
 namespace {

@@ -24,6 +24,7 @@ struct ModelClusterFlags {
   std::string profile;   // device profile overriding the cluster's device (optional)
   std::int64_t seq = 0;  // 0: the model's own seq_len
   std::string stack;     // software stack (catalog name or file); empty: the device's default
+  std::string precision; // bf16 | fp16 | fp8 in place of the stack's; empty: the stack's
   CLI::Option* model_opt = nullptr;
   CLI::Option* cluster_opt = nullptr;
   bool model_given() const { return model_opt && model_opt->count() > 0; }

@@ -28,14 +28,15 @@ const char* to_string(DType d) {
     case DType::Fp16: return "fp16";
     case DType::Tf32: return "tf32";
     case DType::Fp32: return "fp32";
+    case DType::Fp8: return "fp8";
   }
   return "?";
 }
 
 DType dtype_from_string(const std::string& s) {
-  for (DType d : {DType::Bf16, DType::Fp16, DType::Tf32, DType::Fp32})
+  for (DType d : {DType::Bf16, DType::Fp16, DType::Tf32, DType::Fp32, DType::Fp8})
     if (s == to_string(d)) return d;
-  input_error("unknown dtype '{}' (expected one of: bf16, fp16, tf32, fp32)", s);
+  input_error("unknown dtype '{}' (expected one of: bf16, fp16, tf32, fp32, fp8)", s);
 }
 
 double DeviceProfile::peak_flops(DType d) const {
@@ -207,8 +208,8 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
                                                 p.memory_bandwidth_gbps, kMaxBandwidthGbps));
 
   YamlReader peaks = r.child("peak_tflops");
-  peaks.expect_keys({"bf16", "fp16", "tf32", "fp32"});
-  for (DType d : {DType::Bf16, DType::Fp16, DType::Tf32, DType::Fp32})
+  peaks.expect_keys({"bf16", "fp16", "tf32", "fp32", "fp8"});
+  for (DType d : {DType::Bf16, DType::Fp16, DType::Tf32, DType::Fp32, DType::Fp8})
     if (peaks.has(to_string(d))) p.peak_tflops[d] = peaks.get_positive(to_string(d));
   if (p.peak_tflops.empty()) peaks.fail("", "needs at least one of bf16, fp16, tf32, fp32");
 
@@ -251,7 +252,7 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
     s.m = row.get_int_in("m", 1, std::int64_t{1} << 40);
     s.n = row.get_int_in("n", 1, std::int64_t{1} << 40);
     s.k = row.get_int_in("k", 1, std::int64_t{1} << 40);
-    s.dtype = dtype_from_string(row.get_enum("dtype", {"bf16", "fp16", "tf32", "fp32"}));
+    s.dtype = dtype_from_string(row.get_enum("dtype", {"bf16", "fp16", "tf32", "fp32", "fp8"}));
     s.time_us = row.get_positive("time_us");
     // A row faster than the dtype's peak is a mistyped time or shape (10% timer slack).
     if (auto pk = p.peak_tflops.find(s.dtype); pk != p.peak_tflops.end()) {

@@ -53,10 +53,15 @@
 
 namespace strata::costmodel {
 
-enum class DType { Bf16, Fp16, Tf32, Fp32 };
+// Fp8: the FP8 tensor-core rate (E4M3 / E5M2 operands, higher-precision accumulation),
+// used for the GEMMs a Transformer-Engine FP8 recipe runs in FP8 (costmodel/fp8_linear.h).
+enum class DType { Bf16, Fp16, Tf32, Fp32, Fp8 };
 const char* to_string(DType d);
 DType dtype_from_string(const std::string& s);  // InputError on unknown
-inline int dtype_bytes(DType d) { return (d == DType::Bf16 || d == DType::Fp16) ? 2 : 4; }
+inline int dtype_bytes(DType d) {
+  if (d == DType::Fp8) return 1;
+  return (d == DType::Bf16 || d == DType::Fp16) ? 2 : 4;
+}
 
 // Where numbers came from: a datasheet, or a calibration run. Free-form keys are kept
 // so the YAML round-trips (host, device, driver, cuda, nccl, blas, mpi, date, commit, method).

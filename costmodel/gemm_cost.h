@@ -16,6 +16,9 @@
 //     max(flops / (peak(dtype) * gemm_efficiency),
 //         bytes / (memory_bandwidth * memory_efficiency)),
 //     flops = 2mnk, bytes = (mk + kn + mn) * dtype_bytes.
+// FP8 (DType::Fp8): the steps above on the fp8 rows, but never faster than the bf16
+//   time of the same shape times peak(bf16) / peak(fp8) (the datasheet's 2x on Hopper):
+//   the catalog's fp8 table is one best-shape row, which step 3 would hold for every shape.
 // Steps 2 and 3 return the measured value at a measured point, and between two
 // measured points whose times are ordered the result is monotone (log-log linear).
 #pragma once
@@ -57,6 +60,9 @@ class GemmCost {
   double roofline_time_s(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const;
 
  private:
+  // Steps 1-4 for one dtype (estimate() adds the fp8 cap).
+  GemmEstimate table_estimate(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const;
+
   struct Row {
     std::int64_t m, n, k;
     double time_s;

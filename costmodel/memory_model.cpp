@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/errors.h"
+#include "costmodel/fp8_linear.h"
 
 namespace strata::costmodel {
 
@@ -78,6 +79,7 @@ MemoryModel::MemoryModel(const models::ModelGraph& graph, const DeviceProfile& d
   group_params_replicated_.assign(groups.size(), 0.0);
   group_params_shared_.assign(groups.size(), 0.0);
   group_params_expert_.assign(groups.size(), 0.0);
+  group_fp8_weights_.assign(groups.size(), 0.0);
   for (std::size_t g = 0; g < groups.size(); ++g) {
     for (std::size_t v : groups[g].ops) {
       const models::Op& op = graph.op(v);
@@ -85,6 +87,7 @@ MemoryModel::MemoryModel(const models::ModelGraph& graph, const DeviceProfile& d
       else if (op.sharding == models::Sharding::Replicated) group_params_replicated_[g] += op.params;
       else group_params_sharded_[g] += op.params;
       group_params_shared_[g] += op.shared_params;
+      group_fp8_weights_[g] += fp8_weights(op);  // all column / row parallel: / tp below
     }
   }
 }
@@ -175,6 +178,7 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
   std::vector<StageMemory> out(static_cast<std::size_t>(in.pp));
   std::vector<double> act_sum(static_cast<std::size_t>(in.pp), 0.0);
   std::vector<double> largest_group(static_cast<std::size_t>(in.pp), 0.0);  // params, one TP rank
+  std::vector<double> fp8_rank(static_cast<std::size_t>(in.pp), 0.0);         // one TP rank
   for (int c = 0; c < chunks; ++c) {
     const int p = rank_of_chunk(c);
     StageMemory& m = out[static_cast<std::size_t>(p)];
@@ -184,6 +188,7 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
       const double expert = group_params_expert_[gi] / (static_cast<double>(in.ep) * in.etp);
       m.params += group_params + expert;
       m.expert_params += expert;
+      fp8_rank[static_cast<std::size_t>(p)] += group_fp8_weights_[gi] / t;
       largest_group[static_cast<std::size_t>(p)] =
           std::max(largest_group[static_cast<std::size_t>(p)], group_params + expert);
       // Tied embeddings: the LM head uses the embedding table (Op::shared_params). On
@@ -212,6 +217,9 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     // ZeRO-3 gathers a layer's whole (TP-rank) parameters before using it and prefetches
     // the next: two groups' unsharded bf16 parameters live at once.
     if (in.zero >= 3 && dp > 1) m.weights_bytes += 2.0 * 2.0 * largest_group[static_cast<std::size_t>(p)];
+    if (in.fp8_weights)
+      m.weights_bytes += kFp8WeightCopyBytes * fp8_rank[static_cast<std::size_t>(p)] /
+                         (in.zero >= 3 ? dp : 1.0);
     m.grads_bytes = 4.0 * sharded(2);
     m.optimizer_bytes = 12.0 * sharded(1);
 

@@ -11,6 +11,9 @@
 //   of row-parallel layers counted with their op) are not. With tied embeddings the
 //   LM head's Op::shared_params (the embedding table) is charged again, /tp, on a
 //   pipeline rank that does not also hold the embedding group.
+//   FP8 recipe (MemoryInputs::fp8_weights): + kFp8WeightCopyBytes (2: the FP8 weight and
+//   its FP8 transpose) per weight of the FP8-run linear layers (costmodel/fp8_linear.h),
+//   /tp, and / (dp x cp) under ZeRO-3.
 // Activations per transformer layer, one micro-batch (Korthikanti et al. 2022,
 //   "Reducing Activation Recomputation in Large Transformer Models", Table 2),
 //   s = seq, b = micro_batch, h = hidden, a = heads, t = tp, 2-byte activations:
@@ -86,6 +89,9 @@ struct MemoryInputs {
   RecomputeMode recompute = RecomputeMode::None;
   bool sequence_parallel = false;
   double attention_score_bytes = kUnfusedScoreBytes;  // see kUnfusedScoreBytes
+  // FP8 recipe (costmodel/fp8_linear.h): the FP8 copies of the linear layers' weights,
+  // kFp8WeightCopyBytes per weight, sharded like the weights (tp; dp x cp under ZeRO-3).
+  bool fp8_weights = false;
   // Layer groups (0 = embedding, 1..L = blocks, L+1 = head) of each virtual stage,
   // pp * vpp entries; pipeline rank p holds virtual stages p, p + pp, p + 2pp, ...
   // Empty: an even split by layer count (embedding on the first, head on the last).
@@ -131,6 +137,7 @@ class MemoryModel {
   std::vector<double> group_params_replicated_;  // per layer group: replicated op params
   std::vector<double> group_params_shared_;      // per layer group: tied params it uses (LM head)
   std::vector<double> group_params_expert_;      // per layer group: routed-expert params
+  std::vector<double> group_fp8_weights_;        // per layer group: FP8-run weights (TP-sharded)
   double reserve_bytes_ = 0;
 };
 

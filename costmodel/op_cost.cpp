@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/errors.h"
+#include "costmodel/fp8_linear.h"
 
 namespace strata::costmodel {
 
@@ -97,6 +98,11 @@ OpTime OpCost::time(const models::Op& op, int tp, bool sequence_parallel, DType 
     t.fwd_s = count * fwd.time_s;
     t.bwd_s = count * (dgrad.time_s + wgrad.time_s);
     t.source = worse(fwd.source, worse(dgrad.source, wgrad.source));
+    if (dtype == DType::Fp8) {  // the casts to FP8 around the GEMMs (costmodel/fp8_linear.h)
+      const Fp8CastWork c = fp8_activation_casts(m, n, k);
+      t.fwd_s += c.fwd_bytes / memory_bytes_per_s_ + c.fwd_kernels * options_.kernel_overhead_s;
+      t.bwd_s += c.bwd_bytes / memory_bytes_per_s_ + c.bwd_kernels * options_.kernel_overhead_s;
+    }
     return t;
   }
 

@@ -6,6 +6,9 @@
 //   Replicated: full shape, m / tp with sequence parallelism.
 //   (divisions round up). forward = GEMM(m, n, k); backward = dgrad GEMM(m, k, n)
 //   + wgrad GEMM(k, n, m), each timed by GemmCost (measured table or roofline).
+//   dtype Fp8 (the linear layers of an FP8 recipe, costmodel/fp8_linear.h): the three
+//   GEMMs at the fp8 rate plus the casts to FP8 as memory passes (fp8_activation_casts
+//   bytes / achieved bandwidth + one kernel overhead each way).
 // AttentionCore, by the stack's attention kernel (OpCostOptions):
 // flash2 / cudnn: the model FLOPs of the op (QK^T and AV: 4*b*s^2*h
 //   forward, unsharded) are halved for the causal mask, divided by tp (heads/tp

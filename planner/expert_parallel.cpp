@@ -24,6 +24,9 @@ void add_expert_violations(const Strategy& s, const models::ModelSpec& m, std::v
   if (s.cp > 1)
     add("strategy.cp", fmt::format("strategy.cp ({}) > 1 with a mixture-of-experts model is not "
                                    "modelled yet (use cp 1)", s.cp));
+  if (s.precision == "fp8")
+    add("strategy.precision", "strategy.precision fp8 with a mixture-of-experts model is not modelled yet "
+                              "(the expert GEMMs' FP8 recipe); use bf16");
   if (s.zero >= 2)
     add("strategy.zero", fmt::format("strategy.zero ({}) with a mixture-of-experts model is not modelled "
                                      "yet (use zero 0 or 1: routed experts shard over edp)", s.zero));

@@ -50,7 +50,7 @@ int read_int(const YamlReader& r, const std::string& key, int dflt, bool require
 
 Strategy read_strategy(const YamlReader& r) {
   r.expect_keys({"dp", "tp", "pp", "cp", "vpp", "micro_batch", "global_batch", "zero", "recompute",
-                 "sequence_parallel", "schedule", "rank_order", "ep", "etp"});
+                 "sequence_parallel", "schedule", "rank_order", "ep", "etp", "precision"});
   Strategy s;
   s.dp = read_int(r, "dp", 1, true);
   s.tp = read_int(r, "tp", 1, true);
@@ -68,15 +68,17 @@ Strategy read_strategy(const YamlReader& r) {
   s.rank_order = r.get_string("rank_order", "tp-dp-pp");
   s.ep = read_int(r, "ep", 1, false);
   s.etp = read_int(r, "etp", 1, false);
+  if (r.has("precision")) s.precision = r.get_enum("precision", {"bf16", "fp16", "fp8"});
   return s;
 }
 
 Prediction read_prediction(const YamlReader& r) {
   r.expect_keys({"iteration_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
                  "mfu", "peak_memory_gib", "stage_memory_gib", "bubble_fraction", "breakdown_s",
-                 "notes", "stack", "uncertainty", "uncertainty_basis"});
+                 "notes", "stack", "uncertainty", "uncertainty_basis", "precision"});
   Prediction p;
   p.stack = r.get_string("stack", "");
+  p.precision = r.get_string("precision", "");
   p.uncertainty = read_double(r, "uncertainty", -1);
   p.uncertainty_basis = r.get_string("uncertainty_basis", "");
   p.iteration_s = read_double(r, "iteration_s", 0);
@@ -173,12 +175,14 @@ void emit_strategy(YAML::Emitter& e, const Strategy& s) {
   e << YAML::Key << "rank_order" << YAML::Value << s.rank_order;
   e << YAML::Key << "ep" << YAML::Value << s.ep;
   e << YAML::Key << "etp" << YAML::Value << s.etp;
+  if (!s.precision.empty()) e << YAML::Key << "precision" << YAML::Value << s.precision;
   e << YAML::EndMap;
 }
 
 void emit_prediction(YAML::Emitter& e, const Prediction& p) {
   e << YAML::BeginMap;
   if (!p.stack.empty()) e << YAML::Key << "stack" << YAML::Value << p.stack;
+  if (!p.precision.empty()) e << YAML::Key << "precision" << YAML::Value << p.precision;
   e << YAML::Key << "iteration_s" << YAML::Value << yaml_double(p.iteration_s);
   if (p.uncertainty >= 0) {
     e << YAML::Key << "uncertainty" << YAML::Value << yaml_double(p.uncertainty);
@@ -345,6 +349,10 @@ std::string plan_to_json(const Plan& p) {
                     {"schedule", to_string(s.schedule)},
                     {"ep", s.ep},
                     {"etp", s.etp}};
+  if (!s.precision.empty()) j["strategy"]["precision"] = s.precision;
+  // The precision simulated: the strategy's, else the stack's.
+  if (const std::string prec = !s.precision.empty() ? s.precision : q.precision; !prec.empty())
+    j["precision"] = prec;
   const Breakdown& b = q.breakdown_s;
   j["prediction"] = J{{"iteration_s", json_number(q.iteration_s)},
                       {"tokens_per_s", json_number(q.tokens_per_s)},

@@ -20,6 +20,7 @@ struct MemoryBreakdown {
 
 struct Prediction {
   std::string stack;                   // software stack the prediction assumes
+  std::string precision;               // GEMM precision simulated (bf16 | fp16 | fp8 ...)
   // Relative half-width of the band around iteration_s from the validation residuals of
   // this stack on this device (costmodel/prediction_band.h); < 0: never validated.
   double uncertainty = -1;

@@ -187,6 +187,7 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
                   s.schedule = kind;
                   s.ep = ep;
                   s.etp = etp;
+                  s.precision = options.precision;
                   space.push_back(s);
                 }
               }
@@ -238,7 +239,7 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
   auto work = [&](int tid) {
     Partial& out = parts[static_cast<std::size_t>(tid)];
     try {
-      detail::SimEngine engine(model, cluster, options.stack);
+      detail::SimEngine engine(model, cluster, options.stack, options.precision);
       const std::int64_t lo = total * tid / threads, hi = total * (tid + 1) / threads;
       for (std::int64_t i = lo; i < hi; ++i) {
         if (tid == 0 && options.progress && (i % 1024 == 0)) options.progress(done.load(), total);
@@ -292,7 +293,7 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     return better(a.second.prediction, a.first, b.second.prediction, b.first);
   });
   if (static_cast<int>(top.size()) > options.top_k) top.resize(static_cast<std::size_t>(options.top_k));
-  detail::SimEngine engine(model, cluster, options.stack);  // for the notes of the kept plans
+  detail::SimEngine engine(model, cluster, options.stack, options.precision);  // for the notes of the kept plans
   if (options.progress) options.progress(total, total);
   // Every candidate broke a structural rule (pinned options that cannot work): say which.
   if (result.candidates_evaluated == 0) {

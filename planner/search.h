@@ -24,6 +24,8 @@ struct SearchOptions {
   // Optional restrictions (unset = search all).
   std::optional<int> tp, pp, dp, cp, vpp, zero;
   std::optional<int> ep, etp;  // MoE models: expert parallel / expert tensor parallel
+  // Strategy::precision of every candidate (kept, not searched); empty: the stack's.
+  std::string precision;
   std::optional<std::int64_t> micro_batch;
   std::optional<Recompute> recompute;
   std::optional<bool> sequence_parallel;

@@ -46,6 +46,11 @@
 //    norm), then Adam is memory-bound: params * kAdamBytesPerParam / (memory bandwidth *
 //    efficiency), over params / dp under ZeRO-1, which then all-gathers the updated
 //    parameters (bf16) over the DP group, not overlapped.
+//  * Precision: the stack's, or Strategy::precision in its place. fp8
+//    (costmodel/fp8_linear.h): the blocks' linear layers run as FP8 GEMMs with their
+//    cast passes, everything else in bf16; the optimizer step also casts the FP8-run
+//    weights once; memory holds their FP8 copies; measured block tables (bf16) are not
+//    used. A device without an fp8 peak is refused by name.
 //
 // Breakdown (critical-path attribution; the parts sum to iteration_s up to rounding):
 // let q be the stage that finishes its gradients last (it gates the optimizer) and r the
@@ -70,6 +75,7 @@
 #include "common/errors.h"
 #include "costmodel/context_parallel_cost.h"
 #include "costmodel/expert_dispatch_cost.h"
+#include "costmodel/fp8_linear.h"
 #include "costmodel/prediction_band.h"
 #include "costmodel/zero_sharding.h"
 #include "costmodel/rank_grid.h"
@@ -119,14 +125,32 @@ std::string too_large_to_simulate(const Strategy& s) {
 
 namespace {
 
+// The stack, with `precision` (bf16 | fp16 | fp8; empty: the stack's own) in place of its
+// precision.
 costmodel::SoftwareStack resolve_stack(const costmodel::SoftwareStack* stack,
-                                       const costmodel::DeviceProfile& device) {
-  if (stack) return *stack;
-  return costmodel::load_software_stack(costmodel::default_software_stack_name(device));
+                                       const costmodel::DeviceProfile& device,
+                                       const std::string& precision) {
+  costmodel::SoftwareStack s =
+      stack ? *stack : costmodel::load_software_stack(costmodel::default_software_stack_name(device));
+  if (!precision.empty()) s.precision = costmodel::dtype_from_string(precision);
+  return s;
 }
 
-// The stack's precision, which the device must have a peak for.
+// The dtype of everything but the FP8-run linear layers: the stack's precision, which the
+// device must have a peak for; bf16 under an FP8 recipe, which needs the device's FP8 peak.
 DType stack_dtype(const costmodel::SoftwareStack& stack, const costmodel::DeviceProfile& device) {
+  if (stack.precision == DType::Fp8) {
+    if (!device.peak_tflops.count(DType::Fp8)) {
+      std::vector<std::string> have;
+      for (const auto& [d, tf] : device.peak_tflops) have.emplace_back(costmodel::to_string(d));
+      input_error("precision fp8 needs FP8 tensor cores, but device '{}' has no fp8 peak "
+                  "(peak_tflops lists {}); use --precision bf16 on it, or an H100 / H200 cluster",
+                  device.name, fmt::join(have, ", "));
+    }
+    costmodel::SoftwareStack rest = stack;
+    rest.precision = DType::Bf16;
+    return stack_dtype(rest, device);
+  }
   if (!device.peak_tflops.count(stack.precision)) {
     std::vector<std::string> have;
     for (const auto& [d, tf] : device.peak_tflops) have.emplace_back(costmodel::to_string(d));
@@ -151,14 +175,15 @@ double exposed(double comm_s, double hidden_by_s) { return std::max(0.0, comm_s 
 }  // namespace
 
 SimEngine::SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
-                     const costmodel::SoftwareStack* stack)
+                     const costmodel::SoftwareStack* stack, const std::string& precision)
     : model_(model),
       cluster_(cluster),
-      stack_(resolve_stack(stack, cluster.device)),
+      stack_(resolve_stack(stack, cluster.device, precision)),
       op_cost_(cluster.device, costmodel::op_cost_options(stack_, cluster.device)),
       blocks_(cluster.device.block_table),
       coll_(cluster),
       dtype_(stack_dtype(stack_, cluster.device)),
+      fp8_(stack_.precision == DType::Fp8),
       walk_(std::make_unique<PipelineWalk>()) {
   act_bytes_ = costmodel::dtype_bytes(dtype_);
   mem_bytes_per_s_ = cluster.device.memory_bandwidth_gbps * 1e9 * cluster.device.memory_efficiency;
@@ -271,9 +296,11 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
       }
       // Routed experts: a grouped GEMM at the per-expert shape of this layout, the token
       // exchange around them, and the permutes (memory passes) on the compute stream.
+      // (FP8 with experts is refused by validation: expert_parallel.cpp.)
+      const bool in_fp8 = fp8_ && costmodel::runs_in_fp8(op.kind);
       const costmodel::OpTime ot = op.routed_expert
                                        ? costmodel::expert_gemm_time(op_cost_.gemm(), op, el, dtype_)
-                                       : op_cost_.time(op, tp, sp, dtype_);
+                                       : op_cost_.time(op, tp, sp, in_fp8 ? DType::Fp8 : dtype_);
       if (op.ep_comm != models::EpComm::None) {
         const costmodel::DispatchTime dt = costmodel::dispatch_time(coll_, op, el, pl.ep, pl.etp, act_bytes_);
         c.ep_fwd_s += dt.fwd_s;
@@ -312,6 +339,7 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
                                                                 : whole_op.params / tp;
       c.params_rank += op_params_rank;
       if (op.routed_expert) c.expert_params_rank += op_params_rank;
+      if (in_fp8) c.fp8_weights_rank += costmodel::fp8_weights(whole_op) / tp;
       // Unfused gradient accumulation: one add kernel per weight, reading the running
       // gradient and the new one and writing the sum (parameter dtype).
       if (!stack_.fused_grad_accumulation && op_params_rank > 0)
@@ -370,7 +398,8 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
     // A measured block replaces the sum of its ops' compute; its attention forward
     // (selective recompute) and TP collectives stay per op.
     // (Measured without context parallelism: not used when cp > 1.)
-    if (!blocks_.empty() && cp == 1 && is_block(static_cast<int>(gi), layers)) {
+    // Measured blocks ran in the profile's dtype, not with FP8 linear layers.
+    if (!blocks_.empty() && cp == 1 && !fp8_ && is_block(static_cast<int>(gi), layers)) {
       if (auto e = blocks_.estimate(signature, tp, sp, s.micro_batch)) {
         c.fwd_s = e->fwd_s;
         c.bwd_s = e->bwd_s;
@@ -596,6 +625,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   mem_in_.recompute = memory_recompute(s.recompute);
   mem_in_.sequence_parallel = s.sequence_parallel;
   mem_in_.attention_score_bytes = score_bytes(stack_);
+  mem_in_.fp8_weights = fp8_;
   mem_in_.stage_layers = sl;
   mem_in_.in_flight = w.peak_chunks;
   const std::vector<costmodel::StageMemory> mem = gr.memory->per_stage(mem_in_);
@@ -696,6 +726,12 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
     if (ready[p] > ready[q]) q = p;
   const double sync = ready[q];
 
+  // FP8-run weights held by each pipeline rank (one TP rank).
+  std::vector<double> fp8_weights_rank(static_cast<std::size_t>(pp), 0.0);
+  if (fp8_)
+    for (int v = 0; v < stages; ++v)
+      for (int g : sl[v]) fp8_weights_rank[static_cast<std::size_t>(v % pp)] += t.groups[g].fp8_weights_rank;
+
   // Optimizer (+ ZeRO-1 parameter all-gather).
   const double mem_bw = mem_bytes_per_s_;
   int r = 0;
@@ -705,7 +741,9 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
     const double dense_params = mem[p].params - mem[p].expert_params;
     const double opt_params = s.zero >= 1 ? dense_params / grad_group + mem[p].expert_params / s.edp()
                                           : mem[p].params;
-    const double opt = mem_bw > 0 ? opt_params * adam_bytes_per_param(dtype_) / mem_bw : 0;
+    double opt = mem_bw > 0 ? opt_params * adam_bytes_per_param(dtype_) / mem_bw : 0;
+    // FP8 recipe: the updated weights are cast to FP8 (and transposed) once per step.
+    if (fp8_ && mem_bw > 0) opt += costmodel::fp8_weight_cast_bytes(fp8_weights_rank[static_cast<std::size_t>(p)]) / mem_bw;
     // ZeRO-3 ranks keep their parameter shard: nothing to gather after the step.
     double ag = (s.zero >= 1 && s.zero <= 2 && dp_comm)
                     ? coll_.time_s(Collective::AllGather, dense_params * act_bytes_, pl.dp) +
@@ -738,6 +776,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
 
   Prediction& pr = res.prediction;
   pr.stack = stack_.name;
+  pr.precision = costmodel::to_string(stack_.precision);
   {
     const costmodel::PredictionBand& band = band_for(s);
     pr.uncertainty = band.relative.value_or(-1.0);
@@ -847,6 +886,14 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
   n.push_back(fmt::format("compute dtype {} on {} ({} peak {:.4g} TFLOP/s: {})",
                           costmodel::to_string(dtype_), dev.name, costmodel::to_string(dtype_),
                           dev.peak_flops(dtype_) / 1e12, ref(dev.source)));
+  if (fp8_)
+    n.push_back(fmt::format(
+        "precision fp8: QKV, attention output and MLP GEMMs at the fp8 rate (peak {:.4g} TFLOP/s; "
+        "the profile's fp8 rows, never faster than the bf16 time of the shape x peak ratio), "
+        "attention core, LM head and optimizer in {} / fp32 as Transformer Engine under "
+        "Megatron-Core runs them; casts to FP8 as memory passes (4 B per cast element), an FP8 "
+        "weight copy and its transpose (2 B per weight); MFU is against the {} peak",
+        dev.peak_flops(DType::Fp8) / 1e12, costmodel::to_string(dtype_), costmodel::to_string(dtype_)));
   if (t.gemm_measured && !t.gemm_roofline)
     n.push_back(fmt::format("GEMM times: {} table ({})",
                             dev.gemm_source.kind == "published" ? "published" : "measured",
@@ -928,7 +975,7 @@ SimulationResult simulate(const models::ModelSpec& model, const costmodel::Clust
                 "nodes x {})",
                 strategy.gpus(), strategy.dp, strategy.tp, strategy.pp, strategy.cp, cluster.name,
                 cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
-  detail::SimEngine engine(model, cluster, options.stack);
+  detail::SimEngine engine(model, cluster, options.stack, strategy.precision);
   SimulationResult r = engine.run(strategy, options.timeline, options.stage_layers);
   r.prediction.notes = engine.notes(strategy);
   return r;

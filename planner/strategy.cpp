@@ -77,6 +77,11 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
         fmt::format("strategy.zero ({}) must be 0, 1 (distributed optimizer), 2 (+ gradients) or 3 "
                     "(+ parameters)",
                     s.zero));
+  if (!s.precision.empty() && s.precision != "bf16" && s.precision != "fp16" && s.precision != "fp8")
+    add("strategy.precision",
+        fmt::format("strategy.precision ('{}') must be bf16, fp16 or fp8 (or absent: the "
+                    "software stack's precision)",
+                    s.precision));
   if (!valid_rank_order(s.rank_order))
     add("strategy.rank_order",
         fmt::format("strategy.rank_order ('{}') must name tp, dp and pp once each (and "

@@ -29,6 +29,9 @@ struct Strategy {
   // stage hold the experts as etp x ep x edp (etp innermost): ep splits the experts,
   // etp splits each expert's GEMMs, edp = tp * dp / (ep * etp) replicates them.
   int ep = 1, etp = 1;
+  // bf16 | fp16 | fp8 in place of the software stack's precision; empty: the stack's. fp8
+  // runs the linear layers as FP8 GEMMs (costmodel/fp8_linear.h). Not searched.
+  std::string precision;
 
   int gpus() const { return dp * tp * pp * cp; }
   // Expert data parallel: Megatron-Core folds the experts over the same ranks as

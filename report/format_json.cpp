@@ -35,6 +35,8 @@ std::string format_plan_json(const PlanReport& r) {
   out["schema_version"] = kJsonSchemaVersion;
   out["model"] = r.model;
   if (!r.plans.empty()) out["seq_len"] = r.plans.front().model.seq_len;
+  if (!r.plans.empty() && !r.plans.front().prediction.precision.empty())
+    out["precision"] = r.plans.front().prediction.precision;
   out["cluster"] = r.cluster;
   out["device"] = r.device;
   out["gpus"] = r.gpus;

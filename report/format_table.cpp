@@ -101,6 +101,8 @@ std::string header_lines(const PlanReport& r) {
   out += fmt::format("# strata {}: model {} on cluster {} ({}), {} GPUs, global batch {}", r.command,
                      r.model, r.cluster, r.device, r.gpus, r.global_batch);
   if (!r.plans.empty()) out += fmt::format(" x seq {}", r.plans.front().model.seq_len);
+  if (!r.plans.empty() && !r.plans.front().prediction.precision.empty())
+    out += fmt::format(", precision {}", r.plans.front().prediction.precision);
   out += "\n";
   if (!r.defaults.empty()) {
     out += "# defaults used: ";

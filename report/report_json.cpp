@@ -32,17 +32,19 @@ T get_key(const json& j, const char* key, const std::string& where) {
 }  // namespace
 
 json strategy_to_json(const planner::Strategy& s) {
-  return json{{"dp", s.dp},
-              {"tp", s.tp},
-              {"pp", s.pp},
-              {"vpp", s.vpp},
-              {"micro_batch", s.micro_batch},
-              {"global_batch", s.global_batch},
-              {"zero", s.zero},
-              {"recompute", recompute_name(s.recompute)},
-              {"sequence_parallel", s.sequence_parallel},
-              {"schedule", schedule_name(s.schedule)},
-              {"rank_order", s.rank_order}};
+  json j{{"dp", s.dp},
+         {"tp", s.tp},
+         {"pp", s.pp},
+         {"vpp", s.vpp},
+         {"micro_batch", s.micro_batch},
+         {"global_batch", s.global_batch},
+         {"zero", s.zero},
+         {"recompute", recompute_name(s.recompute)},
+         {"sequence_parallel", s.sequence_parallel},
+         {"schedule", schedule_name(s.schedule)},
+         {"rank_order", s.rank_order}};
+  if (!s.precision.empty()) j["precision"] = s.precision;
+  return j;
 }
 
 planner::Strategy strategy_from_json(const json& j, const std::string& where) {
@@ -67,6 +69,7 @@ planner::Strategy strategy_from_json(const json& j, const std::string& where) {
   else if (sc == "interleaved") s.schedule = planner::ScheduleKind::Interleaved;
   else input_error("{}: schedule '{}' is not one of gpipe, 1f1b, interleaved", where, sc);
   if (j.contains("rank_order")) s.rank_order = get_key<std::string>(j, "rank_order", where);
+  if (j.contains("precision")) s.precision = get_key<std::string>(j, "precision", where);
   return s;
 }
 

@@ -44,6 +44,7 @@ struct GroupCost {
                                       // (with cp > 1: per rank's s/cp tokens for times, and
                                       // FLOPs scaled back to the whole sequence)
   double expert_params_rank = 0;      // of which routed experts (reduced over edp, not dp)
+  double fp8_weights_rank = 0;        // of those, weights of FP8-run layers (FP8 recipe)
 };
 
 struct GroupCostTable {
@@ -71,8 +72,9 @@ std::string too_large_to_simulate(const Strategy& s);
 class SimEngine {
  public:
   // stack nullptr: the device's default stack (costmodel::default_software_stack_name).
+  // precision: bf16 | fp16 | fp8 in place of the stack's; empty: the stack's.
   SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
-            const costmodel::SoftwareStack* stack = nullptr);
+            const costmodel::SoftwareStack* stack = nullptr, const std::string& precision = "");
 
   // Simulates a strategy that already passed validate(). stage_layers empty: partition.
   SimulationResult run(const Strategy& s, bool timeline,
@@ -104,7 +106,8 @@ class SimEngine {
   costmodel::OpCost op_cost_;
   costmodel::MeasuredBlockTable blocks_;
   costmodel::CollectiveCost coll_;
-  costmodel::DType dtype_;
+  costmodel::DType dtype_;  // every op but the FP8-run linear layers
+  bool fp8_ = false;        // FP8 recipe: linear layers in FP8 (costmodel/fp8_linear.h)
   double act_bytes_ = 2;  // bytes per activation element (dtype)
   double mem_bytes_per_s_ = 0;    // achieved device memory bandwidth
   double kernel_overhead_s_ = 0;  // per non-GEMM kernel (stack or device)

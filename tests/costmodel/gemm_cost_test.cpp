@@ -106,3 +106,21 @@ TEST(GemmCost, RejectsEmptyShapesAndMissingDtypes) {
   EXPECT_THROW(g.time_s(0, 1, 1, DType::Bf16), strata::InputError);
   EXPECT_THROW(g.time_s(8, 8, 8, DType::Fp16), strata::InputError);  // no fp16 peak
 }
+
+TEST(GemmCost, Fp8UsesItsRowAndIsCappedAtThePeakRatioOfBf16) {
+  auto p = sc::testing::toy_device();
+  p.peak_tflops[DType::Fp8] = 800;  // 2x bf16's 400
+  // bf16: 100 TF at 1024^3, 500 TF at 8192^3; fp8: one best-shape row, 700 TF at 8192^3.
+  const double f1 = 2.0 * 1024 * 1024 * 1024, f8 = 2.0 * 8192 * 8192 * 8192;
+  p.gemm_table = {row(1024, 1024, 1024, f1 / 100e12 * 1e6), row(8192, 8192, 8192, f8 / 500e12 * 1e6)};
+  sc::GemmSample r8 = row(8192, 8192, 8192, f8 / 700e12 * 1e6);
+  r8.dtype = DType::Fp8;
+  p.gemm_table.push_back(r8);
+  sc::GemmCost g(p);
+  // At the row: its time (the cap, 500 x 2 = 1000 TF, is faster).
+  EXPECT_NEAR(g.time_s(8192, 8192, 8192, DType::Fp8), f8 / 700e12, 1e-12);
+  // Small shape: the single fp8 row would claim 700 TF; the cap is bf16's 100 TF x 2.
+  EXPECT_NEAR(g.time_s(1024, 1024, 1024, DType::Fp8), f1 / 200e12, 1e-12);
+  // The bf16 times are unchanged by the fp8 row.
+  EXPECT_NEAR(g.time_s(1024, 1024, 1024, DType::Bf16), f1 / 100e12, 1e-12);
+}

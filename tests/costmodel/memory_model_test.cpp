@@ -256,3 +256,31 @@ TEST(MemoryModel, RejectsInconsistentInputs) {
   EXPECT_EQ(sc::recompute_from_string("selective"), RecomputeMode::Selective);
   EXPECT_THROW(sc::recompute_from_string("partial"), strata::InputError);
 }
+
+TEST(MemoryModel, Fp8WeightCopiesByHand) {
+  auto spec = small_gpt();  // h 512, ffn 2048, 8 layers
+  auto graph = sm::ModelGraph::build(spec, 1);
+  sc::MemoryModel mm(graph, sc::testing::toy_device());
+  sc::MemoryInputs in;
+  in.tp = 2, in.pp = 4, in.dp = 8;
+  const auto bf16 = mm.per_stage(in);
+  in.fp8_weights = true;
+  const auto fp8 = mm.per_stage(in);
+  // FP8-run weights of a block: QKV 512 x 1536, out 512 x 512, MLP 512 x 2048 and
+  // 2048 x 512 = 3,145,728 (biases, norms, embedding and LM head stay bf16). Every stage
+  // holds 2 blocks; an FP8 copy and its transpose, 2 bytes per weight, / tp 2.
+  const double fp8_block = 512.0 * 1536 + 512.0 * 512 + 512.0 * 2048 + 2048.0 * 512;
+  EXPECT_DOUBLE_EQ(fp8_block, 3145728.0);
+  for (int p = 0; p < 4; ++p) {
+    EXPECT_DOUBLE_EQ(fp8[p].weights_bytes - bf16[p].weights_bytes, 2.0 * 2 * fp8_block / 2) << p;
+    EXPECT_DOUBLE_EQ(fp8[p].grads_bytes, bf16[p].grads_bytes);
+    EXPECT_DOUBLE_EQ(fp8[p].optimizer_bytes, bf16[p].optimizer_bytes);
+    EXPECT_DOUBLE_EQ(fp8[p].activations_bytes, bf16[p].activations_bytes);
+    EXPECT_DOUBLE_EQ(fp8[p].total_bytes - bf16[p].total_bytes, 6291456.0) << p;
+  }
+  // ZeRO-3 shards the copies over dp 8 like the weights.
+  in.zero = 3;
+  const double z3_fp8 = mm.per_stage(in)[1].weights_bytes;
+  in.fp8_weights = false;
+  EXPECT_DOUBLE_EQ(z3_fp8 - mm.per_stage(in)[1].weights_bytes, 6291456.0 / 8);
+}

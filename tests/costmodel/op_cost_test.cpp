@@ -82,3 +82,33 @@ TEST(OpCost, ElementwiseOpsAreMemoryBoundAndSplitOnlyWithSequenceParallel) {
   EXPECT_NEAR(oc.time(emb, 4, true, DType::Bf16).fwd_s, 4.0e8 / bw, 1e-15);
   EXPECT_THROW(oc.time(norm, 0, false, DType::Bf16), strata::InputError);
 }
+
+TEST(OpCost, Fp8GemmRunsAtTheFp8RateAndPaysItsCastPasses) {
+  auto p = sc::testing::toy_device();  // bf16 400 TF, 2000 GB/s at 0.9, gemm efficiency 0.8
+  p.peak_tflops[DType::Fp8] = 800;
+  sc::OpCost oc(p);
+  const double m = 8192, h = 12288;
+  // Row-parallel MLP down on tp 4: GEMM (m, h, 4h/4 = h). Compute bound by hand:
+  // 2 m h h FLOPs at 800 TF x 0.8 (the bf16 cap, 400 x 0.8 / 2, gives the same).
+  auto down = gemm_op(sm::OpKind::MlpDown, sm::Sharding::RowParallel, 8192, 12288, 4 * 12288);
+  const double gemm = 2 * m * h * h / (800e12 * 0.8);
+  const double bw = 2000e9 * 0.9;
+  // Casts: forward X (m x k = m x h), backward dY (m x n = m x h), 4 bytes per element.
+  const double cast = 4 * m * h / bw;
+  auto t = oc.time(down, 4, false, DType::Fp8);
+  EXPECT_NEAR(t.fwd_s, gemm + cast, 1e-12);
+  EXPECT_NEAR(t.bwd_s, 2 * gemm + cast, 1e-12);
+  // The bf16 GEMM takes twice as long on this device (400 vs 800 TF) and casts nothing.
+  EXPECT_NEAR(oc.time(down, 4, false, DType::Bf16).fwd_s, 2 * gemm, 1e-12);
+  // Each cast kernel also pays the per-kernel overhead.
+  sc::OpCostOptions o;
+  o.kernel_overhead_s = 5e-6;
+  sc::OpCost with_overhead(p, o);
+  EXPECT_NEAR(with_overhead.time(down, 4, false, DType::Fp8).fwd_s, gemm + cast + 5e-6, 1e-12);
+}
+
+TEST(OpCost, Fp8OnADeviceWithoutAnFp8PeakIsRefused) {
+  sc::OpCost oc(sc::testing::toy_device());  // bf16 and fp32 only, no table
+  auto qkv = gemm_op(sm::OpKind::Qkv, sm::Sharding::ColumnParallel, 1024, 3072, 1024);
+  EXPECT_THROW(oc.time(qkv, 1, false, DType::Fp8), strata::InputError);
+}

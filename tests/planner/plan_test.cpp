@@ -276,3 +276,28 @@ TEST(PlanJson, HasExactlyTheDesignKeys) {
   EXPECT_EQ(j["stage_layers"].size(), 2u);
   EXPECT_EQ(j["stage_layers"][1][0], 5);
 }
+
+TEST(PlanYaml, RoundTripsThePrecisionAndRefusesAnUnknownOne) {
+  Plan p = sample_plan();
+  p.cluster = "dgx-h100";
+  p.strategy.precision = "fp8";
+  p.prediction.precision = "fp8";
+  const std::string y = plan_to_yaml(p);
+  EXPECT_NE(y.find("precision: fp8"), std::string::npos) << y;
+  const Plan q = parse_plan_yaml(y, "plan.yaml");
+  EXPECT_EQ(q.strategy.precision, "fp8");
+  EXPECT_EQ(q.prediction.precision, "fp8");
+  EXPECT_EQ(q.strategy, p.strategy);
+  EXPECT_EQ(plan_to_yaml(q), y);
+  // Absent: the stack's precision (an empty field, nothing written).
+  EXPECT_EQ(parse_plan_yaml(plan_to_yaml(sample_plan()), "plan.yaml").strategy.precision, "");
+  EXPECT_EQ(plan_to_yaml(sample_plan()).find("precision"), std::string::npos);
+  // JSON: in the strategy and at the top level.
+  auto j = strata::parse_json(plan_to_json(p));
+  EXPECT_EQ(j["precision"], "fp8");
+  EXPECT_EQ(j["strategy"]["precision"], "fp8");
+  // A hand edit to an unknown precision names the key.
+  std::string bad = y;
+  bad.replace(bad.find("precision: fp8"), 14, "precision: fp4");
+  EXPECT_NE(error_of(bad).find("precision"), std::string::npos) << error_of(bad);
+}

@@ -633,6 +633,54 @@ TEST(Simulator, ContextParallelRanksReduceGradientsTogether) {
   EXPECT_GT(p.breakdown_s.dp_comm, 0);
 }
 
+// ---- FP8 --------------------------------------------------------------------------
+
+// Only the linear layers move to the fp8 rate: with free memory traffic (the casts cost
+// nothing) and roofline GEMMs, the compute shrinks by half of those layers' GEMM time, by
+// hand: per layer and micro-batch 2 x b x s x 12h^2 FLOPs forward (QKV 3h^2, out h^2, MLP
+// 8h^2) and twice that backward. Attention and the LM head keep their bf16 time.
+TEST(Simulator, Fp8RunsTheLinearLayersAtTheFp8Rate) {
+  const auto model = synthetic_model();  // 8 layers, h 1024, s 256
+  auto cluster = flops_only_cluster();
+  const double bf16 = cluster.device.peak_flops(costmodel::DType::Bf16);
+  cluster.device.peak_tflops[costmodel::DType::Fp8] = 2 * bf16 / 1e12;
+  const auto stack = flash_stack_without_overheads();
+  SimulateOptions o;
+  o.stack = &stack;
+  Strategy s = strategy(1, 1, 1, 1, 4);
+  const auto a = simulate(model, cluster, s, o).prediction;
+  s.precision = "fp8";
+  const auto b = simulate(model, cluster, s, o).prediction;
+  const double h = 1024, tokens = 256, mbs = 4, layers = 8;
+  const double linear_s = layers * mbs * 3 * 2 * tokens * 12 * h * h / (bf16 * cluster.device.gemm_efficiency);
+  EXPECT_NEAR(a.breakdown_s.compute - b.breakdown_s.compute, linear_s / 2, 1e-6 * linear_s);
+  EXPECT_EQ(a.precision, "bf16");
+  EXPECT_EQ(b.precision, "fp8");
+  // Memory: the FP8 weight and its transpose, 2 bytes per linear weight, nothing else.
+  EXPECT_NEAR((b.peak_memory.weights - a.peak_memory.weights) * 1024.0 * 1024 * 1024,
+              2 * layers * 12 * h * h, 1.0);
+  EXPECT_DOUBLE_EQ(b.peak_memory.activations, a.peak_memory.activations);
+}
+
+TEST(Simulator, Fp8OnADeviceWithoutAnFp8PeakIsOneClearError) {
+  const auto model = synthetic_model();
+  const auto cluster = costmodel::load_cluster("dgx-a100");
+  Strategy s = strategy(1, 1, 1, 1, 4);
+  s.precision = "fp8";
+  try {
+    simulate(model, cluster, s);
+    FAIL() << "fp8 on an A100 simulated";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("a100-sxm-80gb"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fp8"), std::string::npos) << e.what();
+  }
+  s.precision = "fp4";
+  EXPECT_THROW(simulate(model, cluster, s), InputError);
+  // bf16 in place of the stack's precision is accepted there.
+  s.precision = "bf16";
+  EXPECT_GT(simulate(model, cluster, s).prediction.iteration_s, 0);
+}
+
 // ---- ZeRO-2 / ZeRO-3 ---------------------------------------------------------------
 
 // ZeRO-3 without prefetch: every group's forward and backward all-gathers wait (2 per
