@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/errors.h"
+#include "common/one_line.h"
 #include "planner/strategy.h"
 
 namespace strata::report {
@@ -96,7 +97,8 @@ std::vector<Part> parts(const planner::Breakdown& b) {
 std::string header_lines(const PlanReport& r) {
   std::string out;
   out += fmt::format("# strata {}: model {} on cluster {} ({}), {} GPUs, global batch {}\n",
-                     r.command, r.model, r.cluster, r.device, r.gpus, r.global_batch);
+                     r.command, one_line(r.model), one_line(r.cluster), one_line(r.device), r.gpus,
+                     r.global_batch);
   if (!r.defaults.empty()) {
     out += "# defaults used: ";
     for (std::size_t i = 0; i < r.defaults.size(); ++i) out += (i ? ", " : "") + r.defaults[i];
@@ -112,7 +114,7 @@ std::string header_lines(const PlanReport& r) {
   }
   out += fmt::format("# memory per GPU: {:g} GiB ({:g} GiB reserved for workspace)\n",
                      r.memory_capacity_gib, r.reserve_gib);
-  for (const auto& n : r.notes) out += fmt::format("# note: {}\n", n);
+  for (const auto& n : r.notes) out += fmt::format("# note: {}\n", one_line(n));
   return out;
 }
 
