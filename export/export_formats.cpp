@@ -230,6 +230,11 @@ std::string export_megatron(const Plan& p, const SoftwareStack& stack) {
   if (s.schedule == ScheduleKind::GPipe && s.pp > 1)
     c.push_back("note: Megatron-LM has no GPipe schedule; it runs 1F1B (same bubble, less "
                 "activation memory than planned)");
+  if (!models::has_bias(p.model) && stack.attention_dropout > 0 && !stack.flash_like())
+    c.push_back(fmt::format("note: the prediction charged the stack's attention dropout ({}) "
+                            "to the unfused attention; this model has none, so Megatron-LM runs "
+                            "slightly faster than predicted",
+                            stack.attention_dropout));
   if (s.rank_order != "tp-dp-pp" && s.rank_order != "tp-pp-dp")
     c.push_back(fmt::format("note: rank order {} has no Megatron-LM flag; Megatron-LM places "
                             "ranks tp-dp-pp (or tp-pp-dp with --use-tp-pp-dp-mapping)",

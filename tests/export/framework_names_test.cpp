@@ -165,6 +165,12 @@ TEST(MegatronNames, OverlapFlagsOnlyWhereMegatronAcceptsThemAndTheStackHasThem) 
   EXPECT_TRUE(flags.count("--fp16"));
   EXPECT_TRUE(flags.count("--accumulate-allreduce-grads-in-fp32"));
   EXPECT_TRUE(flags.count("--decoder-first-pipeline-num-layers") == 0);
+  // A Llama-style model runs without dropout; with an unfused-attention stack that charged
+  // dropout, the command says the prediction included it.
+  Plan l = make_plan(llama(8), 1, 1, 1, 1, 1, 4);
+  EXPECT_NE(export_megatron(l, plain_stack()).find("charged the stack's attention dropout (0.1)"),
+            std::string::npos);
+  EXPECT_EQ(export_megatron(l, overlap_stack()).find("attention dropout"), std::string::npos);
 }
 
 TEST(MegatronNames, StageMapsUseFirstLastFlagsOrTheLayout) {
