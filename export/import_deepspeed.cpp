@@ -2,11 +2,13 @@
 // (export/frameworks/deepspeed_config.yaml).
 #include "export/import_deepspeed.h"
 
+#include <climits>
 #include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/checked_math.h"
 #include "common/errors.h"
 #include "export/safe_text.h"
 
@@ -16,9 +18,12 @@ namespace {
 
 using nlohmann::json;
 
-std::int64_t positive(const json& j, const std::string& key, const std::string& source) {
-  if (!j.is_number_integer() || j.get<std::int64_t>() < 1)
-    input_error("{}: {} must be a positive integer", source, key);
+// A positive integer no larger than `max` (the bounds `strata simulate` puts on the same
+// sizes: 2^40 for batches, 2^20 for tp and pp).
+std::int64_t positive(const json& j, const std::string& key, const std::string& source,
+                      std::int64_t max = std::int64_t{1} << 40) {
+  if (!j.is_number_integer() || j.get<std::int64_t>() < 1 || j.get<std::int64_t>() > max)
+    input_error("{}: {} must be an integer in [1, {}]", source, key, max);
   return j.get<std::int64_t>();
 }
 
@@ -73,10 +78,13 @@ ImportedJob import_deepspeed_config(const std::string& text, const std::string& 
     input_error("{}: train_batch_size, train_micro_batch_size_per_gpu and "
                 "gradient_accumulation_steps are all needed to know the data-parallel size",
                 source);
-  if (train % (micro * gas) != 0)
+  const std::int64_t per_replica = checked_mul(micro, gas, "micro-batch x gradient_accumulation_steps");
+  if (train % per_replica != 0)
     input_error("{}: train_batch_size {} is not micro-batch {} x gradient_accumulation_steps {} x "
                 "dp for any whole dp", source, train, micro, gas);
-  s.dp = static_cast<int>(train / (micro * gas));
+  if (train / per_replica > INT_MAX)
+    input_error("{}: data-parallel size {} exceeds {}", source, train / per_replica, INT_MAX);
+  s.dp = static_cast<int>(train / per_replica);
   s.micro_batch = micro;
   s.global_batch = train;
 
@@ -119,7 +127,7 @@ ImportedJob import_deepspeed_config(const std::string& text, const std::string& 
     const json& p = j["pipeline"];
     if (!p.is_object()) input_error("{}: pipeline must be an object", source);
     if (p.contains("stages") && !(p["stages"].is_string() && p["stages"] == "auto"))
-      s.pp = static_cast<int>(positive(p["stages"], "pipeline.stages", source));
+      s.pp = static_cast<int>(positive(p["stages"], "pipeline.stages", source, 1 << 20));
     if (p.contains("activation_checkpoint_interval")) {
       const json& a = p["activation_checkpoint_interval"];
       if (!a.is_number_integer() || a.get<int>() < 0)
@@ -133,7 +141,7 @@ ImportedJob import_deepspeed_config(const std::string& text, const std::string& 
   if (j.contains("tensor_parallel")) {
     const json& t = j["tensor_parallel"];
     if (t.is_object() && t.contains("autotp_size"))
-      s.tp = static_cast<int>(positive(t["autotp_size"], "tensor_parallel.autotp_size", source));
+      s.tp = static_cast<int>(positive(t["autotp_size"], "tensor_parallel.autotp_size", source, 1 << 20));
   }
   if (j.contains("activation_checkpointing") && s.recompute == planner::Recompute::None)
     s.recompute = planner::Recompute::Full;  // Megatron-DeepSpeed checkpoints whole layers

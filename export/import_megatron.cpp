@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "common/checked_math.h"
 #include "common/errors.h"
 #include "export/safe_text.h"
 #include "planner/plan.h"
@@ -181,8 +183,11 @@ std::vector<std::vector<int>> groups_from_layout(const std::string& layout, std:
           bad("strata places the loss (L) last on the last stage");
       } else if (part == "t") {
         count += 1;
+        if (count > layers) bad(fmt::format("it holds more layers than --num-layers ({})", layers));
       } else if (part.rfind("t*", 0) == 0) {
-        count += to_int("--pipeline-model-parallel-layout", part.substr(2), source);
+        const std::int64_t n = to_int("--pipeline-model-parallel-layout", part.substr(2), source);
+        if (n > layers) bad(fmt::format("t*{} holds more layers than --num-layers ({})", n, layers));
+        count += n;
       } else {
         bad(fmt::format("'{}' is not E, L, t or t*N (strata models dense decoder layers only)",
                         one_line(part)));
@@ -233,7 +238,12 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
         (key == "--nnodes" ? nnodes : per_node) = to_int("torchrun " + key, value, source);
       }
     }
-    if (nnodes > 0 && per_node > 0) job.world_size = static_cast<int>(nnodes * per_node);
+    if (nnodes > 0 && per_node > 0) {
+      const std::int64_t world = checked_mul(nnodes, per_node, "torchrun --nnodes x --nproc_per_node");
+      if (world > INT_MAX)
+        input_error("{}: torchrun world size {} exceeds {} GPUs", source, world, INT_MAX);
+      job.world_size = static_cast<int>(world);
+    }
   }
 
   std::map<std::string, std::string> v;  // modelled flag -> value ("" for a flag)
@@ -360,6 +370,11 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
   } else if (has("--use-flash-attn")) {
     job.stack.attention = AttentionKernel::Flash2;
   }
+  for (const char* f : {"--attention-dropout", "--hidden-dropout"})
+    if (has(f)) {
+      const double d = to_float(f, v.at(f), source);
+      if (!(d >= 0 && d < 1)) input_error("{}: {} ({}) must be in [0, 1)", source, f, one_line(v.at(f)));
+    }
   if (has("--attention-dropout"))
     job.stack.attention_dropout = to_float("--attention-dropout", v.at("--attention-dropout"), source);
   job.stack.overlap_grad_reduce = has("--overlap-grad-reduce");
@@ -388,6 +403,11 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
   s.rank_order = has("--use-tp-pp-dp-mapping") ? "tp-pp-dp" : "tp-dp-pp";
   s.zero = has("--use-distributed-optimizer") ? 1 : 0;
   s.micro_batch = has("--micro-batch-size") ? get_int("--micro-batch-size") : 1;
+  // Same bound as `strata simulate --micro-batch/--global-batch`.
+  constexpr std::int64_t kMaxBatch = std::int64_t{1} << 40;
+  for (const char* f : {"--micro-batch-size", "--global-batch-size"})
+    if (has(f) && get_int(f) > kMaxBatch)
+      input_error("{}: {} ({}) is larger than {}", source, f, get_int(f), kMaxBatch);
   s.global_batch = has("--global-batch-size") ? get_int("--global-batch-size") : 0;  // 0: micro x dp
 
   const int ways = has("--pipeline-model-parallel-layout") + has("--decoder-first-pipeline-num-layers") +
@@ -416,6 +436,9 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
                                    ? get_int("--decoder-first-pipeline-num-layers") : -1;
     const std::int64_t last = has("--decoder-last-pipeline-num-layers")
                                   ? get_int("--decoder-last-pipeline-num-layers") : -1;
+    if (first > m.layers || last > m.layers)
+      input_error("{}: --decoder-first/last-pipeline-num-layers ({}, {}) exceed --num-layers ({})",
+                  source, first, last, m.layers);
     const int middle_stages = s.pp - (first >= 0) - (last >= 0);
     const std::int64_t rest = m.layers - std::max<std::int64_t>(first, 0) - std::max<std::int64_t>(last, 0);
     if (rest < middle_stages || (middle_stages > 0 && rest % middle_stages != 0) ||
@@ -430,7 +453,7 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
   } else {
     if (has("--num-layers-per-virtual-pipeline-stage")) {
       const std::int64_t per = get_int("--num-layers-per-virtual-pipeline-stage");
-      if (m.layers % (per * s.pp) != 0)
+      if (per > m.layers || m.layers % (per * s.pp) != 0)
         input_error("{}: --num-layers ({}) is not a multiple of pp ({}) x "
                     "--num-layers-per-virtual-pipeline-stage ({})", source, m.layers, s.pp, per);
       s.vpp = static_cast<int>(m.layers / (per * s.pp));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/checked_math.h"
 #include "common/errors.h"
 
 namespace strata::exports {
@@ -37,8 +38,9 @@ void resolve_world_size(ImportedJob& job, int world, const std::string& source) 
     input_error("{}: the configuration implies dp x tp x pp = {} x {} x {} = {} GPUs, not {}",
                 source, s.dp, s.tp, s.pp, s.gpus(), world);
   }
-  if (s.global_batch == 0) s.global_batch = s.micro_batch * s.dp;  // Megatron-LM's default
-  if (s.global_batch % (s.micro_batch * s.dp) != 0)
+  const std::int64_t step = checked_mul(s.micro_batch, s.dp, "micro-batch x dp");
+  if (s.global_batch == 0) s.global_batch = step;  // Megatron-LM's default
+  if (s.global_batch % step != 0)
     input_error("{}: global batch {} is not a multiple of micro-batch {} x dp {}", source,
                 s.global_batch, s.micro_batch, s.dp);
 }

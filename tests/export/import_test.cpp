@@ -149,6 +149,20 @@ TEST(ImportMegatron, RefusesWhatStrataDoesNotModelByName) {
                                     "--seq-length 128", "a"),
                InputError);  // no --vocab-size
   EXPECT_THROW(import_megatron_args(base + "--data-path 'unterminated", "a"), InputError);
+  // Sizes that would overflow are refused, not wrapped.
+  EXPECT_THROW(import_megatron_args("torchrun --nnodes 4611686018427387904 --nproc_per_node 4 "
+                                    "pretrain_gpt.py " + base, "a"),
+               InputError);
+  EXPECT_THROW(import_megatron_args(base + "--pipeline-model-parallel-size 2 "
+                                    "--decoder-first-pipeline-num-layers 9223372036854775807",
+                                    "a"),
+               InputError);
+  EXPECT_THROW(import_megatron_args(base + "--pipeline-model-parallel-size 2 "
+                                    "--pipeline-model-parallel-layout 'E,t*9223372036854775807|t,L'",
+                                    "a"),
+               InputError);
+  ImportedJob huge = import_megatron_args(base + "--micro-batch-size 1099511627776", "a");
+  EXPECT_THROW(resolve_world_size(huge, 1 << 30, "a"), InputError);  // micro x dp overflows
   ImportedJob no_world = import_megatron_args(base, "a");
   EXPECT_THROW(resolve_world_size(no_world, 0, "a"), InputError);  // no torchrun, no --gpus
   resolve_world_size(no_world, 4, "a");
@@ -195,6 +209,11 @@ TEST(ImportDeepSpeed, RefusesUnmodelledKeysAndInconsistentBatches) {
                 .find("63"),
             std::string::npos);
   EXPECT_NE(message("{" + batch).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(message(R"({"train_batch_size": 9223372036854775807, "train_micro_batch_size_per_gpu": 4611686018427387904, "gradient_accumulation_steps": 4})")
+                .find("train_batch_size must be an integer in [1, "),
+            std::string::npos);
+  EXPECT_NE(message("{" + batch + R"(, "pipeline": {"stages": 2147483648}})").find("pipeline.stages"),
+            std::string::npos);
   // bf16 without data_types accumulates in bf16 (DeepSpeed's default).
   ImportedJob j = import_deepspeed_config(
       "{" + batch + R"(, "bf16": {"enabled": true}, "optimizer": {"type": "AdamW"}})", "ds.json");
