@@ -23,7 +23,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& embedded_clust
 namespace {
 
 LinkSpec parse_link(const YamlReader& r) {
-  r.expect_keys({"bandwidth_gbps", "latency_us", "efficiency", "source"});
+  r.expect_keys({"bandwidth_gbps", "latency_us", "efficiency", "comm_sms", "source"});
   LinkSpec l;
   l.bandwidth_gbps = r.get_positive("bandwidth_gbps");
   if (l.bandwidth_gbps > kMaxBandwidthGbps)
@@ -37,6 +37,9 @@ LinkSpec parse_link(const YamlReader& r) {
       r.fail("efficiency", fmt::format("{} must be in (0, 1]", l.efficiency));
   }
   l.source = detail::parse_provenance(r.child("source"));
+  l.comm_sms = static_cast<int>(r.get_int_in("comm_sms", 0, 100000, 0));
+  if (l.comm_sms > 0 && !l.source.fields.count("comm_sms"))
+    r.fail("comm_sms", "needs source.comm_sms saying where the SM count comes from");
   return l;
 }
 
@@ -44,6 +47,7 @@ std::string link_yaml(const LinkSpec& l) {
   std::string s = fmt::format("{{bandwidth_gbps: {}, latency_us: {}", detail::yaml_number(l.bandwidth_gbps),
                               detail::yaml_number(l.latency_us));
   if (l.efficiency != 1.0) s += ", efficiency: " + detail::yaml_number(l.efficiency);
+  if (l.comm_sms > 0) s += fmt::format(", comm_sms: {}", l.comm_sms);
   return s + ",\n    source: " + detail::yaml_provenance(l.source) + "}";
 }
 

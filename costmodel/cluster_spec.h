@@ -8,6 +8,7 @@
 //   nodes: 128                   # how many nodes exist (upper bound for --gpus)
 //   intra_node: {bandwidth_gbps: 450, latency_us: 3, source: {...}}   # per GPU, one direction
 //   inter_node: {bandwidth_gbps: 50,  latency_us: 8, source: {...}}   # per GPU (NIC) one direction
+//               (both links take optional efficiency and comm_sms, each sourced in source)
 //   profile: path/or/name        # optional measured profile overriding the device's tables
 //                                # (a relative path is relative to the cluster file)
 #pragma once
@@ -25,6 +26,11 @@ struct LinkSpec {
   // optional in YAML (default 1), states its own source when set.
   double efficiency = 1.0;
   Provenance source;
+  // SMs that NCCL's kernels occupy for a collective on this link (one CTA per channel,
+  // never shared with compute kernels); optional (0 = not charged), states its source
+  // in source.comm_sms. The simulator slows compute overlapped with DP collectives by
+  // comm_sms / device sm_count.
+  int comm_sms = 0;
 };
 
 struct ClusterSpec {

@@ -67,7 +67,7 @@ PlacedGroup placed_progression(long long b, long long s, long long n, long long 
 
 PlacedGroup placed_group(const RankGrid& grid, Axis axis, int gpus_per_node) {
   if (gpus_per_node < 1) input_error("gpus_per_node ({}) must be >= 1", gpus_per_node);
-  const long long n = axis == Axis::Tp ? grid.tp() : axis == Axis::Dp ? grid.dp() : grid.pp();
+  const long long n = grid.size(axis);
   const long long s = grid.stride(axis);
   // Groups are {b, b + s, ..., b + (n-1)s} for bases b = q*s*n + r (0 <= r < s). The
   // placement of a group depends only on b mod gpus_per_node, and shifting b by
@@ -83,6 +83,12 @@ PlacedGroup placed_group(const RankGrid& grid, Axis axis, int gpus_per_node) {
       if (first || worse_than(p, worst)) worst = p, first = false;
     }
   return worst;
+}
+
+double comm_sm_share(const ClusterSpec& cluster, const PlacedGroup& group) {
+  const LinkSpec& link = group.nodes_spanned > 1 ? cluster.inter_node : cluster.intra_node;
+  if (group.size <= 1 || link.comm_sms <= 0 || cluster.device.sm_count <= 0) return 0.0;
+  return std::min(1.0, static_cast<double>(link.comm_sms) / cluster.device.sm_count);
 }
 
 PlacedGroup placed_pp_pair(const RankGrid& grid, int stage, int gpus_per_node) {

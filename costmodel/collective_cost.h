@@ -54,6 +54,10 @@ PlacedGroup placed_group(const RankGrid& grid, Axis axis, int gpus_per_node);
 // Placement of the pipeline send/recv pair between pp stages `stage` and `stage+1`
 // (worst over the dp x tp pairs); {2, 1 or 2, ...}.
 PlacedGroup placed_pp_pair(const RankGrid& grid, int stage, int gpus_per_node);
+// Share of the device's SMs that NCCL's kernels hold while a collective of `group` runs
+// beside compute: the link's comm_sms over the device's sm_count (the inter-node link
+// when the group spans nodes); 0 when either is not given.
+double comm_sm_share(const ClusterSpec& cluster, const PlacedGroup& group);
 
 struct CollectiveEstimate {
   double time_s = 0;

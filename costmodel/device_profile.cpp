@@ -149,6 +149,7 @@ std::string device_profile_yaml(const DeviceProfile& p, int indent) {
     line("kernel_overhead_source: " + yaml_provenance(p.kernel_overhead_source));
   }
   if (!p.default_stack.empty()) line("default_stack: " + yaml_quote(p.default_stack));
+  if (p.sm_count > 0) line(fmt::format("sm_count: {}", p.sm_count));
   if (!p.gemm_table.empty()) {
     line("gemm_table:");
     line("  source: " + yaml_provenance(p.gemm_source));
@@ -193,7 +194,7 @@ void read_measured_table(const YamlReader& profile, const char* key, std::initia
 DeviceProfile parse_device_profile_node(const YamlReader& r) {
   r.expect_keys({"name", "source", "compute_dtype", "memory_gib", "memory_bandwidth_gbps",
                  "peak_tflops", "efficiency", "reserve_gib", "reserve_source", "kernel_overhead_us",
-                 "kernel_overhead_source", "default_stack", "gemm_table",
+                 "kernel_overhead_source", "default_stack", "sm_count", "gemm_table",
                  "collective_table", "op_table", "block_table"});
   DeviceProfile p;
   p.name = r.get_string("name");
@@ -242,6 +243,7 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
     r.fail("kernel_overhead_us", fmt::format("{} must be in [0, 10000)", p.kernel_overhead_us));
   if (r.has("kernel_overhead_us")) p.kernel_overhead_source = parse_provenance(r.child("kernel_overhead_source"));
   p.default_stack = r.get_string("default_stack", "");
+  p.sm_count = static_cast<int>(r.get_int_in("sm_count", 0, 100000, 0));
 
   read_measured_table(r, "gemm_table", {"m", "n", "k", "dtype", "time_us"}, p.gemm_source, p.gemm_table,
                       [&p](const YamlReader& row) {

@@ -16,6 +16,8 @@
 //   kernel_overhead_us: 4                 # optional: fixed cost of each non-GEMM kernel
 //   kernel_overhead_source: {kind: estimate, ref: ...}   # required with kernel_overhead_us
 //   default_stack: strata-cpu             # optional: stack when `--stack` is not given
+//   sm_count: 132                         # optional: streaming multiprocessors (GPUs), the
+//                                         # share of them that overlapped NCCL kernels occupy
 //   gemm_table:                           # optional, measured
 //     source: {kind: measured, tool: "strata calibrate", host: ..., device: ..., date: ..., ...}
 //     rows: [{m: 2048, n: 2048, k: 2048, dtype: bf16, time_us: 25.1}, ...]
@@ -125,6 +127,10 @@ struct DeviceProfile {
   // Software stack assumed when none is named (costmodel/software_stack.h); empty: the
   // newest catalog stack.
   std::string default_stack;
+  // Streaming multiprocessors (datasheet / whitepaper); 0 = not a GPU or unknown. NCCL
+  // kernels occupy whole SMs, so collectives overlapped with compute slow it by
+  // comm_sms / sm_count (LinkSpec::comm_sms).
+  int sm_count = 0;
   std::vector<GemmSample> gemm_table;
   Provenance gemm_source;
   std::vector<CollectiveSample> collective_table;

@@ -1,9 +1,12 @@
 #include "costmodel/rank_grid.h"
 
+#include <algorithm>
 #include <climits>
+#include <vector>
 
 #include "common/checked_math.h"
 #include "common/errors.h"
+#include "common/rank_order.h"
 
 namespace strata::costmodel {
 
@@ -12,6 +15,7 @@ const char* to_string(Axis a) {
     case Axis::Tp: return "tp";
     case Axis::Dp: return "dp";
     case Axis::Pp: return "pp";
+    case Axis::Cp: return "cp";
   }
   return "?";
 }
@@ -22,37 +26,38 @@ bool parse_axis(const std::string& s, Axis& out) {
   if (s == "tp") out = Axis::Tp;
   else if (s == "dp") out = Axis::Dp;
   else if (s == "pp") out = Axis::Pp;
+  else if (s == "cp") out = Axis::Cp;
   else return false;
+  return true;
+}
+
+bool parse_order(const std::string& order, std::array<Axis, 4>& axes) {
+  const auto names = parse_rank_order(order);
+  if (!names) return false;
+  for (std::size_t i = 0; i < axes.size(); ++i) parse_axis((*names)[i], axes[i]);
   return true;
 }
 
 }  // namespace
 
-RankGrid::RankGrid(int dp, int tp, int pp, const std::string& order)
-    : dp_(dp), tp_(tp), pp_(pp), order_(order) {
+bool valid_rank_order(const std::string& order) {
+  std::array<Axis, 4> axes{};
+  return parse_order(order, axes);
+}
+
+RankGrid::RankGrid(int dp, int tp, int pp, const std::string& order, int cp)
+    : dp_(dp), tp_(tp), pp_(pp), cp_(cp), order_(order) {
   if (dp < 1) input_error("rank grid dp ({}) must be >= 1", dp);
   if (tp < 1) input_error("rank grid tp ({}) must be >= 1", tp);
   if (pp < 1) input_error("rank grid pp ({}) must be >= 1", pp);
-  std::int64_t world = checked_mul(checked_mul(dp, tp, "dp*tp"), pp, "dp*tp*pp");
-  if (world > INT_MAX) input_error("rank grid dp*tp*pp ({}) exceeds {} ranks", world, INT_MAX);
-
-  // "tp-dp-pp": exactly three distinct axis names separated by '-'.
-  const std::string expected = "a permutation of tp, dp, pp joined by '-' (e.g. tp-dp-pp)";
-  std::size_t start = 0;
-  int count = 0;
-  bool seen[3] = {false, false, false};
-  while (true) {
-    std::size_t dash = order.find('-', start);
-    std::string part = order.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
-    Axis a;
-    if (count >= 3 || !parse_axis(part, a) || seen[static_cast<int>(a)])
-      input_error("rank order '{}' is invalid: expected {}", order, expected);
-    seen[static_cast<int>(a)] = true;
-    axes_[count++] = a;
-    if (dash == std::string::npos) break;
-    start = dash + 1;
-  }
-  if (count != 3) input_error("rank order '{}' is invalid: expected {}", order, expected);
+  if (cp < 1) input_error("rank grid cp ({}) must be >= 1", cp);
+  std::int64_t world = checked_mul(checked_mul(checked_mul(dp, tp, "dp*tp"), pp, "dp*tp*pp"), cp,
+                                   "dp*tp*pp*cp");
+  if (world > INT_MAX) input_error("rank grid dp*tp*pp*cp ({}) exceeds {} ranks", world, INT_MAX);
+  if (!parse_order(order, axes_))
+    input_error("rank order '{}' is invalid: expected a permutation of tp, dp, pp (and optionally "
+                "cp) joined by '-' (e.g. tp-dp-pp or tp-cp-dp-pp)",
+                order);
 }
 
 int RankGrid::size(Axis a) const {
@@ -60,6 +65,7 @@ int RankGrid::size(Axis a) const {
     case Axis::Tp: return tp_;
     case Axis::Dp: return dp_;
     case Axis::Pp: return pp_;
+    case Axis::Cp: return cp_;
   }
   return 1;
 }
@@ -83,21 +89,25 @@ RankCoords RankGrid::coords(int rank) const {
     r /= size(a);
     if (a == Axis::Tp) c.tp = idx;
     else if (a == Axis::Dp) c.dp = idx;
-    else c.pp = idx;
+    else if (a == Axis::Pp) c.pp = idx;
+    else c.cp = idx;
   }
   return c;
 }
 
 int RankGrid::rank(const RankCoords& c) const {
-  if (c.dp < 0 || c.dp >= dp_ || c.tp < 0 || c.tp >= tp_ || c.pp < 0 || c.pp >= pp_)
-    input_error("coordinates (dp {}, tp {}, pp {}) are outside the grid (dp {}, tp {}, pp {})",
-                c.dp, c.tp, c.pp, dp_, tp_, pp_);
-  return c.tp * stride(Axis::Tp) + c.dp * stride(Axis::Dp) + c.pp * stride(Axis::Pp);
+  if (c.dp < 0 || c.dp >= dp_ || c.tp < 0 || c.tp >= tp_ || c.pp < 0 || c.pp >= pp_ ||
+      c.cp < 0 || c.cp >= cp_)
+    input_error(
+        "coordinates (dp {}, tp {}, pp {}, cp {}) are outside the grid (dp {}, tp {}, pp {}, cp {})",
+        c.dp, c.tp, c.pp, c.cp, dp_, tp_, pp_, cp_);
+  return c.tp * stride(Axis::Tp) + c.dp * stride(Axis::Dp) + c.pp * stride(Axis::Pp) +
+         c.cp * stride(Axis::Cp);
 }
 
 std::vector<int> RankGrid::group_ranks(Axis axis, int rank) const {
   RankCoords c = coords(rank);
-  int idx = axis == Axis::Tp ? c.tp : axis == Axis::Dp ? c.dp : c.pp;
+  const int idx = axis == Axis::Tp ? c.tp : axis == Axis::Dp ? c.dp : axis == Axis::Pp ? c.pp : c.cp;
   int s = stride(axis);
   int base = rank - idx * s;
   std::vector<int> out(static_cast<std::size_t>(size(axis)));

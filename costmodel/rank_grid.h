@@ -1,7 +1,9 @@
-// RankGrid: pure rank <-> (dp, tp, pp) arithmetic, no MPI. The cost model asks it
+// RankGrid: pure rank <-> (dp, tp, pp, cp) arithmetic, no MPI. The cost model asks it
 // where a group's ranks sit; the runtime builds its communicators from it, so the
 // two can never disagree about placement. Order names axes innermost first:
-// "tp-dp-pp" (Megatron default: tp fastest-varying, then dp, then pp).
+// "tp-dp-pp" (Megatron default: tp fastest-varying, then dp, then pp). The context-
+// parallel axis may be named ("tp-cp-dp-pp", Megatron-Core's order); when it is not,
+// it sits right after tp, as in Megatron-Core (parallel_state's "tp-cp-ep-dp-pp").
 #pragma once
 #include <array>
 #include <cstdint>
@@ -10,22 +12,24 @@
 
 namespace strata::costmodel {
 
-enum class Axis { Tp, Dp, Pp };
+enum class Axis { Tp, Dp, Pp, Cp };
 
 struct RankCoords {
-  int dp = 0, tp = 0, pp = 0;
+  int dp = 0, tp = 0, pp = 0, cp = 0;
   bool operator==(const RankCoords&) const = default;
 };
 
 class RankGrid {
  public:
   // Throws InputError for non-positive sizes or a bad order string.
-  RankGrid(int dp, int tp, int pp, const std::string& order = "tp-dp-pp");
+  RankGrid(int dp, int tp, int pp, const std::string& order = "tp-dp-pp", int cp = 1);
 
   int dp() const { return dp_; }
   int tp() const { return tp_; }
   int pp() const { return pp_; }
-  int world_size() const { return dp_ * tp_ * pp_; }
+  int cp() const { return cp_; }
+  int size(Axis a) const;
+  int world_size() const { return dp_ * tp_ * pp_ * cp_; }
   const std::string& order() const { return order_; }
 
   RankCoords coords(int rank) const;
@@ -38,12 +42,13 @@ class RankGrid {
   int stride(Axis axis) const;
 
  private:
-  int size(Axis a) const;
-  int dp_, tp_, pp_;
+  int dp_, tp_, pp_, cp_;
   std::string order_;
-  std::array<Axis, 3> axes_;  // innermost first
+  std::array<Axis, 4> axes_;  // innermost first, cp placed even when the order omits it
 };
 
 const char* to_string(Axis a);
+// True for an order naming tp, dp and pp once each, and optionally cp once ("tp-cp-dp-pp").
+bool valid_rank_order(const std::string& order);
 
 }  // namespace strata::costmodel

@@ -49,12 +49,13 @@ int read_int(const YamlReader& r, const std::string& key, int dflt, bool require
 }
 
 Strategy read_strategy(const YamlReader& r) {
-  r.expect_keys({"dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "zero", "recompute",
+  r.expect_keys({"dp", "tp", "pp", "cp", "vpp", "micro_batch", "global_batch", "zero", "recompute",
                  "sequence_parallel", "schedule", "rank_order"});
   Strategy s;
   s.dp = read_int(r, "dp", 1, true);
   s.tp = read_int(r, "tp", 1, true);
   s.pp = read_int(r, "pp", 1, true);
+  s.cp = read_int(r, "cp", 1, false);
   s.vpp = read_int(r, "vpp", 1, false);
   s.micro_batch = r.get_int("micro_batch");
   s.global_batch = r.get_int("global_batch");
@@ -156,6 +157,7 @@ void emit_strategy(YAML::Emitter& e, const Strategy& s) {
   e << YAML::Key << "dp" << YAML::Value << s.dp;
   e << YAML::Key << "tp" << YAML::Value << s.tp;
   e << YAML::Key << "pp" << YAML::Value << s.pp;
+  e << YAML::Key << "cp" << YAML::Value << s.cp;
   e << YAML::Key << "vpp" << YAML::Value << s.vpp;
   e << YAML::Key << "micro_batch" << YAML::Value << s.micro_batch;
   e << YAML::Key << "global_batch" << YAML::Value << s.global_batch;
@@ -293,6 +295,7 @@ std::string plan_to_yaml(const Plan& p) {
   e << YAML::Key << "dp" << YAML::Value << p.strategy.dp;
   e << YAML::Key << "tp" << YAML::Value << p.strategy.tp;
   e << YAML::Key << "pp" << YAML::Value << p.strategy.pp;
+  e << YAML::Key << "cp" << YAML::Value << p.strategy.cp;
   e << YAML::Key << "order" << YAML::Value << p.strategy.rank_order;
   e << YAML::EndMap;
   e << YAML::Key << "stage_layers" << YAML::Value << YAML::BeginSeq;
@@ -322,6 +325,7 @@ std::string plan_to_json(const Plan& p) {
   j["strategy"] = J{{"dp", s.dp},
                     {"tp", s.tp},
                     {"pp", s.pp},
+                    {"cp", s.cp},
                     {"vpp", s.vpp},
                     {"micro_batch", s.micro_batch},
                     {"global_batch", s.global_batch},
@@ -397,22 +401,22 @@ Plan parse_plan_yaml(const std::string& text, const std::string& source) {
   if (r.has("gpus")) {
     const std::int64_t g = r.get_int("gpus");
     if (g != s.gpus())
-      r.fail("gpus", fmt::format("{} must equal strategy.dp x tp x pp = {} x {} x {} = {}", g, s.dp,
-                                 s.tp, s.pp, s.gpus()));
+      r.fail("gpus", fmt::format("{} must equal strategy.dp x tp x pp x cp = {} x {} x {} x {} = {}", g,
+                                 s.dp, s.tp, s.pp, s.cp, s.gpus()));
   }
   if (r.has("rank_grid")) {
     YamlReader g = r.child("rank_grid");
-    g.expect_keys({"dp", "tp", "pp", "order"});
-    const std::pair<const char*, int> axes[] = {{"dp", s.dp}, {"tp", s.tp}, {"pp", s.pp}};
+    g.expect_keys({"dp", "tp", "pp", "cp", "order"});
+    const std::pair<const char*, int> axes[] = {{"dp", s.dp}, {"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp}};
     std::int64_t product = 1;
     for (const auto& [k, want] : axes) {
-      const std::int64_t got = g.get_int(k);
+      const std::int64_t got = std::string(k) == "cp" ? g.get_int(k, 1) : g.get_int(k);
       if (got != want)
         g.fail(k, fmt::format("{} must equal strategy.{} ({})", got, k, want));
       product *= got;
     }
     if (product != s.gpus())
-      g.fail("", fmt::format("dp x tp x pp = {} must equal the GPU count {}", product, s.gpus()));
+      g.fail("", fmt::format("dp x tp x pp x cp = {} must equal the GPU count {}", product, s.gpus()));
     const std::string order = g.get_string("order", s.rank_order);
     if (order != s.rank_order)
       g.fail("order", fmt::format("'{}' must equal strategy.rank_order ('{}')", order, s.rank_order));

@@ -462,7 +462,11 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   const bool overlap_dp = stack_.overlap_grad_reduce && stack_bucket > 0;
   const double bucket_cap = overlap_dp ? stack_bucket : std::numeric_limits<double>::infinity();
   const double grad_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
-  std::vector<double> ready(pp), dp_end(pp, 0.0);
+  // NCCL's kernels hold whole SMs: compute that runs beside a DP collective runs on the
+  // rest, so each second of overlap costs `sm_share` seconds of compute (first order;
+  // idle gaps of the pipeline inside the overlap are not told apart).
+  const double sm_share = dp_comm ? costmodel::comm_sm_share(cluster_, pl.dp) : 0.0;
+  std::vector<double> ready(pp), dp_end(pp, 0.0), slowdown(pp, 0.0);
   struct Bucket {
     double ready, params;
     int stage, chunk;
@@ -505,10 +509,13 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
         buckets.back().params += mem[p].params - stage_params;
       std::stable_sort(buckets.begin(), buckets.end(),
                        [](const Bucket& a, const Bucket& b) { return a.ready < b.ready; });
-      double stream = 0;
+      // `delay`: compute time lost so far to the SMs of the reductions running beside it;
+      // it postpones the later buckets and the end of the backward alike.
+      double stream = 0, delay = 0;
       for (std::size_t k = 0; k < buckets.size(); ++k) {
-        const double start = std::max(stream, buckets[k].ready);
+        const double start = std::max(stream, buckets[k].ready + delay);
         stream = start + coll_.time_s(grad_coll, buckets[k].params * grad_bytes, pl.dp);
+        delay += sm_share * std::max(0.0, std::min(stream, w.compute_end[p] + delay) - start);
         if (timeline)
           events.push_back(TimelineEvent{p, "dp_comm",
                                          fmt::format("{} bucket {}",
@@ -516,8 +523,9 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
                                          -1, buckets[k].chunk, start, stream});
       }
       dp_end[p] = stream;
+      slowdown[p] = delay;
     }
-    ready[p] = std::max(w.compute_end[p], dp_end[p]);
+    ready[p] = std::max(w.compute_end[p] + slowdown[p], dp_end[p]);
   }
   if (tied_sync) {
     const double emb_params = static_cast<double>(model_.vocab) * model_.hidden / s.tp;
@@ -546,9 +554,15 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
                     ? coll_.time_s(Collective::AllGather, mem[p].params * act_bytes_, pl.dp)
                     : 0.0;
     // Overlapped with the next forward bucket by bucket: only the first bucket's
-    // gather (the first layers' parameters) is waited for.
-    if (stack_.overlap_param_gather && mem[p].params > 0)
+    // gather (the first layers' parameters) is waited for; the hidden rest slows that
+    // forward by the SMs it holds.
+    double ag_hidden = 0;
+    if (stack_.overlap_param_gather && mem[p].params > 0) {
+      const double full = ag;
       ag *= std::min(1.0, costmodel::grad_bucket_params(stack_, s.dp) / mem[p].params);
+      ag_hidden = sm_share * (full - ag);
+    }
+    ag += ag_hidden;
     const double end = sync + opt + ag;
     if (timeline) {
       events.push_back(TimelineEvent{p, "optimizer", "adam step", -1, 0, sync, sync + opt});
@@ -704,6 +718,18 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
           ? "measured table where available, alpha-beta otherwise"
           : "alpha-beta model",
       links));
+  if (s.dp > 1 && (stack_.overlap_grad_reduce || stack_.overlap_param_gather)) {
+    const double share = costmodel::comm_sm_share(cluster_, pl.dp);
+    const costmodel::LinkSpec& l = pl.dp.nodes_spanned > 1 ? cluster_.inter_node : cluster_.intra_node;
+    if (share > 0)
+      n.push_back(fmt::format("overlapped DP collectives hold {} of {} SMs: compute beside them runs "
+                              "{:.0f}% slower ({})",
+                              l.comm_sms, cluster_.device.sm_count, 100 * share,
+                              l.source.fields.count("comm_sms") ? l.source.fields.at("comm_sms") : "no source"));
+    else if (cluster_.device.sm_count > 0)
+      n.push_back("overlapped DP collectives: their SM use is not charged (the cluster's link gives no "
+                  "comm_sms)");
+  }
   n.push_back("memory: Korthikanti et al. 2022 activations, 18 B/param mixed-precision Adam, "
               "reserve from the device profile");
   return n;

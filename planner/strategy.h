@@ -15,16 +15,17 @@ enum class ScheduleKind { GPipe, OneFOneB, Interleaved };
 
 struct Strategy {
   int dp = 1, tp = 1, pp = 1;
+  int cp = 1;                        // context parallel: the sequence split over cp ranks
   int vpp = 1;                       // virtual stages (model chunks) per pipeline rank
   std::int64_t micro_batch = 1;
   std::int64_t global_batch = 1;
-  int zero = 0;                      // 0 or 1 (distributed optimizer)
+  int zero = 0;                      // ZeRO stage: 0, or 1 (distributed optimizer)
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   std::string rank_order = "tp-dp-pp";
 
-  int gpus() const { return dp * tp * pp; }
+  int gpus() const { return dp * tp * pp * cp; }
   std::int64_t num_microbatches() const { return global_batch / (micro_batch * dp); }
   bool operator==(const Strategy&) const = default;
 };
@@ -40,7 +41,8 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m);
 // Throws InputError listing every violation ("a; b; c") when validate() is not empty.
 void require_valid(const Strategy& s, const models::ModelSpec& m);
 
-// True for the six orders of tp, dp, pp written innermost first ("tp-dp-pp").
+// True for the orders of tp, dp, pp (and optionally cp) written innermost first
+// ("tp-dp-pp", "tp-cp-dp-pp"); an order without cp places it right after tp.
 bool valid_rank_order(const std::string& order);
 // Vocabulary padded as Megatron-LM does (--make-vocab-size-divisible-by 128): the next
 // multiple of 128 * tp. tp need not divide model.vocab; the vocab-parallel embedding and

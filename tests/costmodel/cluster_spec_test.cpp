@@ -96,6 +96,15 @@ TEST(ClusterSpec, BadInputNamesTheKey) {
   EXPECT_NE(e.find("a100-sxm-80gb"), std::string::npos) << e;
   e = error_of(with("bandwidth_gbps: 25", "bandwidth_gbps: -25"));
   EXPECT_NE(e.find("inter_node.bandwidth_gbps"), std::string::npos) << e;
+  e = error_of(with("efficiency: 0.9,", "efficiency: 0.9, comm_sms: 16,"));
+  EXPECT_NE(e.find("inter_node.comm_sms"), std::string::npos) << e;
+  EXPECT_NE(e.find("source.comm_sms"), std::string::npos) << e;
+  auto sourced = sc::parse_cluster_spec(
+      with("efficiency: 0.9, source: {kind: estimate, ref: y}",
+           "efficiency: 0.9, comm_sms: 16, source: {kind: estimate, ref: y, comm_sms: z}"),
+      "c.yaml");
+  EXPECT_EQ(sourced.inter_node.comm_sms, 16);
+  EXPECT_EQ(sc::parse_cluster_spec(sc::to_yaml(sourced), "round.yaml").inter_node.comm_sms, 16);
   e = error_of(base + "switch: fat-tree\n");
   EXPECT_NE(e.find("switch"), std::string::npos) << e;
   // Several nodes need a network.

@@ -14,6 +14,17 @@ using sc::PlacedGroup;
 namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kIntraBw = 300e9, kInterBw = 25e9, kIntraA = 3e-6, kInterA = 6e-6;
+
+TEST(CollectiveCost, SmShareIsTheLinksCommSmsOverTheDevicesSmCount) {
+  auto c = sc::load_cluster("dgx-h100");
+  ASSERT_EQ(c.device.sm_count, 132);
+  EXPECT_DOUBLE_EQ(sc::comm_sm_share(c, PlacedGroup{16, 2, 8}), 16.0 / 132.0);  // across nodes
+  EXPECT_DOUBLE_EQ(sc::comm_sm_share(c, PlacedGroup{8, 1, 8}), 0.0);            // NVLink: no comm_sms
+  EXPECT_DOUBLE_EQ(sc::comm_sm_share(c, PlacedGroup{1, 1, 1}), 0.0);            // no collective
+  c.device.sm_count = 0;
+  EXPECT_DOUBLE_EQ(sc::comm_sm_share(c, PlacedGroup{16, 2, 8}), 0.0);
+}
+
 }  // namespace
 
 TEST(PlacedGroup, FollowsTheRankGridOnNodes) {

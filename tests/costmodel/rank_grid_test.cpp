@@ -121,6 +121,26 @@ TEST(RankGrid, DefaultOrderIsTpInnermostThenDpThenPp) {
   EXPECT_EQ(g.group_ranks(sc::Axis::Pp, 1), (std::vector<int>{1, 9, 17}));
 }
 
+TEST(RankGrid, ContextParallelSitsRightAfterTpUnlessTheOrderNamesIt) {
+  // dp 2, tp 2, pp 2, cp 2 in "tp-dp-pp": axes tp, cp, dp, pp with strides 1, 2, 4, 8.
+  sc::RankGrid g(2, 2, 2, "tp-dp-pp", 2);
+  EXPECT_EQ(g.world_size(), 16);
+  EXPECT_EQ(g.stride(sc::Axis::Cp), 2);
+  EXPECT_EQ(g.stride(sc::Axis::Dp), 4);
+  EXPECT_EQ(g.stride(sc::Axis::Pp), 8);
+  // 13 = tp 1 + cp 0 * 2 + dp 1 * 4 + pp 1 * 8
+  EXPECT_EQ(g.coords(13), (sc::RankCoords{1, 1, 1, 0}));
+  EXPECT_EQ(g.group_ranks(sc::Axis::Cp, 13), (std::vector<int>{13, 15}));
+  EXPECT_EQ(g.group_ranks(sc::Axis::Dp, 13), (std::vector<int>{9, 13}));
+  EXPECT_EQ(g.rank({1, 1, 1, 1}), 15);
+  // Named first: cp is innermost, then tp.
+  sc::RankGrid h(2, 2, 2, "cp-tp-dp-pp", 2);
+  EXPECT_EQ(h.stride(sc::Axis::Cp), 1);
+  EXPECT_EQ(h.stride(sc::Axis::Tp), 2);
+  EXPECT_EQ(h.group_ranks(sc::Axis::Tp, 5), (std::vector<int>{5, 7}));
+  EXPECT_EQ(h.all_groups(sc::Axis::Cp).size(), 8u);
+}
+
 TEST(RankGrid, RejectsBadInputWithTheOffendingValue) {
   auto msg = [](auto f) {
     try {
@@ -133,7 +153,9 @@ TEST(RankGrid, RejectsBadInputWithTheOffendingValue) {
   EXPECT_NE(msg([] { sc::RankGrid(0, 1, 1); }).find("dp (0)"), std::string::npos);
   EXPECT_NE(msg([] { sc::RankGrid(1, -2, 1); }).find("tp (-2)"), std::string::npos);
   EXPECT_NE(msg([] { sc::RankGrid(1, 1, 0); }).find("pp (0)"), std::string::npos);
-  for (const char* bad : {"tp-dp", "tp-tp-pp", "tp-dp-pp-dp", "TP-DP-PP", "", "tp-dp-xx", "tp--dp"})
+  EXPECT_NE(msg([] { sc::RankGrid(1, 1, 1, "tp-dp-pp", 0); }).find("cp (0)"), std::string::npos);
+  for (const char* bad : {"tp-dp", "tp-tp-pp", "tp-dp-pp-dp", "TP-DP-PP", "", "tp-dp-xx", "tp--dp",
+                          "tp-cp-dp", "tp-cp-dp-pp-cp"})
     EXPECT_NE(msg([&] { sc::RankGrid(1, 1, 1, bad); }).find("rank order"), std::string::npos) << bad;
   EXPECT_NE(msg([] { sc::RankGrid(65536, 65536, 2); }).find("exceeds"), std::string::npos);
   sc::RankGrid g(2, 2, 2);

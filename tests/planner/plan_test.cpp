@@ -250,7 +250,7 @@ TEST(PlanJson, HasExactlyTheDesignKeys) {
   EXPECT_EQ(keys(j), (std::set<std::string>{"schema_version", "model", "cluster", "gpus", "strategy",
                                             "prediction", "fits_memory", "stage_layers", "stack"}));
   EXPECT_EQ(keys(j["strategy"]),
-            (std::set<std::string>{"dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "zero",
+            (std::set<std::string>{"dp", "tp", "pp", "cp", "vpp", "micro_batch", "global_batch", "zero",
                                    "recompute", "sequence_parallel", "schedule"}));
   EXPECT_EQ(keys(j["prediction"]),
             (std::set<std::string>{"iteration_s", "tokens_per_s", "model_tflops_per_gpu",

@@ -476,5 +476,40 @@ TEST_F(SimulatorOnGpt2, UnfusedGradientAccumulationAddsAPassPerWeight) {
   EXPECT_NEAR(b.breakdown_s.compute - a.breakdown_s.compute, 4 * per_mb, 1e-9 * a.iteration_s);
 }
 
+
+// Overlapped DP reductions hold NCCL's SMs (dgx-a100: 16 of 108 across nodes): compute
+// beside them slows, so the step grows by a share of the overlapped reduction time and
+// never by more than share x the whole reduction; without comm_sms nothing changes.
+TEST_F(SimulatorOnGpt2, OverlappedDpReductionSlowsComputeByItsSmShare) {
+  const Strategy s = strategy(16, 1, 1, 4, 256);  // dp 16 spans two 8-GPU nodes
+  auto stack = costmodel::load_software_stack("megatron-2021");
+  stack.overlap_grad_reduce = true;
+  stack.grad_bucket_params = 2'000'000;
+  SimulateOptions o;
+  o.stack = &stack;
+  o.timeline = true;
+  auto free_sms = cluster;
+  free_sms.inter_node.comm_sms = 0;
+  const auto base = simulate(model, free_sms, s, o);
+  const auto held = simulate(model, cluster, s, o);
+  ASSERT_EQ(cluster.inter_node.comm_sms, 16);
+  ASSERT_EQ(cluster.device.sm_count, 108);
+  const double share = 16.0 / 108.0;
+  double reduce_s = 0;
+  for (const auto& e : base.timeline)
+    if (e.stream == "dp_comm") reduce_s += e.end_s - e.start_s;
+  ASSERT_GT(reduce_s, 0);
+  const double grown = held.prediction.iteration_s - base.prediction.iteration_s;
+  EXPECT_GT(grown, 0.05 * share * reduce_s);
+  EXPECT_LE(grown, share * reduce_s * (1 + 1e-9));
+  bool noted = false;
+  for (const auto& n : held.prediction.notes) noted |= n.find("16 of 108 SMs") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // Inside one node the link gives no comm_sms: not charged, and said so.
+  const auto one_node = simulate(model, cluster, strategy(8, 1, 1, 4, 128), o).prediction;
+  auto one_node_free = simulate(model, free_sms, strategy(8, 1, 1, 4, 128), o).prediction;
+  EXPECT_DOUBLE_EQ(one_node.iteration_s, one_node_free.iteration_s);
+}
+
 }  // namespace
 }  // namespace strata::planner

@@ -218,5 +218,9 @@ TEST(Strategy, EnumNamesRoundTrip) {
   EXPECT_TRUE(valid_rank_order("tp-dp-pp"));
   EXPECT_TRUE(valid_rank_order("pp-dp-tp"));
   EXPECT_FALSE(valid_rank_order("tp-dp"));
-  EXPECT_FALSE(valid_rank_order("tp-dp-pp-cp"));
+  EXPECT_TRUE(valid_rank_order("tp-dp-pp-cp"));   // cp named explicitly
+  EXPECT_TRUE(valid_rank_order("tp-cp-dp-pp"));
+  EXPECT_FALSE(valid_rank_order("tp-cp-cp-dp-pp"));
+  EXPECT_FALSE(valid_rank_order("tp-cp-dp"));
+  EXPECT_FALSE(valid_rank_order("tp-ep-dp-pp"));
 }
