@@ -31,7 +31,7 @@ struct PlanFlags {
   std::string format = "table";
   std::string out, trace;
   // Restrictions of the search space.
-  int tp = 0, pp = 0, dp = 0, vpp = 0, zero = -1;
+  int tp = 0, pp = 0, dp = 0, cp = 0, vpp = 0, zero = -1;
   std::int64_t micro_batch = 0;
   std::string recompute, schedule;
   bool sequence_parallel = false;
@@ -89,10 +89,10 @@ planner::Plan to_plan(const models::ModelSpec& model, const std::string& cluster
     double usable = cluster.device.memory_gib - cluster.device.reserve_gib;
     throw NoFeasiblePlan(fmt::format(
         "{}: the tightest constraint is memory: the smallest-memory candidate (tp={} pp={} "
-        "dp={} mbs={} zero={} recompute={}) needs {:.1f} GiB per GPU but {} has {:.0f} GiB "
+        "dp={} cp={} mbs={} zero={} recompute={}) needs {:.1f} GiB per GPU but {} has {:.0f} GiB "
         "({:.0f} GiB usable after the {:.0f} GiB reserve); {} candidates over memory, {} "
         "rejected by constraints; try more GPUs (--gpus) or a device with more memory",
-        what, s.tp, s.pp, s.dp, s.micro_batch, s.zero, planner::to_string(s.recompute),
+        what, s.tp, s.pp, s.dp, s.cp, s.micro_batch, s.zero, planner::to_string(s.recompute),
         c.prediction.peak_memory_gib, cluster.device.name, cluster.device.memory_gib, usable,
         cluster.device.reserve_gib, r.infeasible_memory, r.invalid));
   }
@@ -112,7 +112,7 @@ void run_plan(PlanFlags& f) {
 
   PlanReport report;
   report.command = "plan";
-  const models::ModelSpec model = load_model_flag(f.mc);
+  const models::ModelSpec model = load_model_flag(f.mc, &report.defaults);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
   const costmodel::SoftwareStack stack = load_stack_flag(f.mc, cluster);
   if (!f.mc.model_given()) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
@@ -136,6 +136,7 @@ void run_plan(PlanFlags& f) {
   if (f.tp > 0) opt.tp = f.tp;
   if (f.pp > 0) opt.pp = f.pp;
   if (f.dp > 0) opt.dp = f.dp;
+  if (f.cp > 0) opt.cp = f.cp;
   if (f.vpp > 0) opt.vpp = f.vpp;
   if (f.zero >= 0) opt.zero = f.zero;
   if (f.micro_batch > 0) opt.micro_batch = f.micro_batch;
@@ -222,13 +223,14 @@ void add_plan_command(CLI::App& app) {
   add_positive(*cmd, "--tp", f.tp, "only this tensor-parallel size", 1 << 20)->group(g);
   add_positive(*cmd, "--pp", f.pp, "only this pipeline-parallel size", 1 << 20)->group(g);
   add_positive(*cmd, "--dp", f.dp, "only this data-parallel size", INT_MAX)->group(g);
+  add_positive(*cmd, "--cp", f.cp, "only this context-parallel size", 1 << 20)->group(g);
   add_positive(*cmd, "--vpp", f.vpp, "only this number of virtual stages per rank", 1 << 20)
       ->group(g);
   add_positive<std::int64_t>(*cmd, "--micro-batch", f.micro_batch, "only this micro-batch size",
                              std::int64_t{1} << 40)
       ->group(g);
-  cmd->add_option("--zero", f.zero, "only this ZeRO stage (0, or 1 = distributed optimizer)")
-      ->check(CLI::Range(0, 1))
+  cmd->add_option("--zero", f.zero, "only this ZeRO stage (0..3)")
+      ->check(CLI::Range(0, 3))
       ->group(g);
   cmd->add_option("--recompute", f.recompute, "only this activation recompute")
       ->check(CLI::IsMember(recompute_names()))

@@ -30,7 +30,7 @@ namespace {
 struct SimulateFlags {
   ModelClusterFlags mc;
   int gpus = 0;
-  int tp = 1, pp = 1, dp = 0, vpp = 1, zero = 0;
+  int tp = 1, pp = 1, cp = 1, dp = 0, vpp = 1, zero = 0;
   std::int64_t micro_batch = 1, global_batch = 0;
   std::string recompute = "none";
   std::string schedule;
@@ -57,7 +57,7 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
   if (auto v = planner::validate(s, model); !v.empty())
     throw InputError(fmt::format("invalid strategy for {}: {}", model.name, join(v)));
   if (s.gpus() > cluster.total_gpus())
-    input_error("dp x tp x pp ({}) exceeds cluster {} ({} GPUs = {} nodes x {})", s.gpus(),
+    input_error("dp x tp x pp x cp ({}) exceeds cluster {} ({} GPUs = {} nodes x {})", s.gpus(),
                 f.mc.cluster, cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
 
   planner::SimulateOptions so;
@@ -165,30 +165,30 @@ void run_simulate(SimulateFlags& f) {
     run_imported(f, report);
     return;
   }
-  const models::ModelSpec model = load_model_flag(f.mc);
+  const models::ModelSpec model = load_model_flag(f.mc, &report.defaults);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
   const costmodel::SoftwareStack stack = load_stack_flag(f.mc, cluster);
   if (!f.mc.model_given()) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
   if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
 
-  // dp: given, or what --gpus leaves after tp and pp, or 1.
-  const std::int64_t tp_pp = checked_mul(f.tp, f.pp, "tp x pp");
+  // dp: given, or what --gpus leaves after tp, pp and cp, or 1.
+  const std::int64_t tp_pp = checked_mul(checked_mul(f.tp, f.pp, "tp x pp"), f.cp, "tp x pp x cp");
   if (f.dp_opt->count() == 0) {
     if (f.gpus_opt->count() > 0) {
       if (f.gpus % tp_pp != 0)
-        input_error("--gpus ({}) must be divisible by tp x pp = {} x {} = {} to derive dp", f.gpus,
-                    f.tp, f.pp, tp_pp);
+        input_error("--gpus ({}) must be divisible by tp x pp x cp = {} x {} x {} = {} to derive dp",
+                    f.gpus, f.tp, f.pp, f.cp, tp_pp);
       f.dp = static_cast<int>(f.gpus / tp_pp);
     } else {
       f.dp = 1;
       report.defaults.push_back("dp 1");
     }
   }
-  const std::int64_t world = checked_mul(tp_pp, f.dp, "dp x tp x pp");
+  const std::int64_t world = checked_mul(tp_pp, f.dp, "dp x tp x pp x cp");
   if (f.gpus_opt->count() > 0 && world != f.gpus)
-    input_error("--gpus ({}) must equal dp x tp x pp = {} x {} x {} = {}", f.gpus, f.dp, f.tp, f.pp,
-                world);
-  if (world > INT_MAX) input_error("dp x tp x pp ({}) exceeds {} GPUs", world, INT_MAX);
+    input_error("--gpus ({}) must equal dp x tp x pp x cp = {} x {} x {} x {} = {}", f.gpus, f.dp,
+                f.tp, f.pp, f.cp, world);
+  if (world > INT_MAX) input_error("dp x tp x pp x cp ({}) exceeds {} GPUs", world, INT_MAX);
 
   // Global batch: given, or the default rounded up to a multiple of micro-batch x dp.
   if (f.batch_opt->count() == 0) {
@@ -202,6 +202,7 @@ void run_simulate(SimulateFlags& f) {
   s.dp = f.dp;
   s.tp = f.tp;
   s.pp = f.pp;
+  s.cp = f.cp;
   s.vpp = f.vpp;
   s.micro_batch = f.micro_batch;
   s.global_batch = f.global_batch;
@@ -231,6 +232,12 @@ void add_simulate_command(CLI::App& app) {
       add_positive(*cmd, "--tp", f.tp, "tensor-parallel size", 1 << 20)->capture_default_str());
   f.layout_opts.push_back(
       add_positive(*cmd, "--pp", f.pp, "pipeline-parallel size", 1 << 20)->capture_default_str());
+  f.layout_opts.push_back(
+      add_positive(*cmd, "--cp", f.cp,
+                   "context-parallel size (each sequence split over cp ranks; K/V exchange per "
+                   "the stack's cp_comm_type)",
+                   1 << 20)
+          ->capture_default_str());
   f.dp_opt = add_positive(*cmd, "--dp", f.dp, "data-parallel size", INT_MAX);
   f.layout_opts.push_back(
       add_positive(*cmd, "--vpp", f.vpp, "virtual stages (model chunks) per pipeline rank", 1 << 20)
@@ -246,8 +253,10 @@ void add_simulate_command(CLI::App& app) {
       std::int64_t{1} << 40);
   f.layout_opts.push_back(f.batch_opt);
   f.layout_opts.push_back(
-      cmd->add_option("--zero", f.zero, "ZeRO stage (0, or 1 = distributed optimizer)")
-          ->check(CLI::Range(0, 1))
+      cmd->add_option("--zero", f.zero,
+                      "ZeRO stage: 0, 1 (distributed optimizer), 2 (+ sharded gradients), 3 (+ "
+                      "sharded parameters, FSDP)")
+          ->check(CLI::Range(0, 3))
           ->capture_default_str());
   f.layout_opts.push_back(cmd->add_option("--recompute", f.recompute, "activation recompute")
                               ->check(CLI::IsMember(recompute_names()))

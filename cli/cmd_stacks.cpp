@@ -37,6 +37,8 @@ std::vector<std::pair<std::string, std::string>> settings(const SoftwareStack& s
       {"overlap.grad_reduce", b(s.overlap_grad_reduce)},
       {"overlap.param_gather", b(s.overlap_param_gather)},
       {"overlap.p2p", costmodel::to_string(s.p2p)},
+      {"cp_comm_type", costmodel::to_string(s.cp_comm)},
+      {"zero_prefetch", b(s.zero_prefetch)},
       {"grad_bucket_params", s.grad_bucket_params < 0 ? std::string("max(40M, 1M x dp)")
                                                       : fmt::format("{}", s.grad_bucket_params)},
       {"optimizer", s.optimizer},

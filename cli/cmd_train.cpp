@@ -62,6 +62,7 @@ struct TrainOptions {
   std::int64_t log_every = 1;
   std::int64_t grad_bucket_params = 0;
   bool no_overlap_grad_reduce = false;
+  std::string cp_kv_exchange = "ring";
   std::int64_t die_at_step = 0;  // hidden: SIGKILL rank die_rank before this step
   std::int64_t throw_at_step = 0;  // hidden: InputError on rank die_rank before this step
   int die_rank = 1;
@@ -125,6 +126,7 @@ runtime::TrainConfig make_config(const TrainOptions& o) {
   c.resume = o.resume;
   c.grad_bucket_params = o.grad_bucket_params;
   c.overlap_grad_reduce = !o.no_overlap_grad_reduce;
+  c.cp_kv_exchange = runtime::cp_kv_exchange_from_string(o.cp_kv_exchange, "--cp-kv-exchange");
   return c;
 }
 
@@ -274,7 +276,7 @@ void train(const TrainOptions& o) {
     return;
   }
   if (o.gemm_dtype != "bf16") input_error("--gemm-dtype is for --backend cuda (the CPU runtime is fp32)");
-  const costmodel::RankGrid rank_grid(s.dp, s.tp, s.pp, s.rank_order);
+  const costmodel::RankGrid rank_grid(s.dp, s.tp, s.pp, s.rank_order, s.cp);
 
   kernels::mpi_init_once(nullptr, nullptr);
   runtime::ProcessGrid grid(rank_grid);  // InputError on every rank if the world size differs
@@ -315,9 +317,11 @@ void train(const TrainOptions& o) {
     fmt::print("strata train: model {} (layers {}, hidden {}, heads {}, vocab {}, seq {}), {} rank{}\n",
                plan.model.name, plan.model.layers, plan.model.hidden, plan.model.heads,
                plan.model.vocab, plan.model.seq_len, grid.world_size(), grid.world_size() == 1 ? "" : "s");
-    fmt::print("  layout dp {} x tp {} x pp {} (vpp {}, {}), micro-batch {} x {} per rank, global "
+    fmt::print("  layout dp {} x tp {} x pp {} x cp {} (vpp {}, {}), micro-batch {} x {} per rank, global "
                "batch {} ({} tokens), zero {}, recompute {}, sequence parallel {}\n",
-               s.dp, s.tp, s.pp, s.vpp, planner::to_string(s.schedule), s.micro_batch,
+               s.dp, s.tp, s.pp,
+               s.cp > 1 ? fmt::format("{} ({} K/V)", s.cp, runtime::to_string(cfg.cp_kv_exchange)) : "1",
+               s.vpp, planner::to_string(s.schedule), s.micro_batch,
                s.num_microbatches(), s.global_batch, trainer->tokens_per_step(), s.zero,
                planner::to_string(s.recompute), s.sequence_parallel ? "on" : "off");
     const auto& ls = cfg.lr_schedule;
@@ -329,9 +333,9 @@ void train(const TrainOptions& o) {
                           ls.decay == runtime::LrDecay::Constant
                               ? std::string()
                               : fmt::format("{} to {} at step {}", runtime::to_string(ls.decay), ls.min, ls.decay_steps));
-    if (s.dp > 1)
-      fmt::print("  dp gradient reduction: {} {} of <= {} parameters on rank 0, {} the backward pass\n",
-                 trainer->grad_buckets(), s.zero == 1 ? "reduce-scatter buckets" : "all-reduce buckets",
+    if (s.dp * s.cp > 1)
+      fmt::print("  dp{} gradient reduction: {} {} of <= {} parameters on rank 0, {} the backward pass\n",
+                 s.cp > 1 ? " x cp" : "", trainer->grad_buckets(), s.zero >= 1 ? "reduce-scatter buckets" : "all-reduce buckets",
                  cfg.grad_bucket_params > 0 ? cfg.grad_bucket_params : planner::default_grad_bucket_params(s.dp),
                  cfg.overlap_grad_reduce ? "started during" : "after");
     fmt::print("  data {}, seed {}, lr {}, steps {}, predicted step {}\n", data_name(cfg), cfg.seed,
@@ -440,6 +444,11 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--grad-bucket-params", opts->grad_bucket_params,
                   "parameters per data-parallel gradient bucket (default max(40M, 1M x dp), "
                   "Megatron's, which the plan's prediction assumes)");
+  cmd->add_option("--cp-kv-exchange", opts->cp_kv_exchange,
+                  "context parallel (a plan with cp > 1): how attention reaches the other ranks' "
+                  "keys/values: ring (passed around the CP ring, online softmax; default) or "
+                  "all-gather")
+      ->check(CLI::IsMember({"ring", "all-gather"}));
   cmd->add_flag("--no-overlap-grad-reduce", opts->no_overlap_grad_reduce,
                 "reduce data-parallel gradients after the backward pass instead of bucket by "
                 "bucket during it");

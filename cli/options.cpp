@@ -1,5 +1,8 @@
 #include "cli/options.h"
 
+#include <filesystem>
+#include <system_error>
+
 #include <fmt/format.h>
 
 #include "common/errors.h"
@@ -40,9 +43,20 @@ auto with_flag(const char* flag, F&& load) {
 
 }  // namespace
 
-models::ModelSpec load_model_flag(const ModelClusterFlags& f) {
+models::ModelSpec load_model_flag(const ModelClusterFlags& f, std::vector<std::string>* defaults) {
   models::ModelSpec m = with_flag("--model", [&] { return models::load_model(f.model); });
-  if (f.seq > 0) m = with_flag("--seq", [&] { return models::with_seq_len(m, f.seq); });
+  if (f.seq > 0) return with_flag("--seq", [&] { return models::with_seq_len(m, f.seq); });
+  std::error_code ec;
+  const bool hf_config = (f.model.size() >= 5 && f.model.ends_with(".json")) ||
+                         std::filesystem::is_directory(f.model, ec);
+  if (hf_config && m.seq_len > kDefaultHfTrainingSeq) {
+    if (defaults)
+      defaults->push_back(fmt::format(
+          "seq {} (config.json max_position_embeddings {} is the longest supported context, not "
+          "the training sequence; set it with --seq)",
+          kDefaultHfTrainingSeq, m.seq_len));
+    m = models::with_seq_len(m, kDefaultHfTrainingSeq);
+  }
   return m;
 }
 

@@ -31,7 +31,15 @@ struct ModelClusterFlags {
 };
 
 void add_model_cluster_flags(CLI::App& cmd, ModelClusterFlags& flags);
-models::ModelSpec load_model_flag(const ModelClusterFlags& flags);
+// Training sequence of a HuggingFace config.json when --seq is not given: its
+// max_position_embeddings is the longest context the model supports (131072 for Llama 3.1),
+// not the sequence it is trained on. 4096 is Llama 2's pre-training context (Touvron et al.
+// 2023, "Llama 2", sec. 2.2); a user-visible default, stated in the output.
+inline constexpr std::int64_t kDefaultHfTrainingSeq = 4096;
+// --model (+ --seq). A config.json without --seq trains at min(max_position_embeddings,
+// kDefaultHfTrainingSeq); `defaults` (optional) then gets a line saying so.
+models::ModelSpec load_model_flag(const ModelClusterFlags& flags,
+                                  std::vector<std::string>* defaults = nullptr);
 costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& flags);
 // --stack, or the default stack of the cluster's device.
 costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& flags,

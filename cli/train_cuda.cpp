@@ -52,9 +52,10 @@ CudaTraining::CudaTraining(const planner::Plan& plan, const runtime::TrainConfig
                            const std::string& gemm_dtype)
     : impl_(std::make_unique<Impl>()) {
   const planner::Strategy& s = plan.strategy;
-  if (s.dp * s.tp * s.pp != 1)
-    input_error("--backend cuda trains on one GPU: the plan has dp {} x tp {} x pp {} (plan for one "
-                "GPU, e.g. `strata plan --gpus 1`, or train this plan with --backend cpu)", s.dp, s.tp, s.pp);
+  if (s.dp * s.tp * s.pp * s.cp != 1)
+    input_error("--backend cuda trains on one GPU: the plan has dp {} x tp {} x pp {} x cp {} (plan "
+                "for one GPU, e.g. `strata plan --gpus 1`, or train this plan with --backend cpu)",
+                s.dp, s.tp, s.pp, s.cp);
   if (!cfg.checkpoint_dir.empty() || cfg.resume)
     input_error("--backend cuda does not write or read checkpoints yet (drop --checkpoint-dir/--resume)");
   const kernels::GemmDType dtype = kernels::gemm_dtype_from_string(gemm_dtype);

@@ -73,6 +73,7 @@ void check_inputs(const MemoryInputs& in, int num_groups) {
   if (in.pp < 1) input_error("memory model pp ({}) must be >= 1", in.pp);
   if (in.dp < 1) input_error("memory model dp ({}) must be >= 1", in.dp);
   if (in.vpp < 1) input_error("memory model vpp ({}) must be >= 1", in.vpp);
+  if (in.cp < 1) input_error("memory model cp ({}) must be >= 1", in.cp);
   if (in.micro_batch < 1) input_error("memory model micro_batch ({}) must be >= 1", in.micro_batch);
   if (in.num_microbatches < 0)
     input_error("memory model num_microbatches ({}) must be >= 0", in.num_microbatches);
@@ -144,12 +145,16 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
 
   std::vector<StageMemory> out(static_cast<std::size_t>(in.pp));
   std::vector<double> act_sum(static_cast<std::size_t>(in.pp), 0.0);
+  std::vector<double> largest_group(static_cast<std::size_t>(in.pp), 0.0);  // params, one TP rank
   for (int c = 0; c < chunks; ++c) {
     const int p = rank_of_chunk(c);
     StageMemory& m = out[static_cast<std::size_t>(p)];
     for (int g : stage_layers[static_cast<std::size_t>(c)]) {
       const std::size_t gi = static_cast<std::size_t>(g);
-      m.params += group_params_sharded_[gi] / t + group_params_replicated_[gi];
+      const double group_params = group_params_sharded_[gi] / t + group_params_replicated_[gi];
+      m.params += group_params;
+      largest_group[static_cast<std::size_t>(p)] =
+          std::max(largest_group[static_cast<std::size_t>(p)], group_params);
       // Tied embeddings: the LM head uses the embedding table (Op::shared_params). On
       // the embedding's rank it is the same tensor; on another pipeline rank it is a
       // vocab-parallel copy (Megatron all-reduces the two gradients).
@@ -163,8 +168,11 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
 
   for (int p = 0; p < in.pp; ++p) {
     StageMemory& m = out[static_cast<std::size_t>(p)];
-    const double dp = in.dp;
+    const double dp = static_cast<double>(in.dp) * in.cp;  // ZeRO shards over dp x cp
     m.weights_bytes = 2.0 * m.params / (in.zero >= 3 ? dp : 1.0);
+    // ZeRO-3 gathers a layer's whole (TP-rank) parameters before using it and prefetches
+    // the next: two groups' unsharded bf16 parameters live at once.
+    if (in.zero >= 3 && dp > 1) m.weights_bytes += 2.0 * 2.0 * largest_group[static_cast<std::size_t>(p)];
     m.grads_bytes = 4.0 * m.params / (in.zero >= 2 ? dp : 1.0);
     m.optimizer_bytes = 12.0 * m.params / (in.zero >= 1 ? dp : 1.0);
 
@@ -177,9 +185,10 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
       if (in.num_microbatches > 0)
         flight = std::min<long long>(flight, in.num_microbatches * in.vpp);
     }
-    m.activations_bytes = static_cast<double>(flight) * act_sum[static_cast<std::size_t>(p)] / in.vpp;
+    m.activations_bytes =
+        static_cast<double>(flight) * act_sum[static_cast<std::size_t>(p)] / in.vpp / in.cp;
     if (p == head_rank) {
-      const double logits_per_mb = 4.0 * b * s * static_cast<double>(spec_.vocab) / t;
+      const double logits_per_mb = 4.0 * b * s * static_cast<double>(spec_.vocab) / t / in.cp;
       m.logits_bytes = logits_per_mb * static_cast<double>((flight + in.vpp - 1) / in.vpp);
     }
     m.reserve_bytes = reserve_bytes_;

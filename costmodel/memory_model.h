@@ -4,7 +4,9 @@
 // Weights, gradients, optimizer (mixed-precision Adam, 18 bytes/param):
 //   2 (bf16 weights) + 4 (fp32 gradient accumulation buffer) + 12 (fp32 master
 //   weights, Adam m, Adam v). ZeRO-1 shards the 12 optimizer bytes over dp;
-//   ZeRO-2 also shards gradients; ZeRO-3 also weights. Parameters of TP-sharded ops
+//   ZeRO-2 also shards gradients; ZeRO-3 also weights, and then holds two layer groups'
+//   gathered bf16 parameters (the one in use and the prefetched next: 2 x 2 bytes x the
+//   largest group's parameters on the stage). Parameters of TP-sharded ops
 //   (Column/Row/Head/VocabParallel) are divided by tp; replicated ops (norms, biases
 //   of row-parallel layers counted with their op) are not. With tied embeddings the
 //   LM head's Op::shared_params (the embedding table) is charged again, /tp, on a
@@ -34,6 +36,11 @@
 //   vpp == 1: pp - p (1F1B); vpp > 1: Megatron interleaved warm-up
 //   2(pp - p - 1) + (vpp - 1) pp + 1; both capped at microbatches * vpp when known.
 //   GPipe holds all micro-batches: pass in_flight explicitly (schedule.h gives it).
+// Context parallel (cp ranks share each sequence, costmodel/context_parallel_cost.h): every
+//   activation above and the logits hold s/cp tokens, so they divide by cp (the scores
+//   term too: s/cp queries against s keys); weights are replicated over cp, and the
+//   ZeRO shards are taken over the dp x cp ranks (Megatron-Core reduces gradients and
+//   shards the distributed optimizer over its data-parallel-with-cp group).
 // Reserve: profile.reserve_gib (workspace, allocator fragmentation, framework).
 #pragma once
 #include <cstdint>
@@ -60,6 +67,7 @@ inline constexpr double kFlashScoreBytes = 0.0;
 
 struct MemoryInputs {
   int tp = 1, pp = 1, dp = 1, vpp = 1;
+  int cp = 1;                         // context parallel ranks per sequence
   std::int64_t micro_batch = 1;
   std::int64_t num_microbatches = 0;  // per iteration per dp rank; 0 = unknown (no cap)
   int zero = 0;                       // 0..3

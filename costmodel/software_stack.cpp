@@ -67,7 +67,8 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   r.expect_map();
   r.expect_keys({"name", "description", "framework", "version", "precision", "grad_reduce_dtype",
                  "attention", "fusions", "overlap", "grad_bucket_params", "optimizer",
-                 "distributed_optimizer", "kernel_overhead_us", "sources"});
+                 "distributed_optimizer", "kernel_overhead_us", "cp_comm_type", "zero_prefetch",
+                 "sources"});
   SoftwareStack s;
   s.file = source;
   s.name = r.get_string("name");
@@ -118,6 +119,10 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   s.kernel_overhead_us = r.get_double("kernel_overhead_us", -1.0);
   if (r.has("kernel_overhead_us") && !(s.kernel_overhead_us >= 0 && s.kernel_overhead_us < 1e4))
     r.fail("kernel_overhead_us", fmt::format("{} must be in [0, 10000)", s.kernel_overhead_us));
+
+  s.cp_comm = cp_comm_type_from_string(
+      r.get_enum("cp_comm_type", {"p2p", "all_gather", "allgather"}, "p2p"));
+  s.zero_prefetch = r.get_bool("zero_prefetch", true);
 
   if (r.has("sources")) {
     YamlReader src = r.child("sources");

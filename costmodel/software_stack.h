@@ -20,6 +20,9 @@
 //   optimizer: fused_adam
 //   distributed_optimizer: false
 //   kernel_overhead_us: 4           # optional: fixed cost of each non-GEMM kernel
+//   cp_comm_type: p2p               # optional: context-parallel K/V exchange, p2p | all_gather
+//                                   # (default p2p, Megatron-LM's --cp-comm-type default)
+//   zero_prefetch: true             # optional: ZeRO-3 gathers ahead of use (default true)
 //   sources: {precision: {ref: ..., commit: ..., status: P}, ...}   # one per setting
 // Every setting cites where it comes from (`sources:`); `strata stacks` prints them.
 #pragma once
@@ -28,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/cp_comm_type.h"
 #include "costmodel/device_profile.h"
 
 namespace strata::costmodel {
@@ -78,6 +82,11 @@ struct SoftwareStack {
   // Fixed time of each non-GEMM kernel (launch and tail) in microseconds; -1: the
   // device profile's value.
   double kernel_overhead_us = -1;
+  // How context-parallel ranks exchange K/V (costmodel/context_parallel_cost.h).
+  CpCommType cp_comm = CpCommType::P2p;
+  // ZeRO-3 parameter all-gathers issued ahead of use, beside the previous layer's compute
+  // (costmodel/zero_sharding.h).
+  bool zero_prefetch = true;
   // dotted setting key -> "ref (commit ...; status ...): note".
   std::map<std::string, std::string> sources;
   std::string file;  // where it was read from (catalog path or user file)

@@ -99,10 +99,11 @@ Prediction read_prediction(const YamlReader& r) {
   }
   if (r.has("breakdown_s")) {
     YamlReader b = r.child("breakdown_s");
-    b.expect_keys({"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "bubble"});
+    b.expect_keys({"compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "optimizer", "bubble"});
     Breakdown& d = p.breakdown_s;
     d.compute = read_double(b, "compute", 0);
     d.tp_comm = read_double(b, "tp_comm", 0);
+    d.cp_comm = read_double(b, "cp_comm", 0);
     d.pp_comm = read_double(b, "pp_comm", 0);
     d.dp_comm = read_double(b, "dp_comm", 0);
     d.optimizer = read_double(b, "optimizer", 0);
@@ -191,6 +192,7 @@ void emit_prediction(YAML::Emitter& e, const Prediction& p) {
   const Breakdown& b = p.breakdown_s;
   e << YAML::Key << "compute" << YAML::Value << yaml_double(b.compute);
   e << YAML::Key << "tp_comm" << YAML::Value << yaml_double(b.tp_comm);
+  e << YAML::Key << "cp_comm" << YAML::Value << yaml_double(b.cp_comm);
   e << YAML::Key << "pp_comm" << YAML::Value << yaml_double(b.pp_comm);
   e << YAML::Key << "dp_comm" << YAML::Value << yaml_double(b.dp_comm);
   e << YAML::Key << "optimizer" << YAML::Value << yaml_double(b.optimizer);
@@ -320,6 +322,7 @@ std::string plan_to_json(const Plan& p) {
   J j;
   j["schema_version"] = p.schema_version;
   j["model"] = p.model.name;
+  j["seq_len"] = p.model.seq_len;
   j["cluster"] = p.cluster;
   j["gpus"] = s.gpus();
   j["strategy"] = J{{"dp", s.dp},
@@ -343,11 +346,24 @@ std::string plan_to_json(const Plan& p) {
                       {"bubble_fraction", json_number(q.bubble_fraction)},
                       {"breakdown_s", J{{"compute", json_number(b.compute)},
                                         {"tp_comm", json_number(b.tp_comm)},
+                                        {"cp_comm", json_number(b.cp_comm)},
                                         {"pp_comm", json_number(b.pp_comm)},
                                         {"dp_comm", json_number(b.dp_comm)},
                                         {"optimizer", json_number(b.optimizer)},
                                         {"bubble", json_number(b.bubble)}}}};
   j["stack"] = q.stack;
+  {
+    const MemoryBreakdown& m = q.peak_memory;
+    j["prediction"]["peak_memory_parts_gib"] =
+        J{{"stage", m.stage},
+          {"weights", json_number(m.weights)},
+          {"grads", json_number(m.grads)},
+          {"optimizer", json_number(m.optimizer)},
+          {"activations", json_number(m.activations)},
+          {"logits", json_number(m.logits)},
+          {"reserve", json_number(m.reserve)},
+          {"in_flight", m.in_flight}};
+  }
   j["prediction"]["uncertainty"] =
       q.uncertainty >= 0
           ? J{{"relative", json_number(q.uncertainty)},

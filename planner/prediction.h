@@ -7,6 +7,14 @@ namespace strata::planner {
 
 struct Breakdown {  // seconds on the critical path of one iteration
   double compute = 0, tp_comm = 0, pp_comm = 0, dp_comm = 0, optimizer = 0, bubble = 0;
+  double cp_comm = 0;  // context-parallel K/V exchange the attention does not hide
+};
+
+// Memory of one rank of the pipeline stage with the most (GiB), by what holds it.
+struct MemoryBreakdown {
+  int stage = 0;
+  double weights = 0, grads = 0, optimizer = 0, activations = 0, logits = 0, reserve = 0;
+  int in_flight = 0;  // (micro-batch, chunk) forwards whose activations the stage holds
 };
 
 struct Prediction {
@@ -22,6 +30,7 @@ struct Prediction {
   double mfu = 0;                      // model TFLOP/s / peak
   double peak_memory_gib = 0;          // max over ranks
   std::vector<double> stage_memory_gib;  // per pipeline stage
+  MemoryBreakdown peak_memory;         // the stage of peak_memory_gib, by part
   double bubble_fraction = 0;          // idle share of the iteration on the busiest stage
   Breakdown breakdown_s;
   bool fits_memory = true;

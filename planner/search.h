@@ -22,12 +22,15 @@ struct SearchOptions {
   std::int64_t global_batch = 0;   // 0: model default (e.g. 512 sequences)
   int top_k = 10;
   // Optional restrictions (unset = search all).
-  std::optional<int> tp, pp, dp, vpp, zero;
+  std::optional<int> tp, pp, dp, cp, vpp, zero;
   std::optional<std::int64_t> micro_batch;
   std::optional<Recompute> recompute;
   std::optional<bool> sequence_parallel;
   std::optional<ScheduleKind> schedule;
-  // Called now and then with (done, total) for a progress bar on stderr.
+  // Threads to simulate on; 0: the machine's cores (at most 8, fewer for small spaces).
+  // The result does not depend on it.
+  int threads = 0;
+  // Called now and then with (done, total) from the calling thread, for a progress bar.
   std::function<void(std::int64_t, std::int64_t)> progress;
 };
 

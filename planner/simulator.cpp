@@ -31,6 +31,17 @@
 //    micro-batch finishes their layers, on a DP stream that overlaps the rest of the
 //    backward; all-reduce (ZeRO-0) or reduce-scatter (ZeRO-1). With tied embeddings and
 //    pp > 1 the first and last stage then all-reduce the embedding gradient.
+//  * Context parallel (cp > 1, costmodel/context_parallel_cost.h): every op is timed on
+//    the rank's s/cp tokens; the attention core's FLOPs are 1/cp of the whole sequence's
+//    (load-balanced causal chunks); the K/V exchange (ring p2p or all-gather, the stack's
+//    cp_comm_type) that the attention compute does not hide lengthens forward and
+//    backward (and the recomputed forward); gradients reduce (and ZeRO-1 shards) over the
+//    dp x cp ranks. Measured block tables (taken without CP) are not used.
+//  * ZeRO-2/3 (costmodel/zero_sharding.h): every micro-batch reduce-scatters each group's
+//    gradients beside its backward, and ZeRO-3 all-gathers its parameters before the
+//    forward and the backward (once more under full recompute), prefetched per the stack;
+//    the exposed part lengthens the steps and is reported as dp_comm. No end-of-iteration
+//    gradient buckets then, and ZeRO-3 has no parameter all-gather after the step.
 //  * Optimizer: gradient clipping makes every rank wait for the slowest one (global
 //    norm), then Adam is memory-bound: params * kAdamBytesPerParam / (memory bandwidth *
 //    efficiency), over params / dp under ZeRO-1, which then all-gathers the updated
@@ -54,7 +65,9 @@
 #include <fmt/ranges.h>
 
 #include "common/errors.h"
+#include "costmodel/context_parallel_cost.h"
 #include "costmodel/prediction_band.h"
+#include "costmodel/zero_sharding.h"
 #include "costmodel/rank_grid.h"
 #include "planner/detail/sim_engine.h"
 #include "planner/simulator.h"
@@ -147,24 +160,46 @@ SimEngine::SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpe
   kernel_overhead_s_ = op_cost_.options().kernel_overhead_s;
 }
 
-const SimEngine::Graph& SimEngine::graph_for(std::int64_t micro_batch) {
-  auto it = graphs_.find(micro_batch);
+const SimEngine::Graph& SimEngine::graph_for(std::int64_t micro_batch, int cp) {
+  const auto key = std::make_pair(micro_batch, cp);
+  auto it = graphs_.find(key);
   if (it != graphs_.end()) return it->second;
+  models::ModelSpec local = model_;
+  local.seq_len = model_.seq_len / cp;  // validate() made cp divide it (2*cp chunks)
   Graph g;
-  g.graph = std::make_unique<models::ModelGraph>(models::ModelGraph::build(model_, micro_batch));
+  g.graph = std::make_unique<models::ModelGraph>(models::ModelGraph::build(local, micro_batch));
   g.memory = std::make_unique<costmodel::MemoryModel>(*g.graph, cluster_.device);
-  return graphs_.emplace(micro_batch, std::move(g)).first->second;
+  return graphs_.emplace(key, std::move(g)).first->second;
 }
 
 const Placement& SimEngine::placement_for(const Strategy& s) {
-  const auto key = std::make_tuple(s.tp, s.pp, s.dp, s.rank_order);
+  const auto key = std::make_tuple(s.tp, s.pp, s.dp, s.cp, s.rank_order);
   auto it = placements_.find(key);
   if (it != placements_.end()) return it->second;
-  const costmodel::RankGrid grid(s.dp, s.tp, s.pp, s.rank_order);
+  const costmodel::RankGrid grid(s.dp, s.tp, s.pp, s.rank_order, s.cp);
   const int gpn = cluster_.gpus_per_node;
   Placement pl;
   pl.tp = costmodel::placed_group(grid, costmodel::Axis::Tp, gpn);
-  pl.dp = costmodel::placed_group(grid, costmodel::Axis::Dp, gpn);
+  pl.cp = costmodel::placed_group(grid, costmodel::Axis::Cp, gpn);
+  if (s.cp == 1) {
+    pl.dp = costmodel::placed_group(grid, costmodel::Axis::Dp, gpn);
+  } else {
+    // Gradients reduce over the dp x cp ranks that share a (tp, pp) coordinate; the worst
+    // placed of those groups sets the time.
+    bool first = true;
+    for (int t = 0; t < s.tp; ++t)
+      for (int p = 0; p < s.pp; ++p) {
+        std::vector<int> ranks;
+        for (int d = 0; d < s.dp; ++d)
+          for (int c = 0; c < s.cp; ++c) ranks.push_back(grid.rank(costmodel::RankCoords{d, t, p, c}));
+        const costmodel::PlacedGroup g = costmodel::placed_ranks(ranks, gpn);
+        if (first || g.nodes_spanned > pl.dp.nodes_spanned ||
+            (g.nodes_spanned == pl.dp.nodes_spanned &&
+             g.ranks_per_node_in_group < pl.dp.ranks_per_node_in_group))
+          pl.dp = g;
+        first = false;
+      }
+  }
   if (s.pp > 1) {
     for (int p = 0; p + 1 < s.pp; ++p) pl.link.push_back(costmodel::placed_pp_pair(grid, p, gpn));
     pl.first_last = costmodel::placed_ranks(
@@ -177,11 +212,17 @@ const Placement& SimEngine::placement_for(const Strategy& s) {
 
 const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& pl) {
   const auto key = std::make_tuple(s.micro_batch, s.tp, s.sequence_parallel, pl.tp.size,
-                                   pl.tp.nodes_spanned, pl.tp.ranks_per_node_in_group);
+                                   pl.tp.nodes_spanned, pl.tp.ranks_per_node_in_group, s.cp,
+                                   pl.cp.nodes_spanned);
   auto it = costs_.find(key);
   if (it != costs_.end()) return it->second;
 
-  const models::ModelGraph& g = *graph_for(s.micro_batch).graph;
+  // With context parallelism every op runs on the rank's s/cp tokens (the local graph);
+  // the attention core's queries still meet all s keys: its FLOPs are cp times the local
+  // graph's s/cp x s/cp (load-balanced causal chunks give every rank 1/cp of the work).
+  const int cp = s.cp;
+  const models::ModelGraph& g = *graph_for(s.micro_batch, cp).graph;
+  const models::ModelGraph& whole = *graph_for(s.micro_batch).graph;
   const int tp = s.tp;
   const bool sp = s.sequence_parallel;
   GroupCostTable t;
@@ -198,8 +239,16 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
     GroupCost& c = t.groups[gi];
     c.flops_fwd = lg.flops_fwd;
     c.flops_bwd = lg.flops_bwd;
+    c.flops_fwd *= cp;
+    c.flops_bwd *= cp;
     for (std::size_t v : lg.ops) {
-      const models::Op& op = g.op(v);
+      models::Op op = g.op(v);
+      if (cp > 1 && op.kind == models::OpKind::AttentionCore) {
+        c.flops_fwd += (cp - 1) * op.flops_fwd * cp;  // the group's FLOPs: whole sequence
+        c.flops_bwd += (cp - 1) * op.flops_bwd * cp;
+        op.flops_fwd *= cp;
+        op.flops_bwd *= cp;
+      }
       const costmodel::OpTime ot = op_cost_.time(op, tp, sp, dtype_);
       c.fwd_s += ot.fwd_s;
       c.bwd_s += ot.bwd_s;
@@ -209,10 +258,22 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
       }
       if (op.kind == models::OpKind::AttentionCore) {
         c.attn_fwd_s += ot.fwd_s;
-        c.attn_flops_fwd += op.flops_fwd;
+        c.attn_flops_fwd += op.flops_fwd * cp;
+        if (cp > 1) {
+          const double kv = costmodel::cp_kv_bytes_per_rank(
+              static_cast<double>(s.micro_batch), static_cast<double>(model_.seq_len),
+              static_cast<double>(model_.kv_dim()), tp, cp, act_bytes_);
+          const costmodel::CpAttentionComm e = costmodel::cp_attention_comm(
+              stack_.cp_comm, cp, kv, ot.fwd_s, ot.bwd_s, coll_, pl.cp);
+          c.cp_fwd_s += e.fwd_exposed_s;
+          c.cp_bwd_s += e.bwd_exposed_s;
+        }
       }
+      // Parameters do not depend on the sequence split: count them on the whole graph
+      // (learned position embeddings have s rows).
+      const models::Op& whole_op = whole.op(v);
       const double op_params_rank =
-          op.sharding == models::Sharding::Replicated ? op.params : op.params / tp;
+          whole_op.sharding == models::Sharding::Replicated ? whole_op.params : whole_op.params / tp;
       c.params_rank += op_params_rank;
       // Unfused gradient accumulation: one add kernel per weight, reading the running
       // gradient and the new one and writing the sum (parameter dtype).
@@ -271,7 +332,8 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
     }
     // A measured block replaces the sum of its ops' compute; its attention forward
     // (selective recompute) and TP collectives stay per op.
-    if (!blocks_.empty() && is_block(static_cast<int>(gi), layers)) {
+    // (Measured without context parallelism: not used when cp > 1.)
+    if (!blocks_.empty() && cp == 1 && is_block(static_cast<int>(gi), layers)) {
       if (auto e = blocks_.estimate(signature, tp, sp, s.micro_batch)) {
         c.fwd_s = e->fwd_s;
         c.bwd_s = e->bwd_s;
@@ -292,18 +354,28 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
 namespace {
 
 // Backward duration of one group including the recompute of its forward.
+// The exposed context-parallel K/V exchange is counted in the compute parts here (the
+// attention waits for it) and reported apart by cp_times().
 void group_times(const GroupCost& c, int group, int layers, Recompute rc, double* fwd_compute,
                  double* fwd_tp, double* bwd_compute, double* bwd_tp) {
-  *fwd_compute = c.fwd_s;
+  *fwd_compute = c.fwd_s + c.cp_fwd_s;
   *fwd_tp = c.tp_fwd_s;
-  *bwd_compute = c.bwd_s;
+  *bwd_compute = c.bwd_s + c.cp_bwd_s;
   *bwd_tp = c.tp_bwd_s;
   if (rc == Recompute::Full && is_block(group, layers)) {
-    *bwd_compute += c.fwd_s;
+    *bwd_compute += c.fwd_s + c.cp_fwd_s;
     *bwd_tp += c.tp_fwd_s;
   } else if (rc == Recompute::Selective) {
-    *bwd_compute += c.attn_fwd_s;
+    *bwd_compute += c.attn_fwd_s + c.cp_fwd_s;  // the attention re-run exchanges K/V again
   }
+}
+
+// The exposed K/V exchange of a group, forward and backward (recompute included).
+void cp_times(const GroupCost& c, int group, int layers, Recompute rc, double* fwd, double* bwd) {
+  *fwd = c.cp_fwd_s;
+  *bwd = c.cp_bwd_s;
+  if ((rc == Recompute::Full && is_block(group, layers)) || rc == Recompute::Selective)
+    *bwd += c.cp_fwd_s;
 }
 
 }  // namespace
@@ -359,7 +431,11 @@ void check_stage_layers(const std::vector<std::vector<int>>& sl, int stages, int
 
 SimulationResult SimEngine::run(const Strategy& s, bool timeline,
                                 const std::vector<std::vector<int>>& stage_layers_in) {
-  const Graph& gr = graph_for(s.micro_batch);
+  if (s.cp > 1 && !stack_.flash_like())
+    input_error("strategy.cp ({}) > 1 needs a flash / cuDNN attention kernel, but stack '{}' runs "
+                "unfused attention (context parallel attention is built on the fused kernels)",
+                s.cp, stack_.name);
+  const Graph& gr = graph_for(s.micro_batch);  // whole sequence: parameters and memory
   const Placement& pl = placement_for(s);
   const GroupCostTable& t = costs_for(s, pl);
   const int layers = static_cast<int>(model_.layers);
@@ -377,21 +453,46 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
 
   // Per virtual stage: forward / backward duration and their compute / TP parts.
   std::vector<double> fwd(stages), bwd(stages), fwd_tp(stages), bwd_tp(stages);
+  std::vector<double> fwd_cp(stages), bwd_cp(stages);
   double recompute_flops = 0;  // per micro-batch, whole model
   for (int v = 0; v < stages; ++v) {
-    double f = 0, ftp = 0, b = 0, btp = 0;
+    double f = 0, ftp = 0, b = 0, btp = 0, fcp = 0, bcp = 0;
     for (int g : sl[v]) {
-      double fc, ft, bc, bt;
+      double fc, ft, bc, bt, xf, xb;
       group_times(t.groups[g], g, layers, s.recompute, &fc, &ft, &bc, &bt);
+      cp_times(t.groups[g], g, layers, s.recompute, &xf, &xb);
       f += fc + ft;
       ftp += ft;
       b += bc + bt;
       btp += bt;
+      fcp += xf;
+      bcp += xb;
     }
     fwd[v] = f;
     bwd[v] = b;
     fwd_tp[v] = ftp;
     bwd_tp[v] = btp;
+    fwd_cp[v] = fcp;
+    bwd_cp[v] = bcp;
+  }
+  // ZeRO-2/3: per-micro-batch gradient reduce-scatters and (3) parameter all-gathers of
+  // each group, over the dp x cp ranks, left exposed by the group's compute.
+  const double grad_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
+  std::vector<double> fwd_zero(stages, 0.0), bwd_zero(stages, 0.0);
+  if (s.zero >= 2 && s.dp * s.cp > 1) {
+    for (int v = 0; v < stages; ++v) {
+      for (int g : sl[v]) {
+        const GroupCost& c = t.groups[g];
+        const costmodel::ZeroGroupComm z = costmodel::zero_group_comm(
+            s.zero, c.params_rank, act_bytes_, grad_bytes, c.fwd_s, c.bwd_s,
+            s.recompute == Recompute::Full && is_block(g, layers), stack_.zero_prefetch, coll_,
+            pl.dp);
+        fwd_zero[v] += z.fwd_exposed_s;
+        bwd_zero[v] += z.bwd_exposed_s;
+      }
+      fwd[v] += fwd_zero[v];
+      bwd[v] += bwd_zero[v];
+    }
   }
   double model_flops_mb = 0;
   for (std::size_t g = 0; g < t.groups.size(); ++g) {
@@ -406,8 +507,9 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   // Pipeline links: p2p of the per-TP-rank slice (+ receiver all-gather without SP).
   std::vector<double> link(pp > 1 ? pp : 0, 0.0);
   if (pp > 1) {
-    const double full = static_cast<double>(s.micro_batch) * static_cast<double>(model_.seq_len) *
-                        static_cast<double>(model_.hidden) * act_bytes_;
+    // One rank's s/cp tokens with context parallelism.
+    const double full = static_cast<double>(s.micro_batch) * static_cast<double>(model_.seq_len) /
+                        s.cp * static_cast<double>(model_.hidden) * act_bytes_;
     const double gather =
         (s.tp > 1 && !s.sequence_parallel) ? coll_.time_s(Collective::AllGather, full, pl.tp) : 0.0;
     for (int p = 0; p < pp; ++p)
@@ -442,6 +544,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   mem_in_.tp = s.tp;
   mem_in_.pp = pp;
   mem_in_.dp = s.dp;
+  mem_in_.cp = s.cp;
   mem_in_.vpp = vpp;
   mem_in_.micro_batch = s.micro_batch;
   mem_in_.num_microbatches = m;
@@ -453,15 +556,15 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   mem_in_.in_flight = w.peak_chunks;
   const std::vector<costmodel::StageMemory> mem = gr.memory->per_stage(mem_in_);
 
-  // DP gradient reduction, per pipeline rank.
-  const bool dp_comm = s.dp > 1;
+  // DP gradient reduction, per pipeline rank, over the dp x cp ranks (pl.dp).
+  const int grad_group = s.dp * s.cp;
+  const bool dp_comm = grad_group > 1;
   const Collective grad_coll = s.zero >= 1 ? Collective::ReduceScatter : Collective::AllReduce;
   // Buckets as the stack's DDP forms them; a stack that does not overlap the reduction
   // reduces the whole gradient after the last backward.
-  const double stack_bucket = costmodel::grad_bucket_params(stack_, s.dp);
+  const double stack_bucket = costmodel::grad_bucket_params(stack_, grad_group);
   const bool overlap_dp = stack_.overlap_grad_reduce && stack_bucket > 0;
   const double bucket_cap = overlap_dp ? stack_bucket : std::numeric_limits<double>::infinity();
-  const double grad_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
   // NCCL's kernels hold whole SMs: compute that runs beside a DP collective runs on the
   // rest, so each second of overlap costs `sm_share` seconds of compute (first order;
   // idle gaps of the pipeline inside the overlap are not told apart).
@@ -477,7 +580,8 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   for (int p = 0; p < pp; ++p) {
     double stage_params = 0;
     buckets.clear();
-    if (dp_comm) {
+    // ZeRO-2/3 reduced every micro-batch's gradients inside the backward (above).
+    if (dp_comm && s.zero <= 1) {
       for (int c = 0; c < vpp; ++c) {
         const int v = c * pp + p;
         const int oi = w.last_backward(p, c);
@@ -548,9 +652,10 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   int r = 0;
   double iteration = 0, opt_r = 0, ag_r = 0;
   for (int p = 0; p < pp; ++p) {
-    const double shard = s.zero >= 1 ? static_cast<double>(s.dp) : 1.0;
+    const double shard = s.zero >= 1 ? static_cast<double>(grad_group) : 1.0;
     const double opt = mem_bw > 0 ? mem[p].params / shard * adam_bytes_per_param(dtype_) / mem_bw : 0;
-    double ag = (s.zero >= 1 && dp_comm)
+    // ZeRO-3 ranks keep their parameter shard: nothing to gather after the step.
+    double ag = (s.zero >= 1 && s.zero <= 2 && dp_comm)
                     ? coll_.time_s(Collective::AllGather, mem[p].params * act_bytes_, pl.dp)
                     : 0.0;
     // Overlapped with the next forward bucket by bucket: only the first bucket's
@@ -559,7 +664,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
     double ag_hidden = 0;
     if (stack_.overlap_param_gather && mem[p].params > 0) {
       const double full = ag;
-      ag *= std::min(1.0, costmodel::grad_bucket_params(stack_, s.dp) / mem[p].params);
+      ag *= std::min(1.0, costmodel::grad_bucket_params(stack_, grad_group) / mem[p].params);
       ag_hidden = sm_share * (full - ag);
     }
     ag += ag_hidden;
@@ -601,23 +706,37 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   pr.peak_memory_gib = 0;
   for (int p = 0; p < pp; ++p) {
     pr.stage_memory_gib[p] = mem[p].total_bytes / kGiB;
+    if (pr.stage_memory_gib[p] > pr.peak_memory_gib || p == 0) {
+      const costmodel::StageMemory& sm = mem[p];
+      pr.peak_memory = MemoryBreakdown{p,
+                                       sm.weights_bytes / kGiB,
+                                       sm.grads_bytes / kGiB,
+                                       sm.optimizer_bytes / kGiB,
+                                       sm.activations_bytes / kGiB,
+                                       sm.logits_bytes / kGiB,
+                                       sm.reserve_bytes / kGiB,
+                                       w.peak_chunks.empty() ? 0 : w.peak_chunks[p]};
+    }
     pr.peak_memory_gib = std::max(pr.peak_memory_gib, pr.stage_memory_gib[p]);
   }
   pr.fits_memory = pr.peak_memory_gib <= cluster_.device.memory_gib;
 
   Breakdown& bd = pr.breakdown_s;
-  double tp_q = 0, p2p_q = 0;
+  double tp_q = 0, p2p_q = 0, cp_q = 0, zero_q = 0;
   for (int c = 0; c < vpp; ++c) {
+    zero_q += m * (fwd_zero[c * pp + q] + bwd_zero[c * pp + q]);
     tp_q += m * (fwd_tp[c * pp + q] + bwd_tp[c * pp + q]);
+    cp_q += m * (fwd_cp[c * pp + q] + bwd_cp[c * pp + q]);
     p2p_q += m * (p2p_fwd[c * pp + q] + p2p_bwd[c * pp + q]);
   }
   const double busy_q = w.busy_fwd[q] + w.busy_bwd[q];
   bd.tp_comm = tp_q;
-  bd.compute = busy_q - tp_q - p2p_q;
+  bd.cp_comm = cp_q;
+  bd.compute = busy_q - tp_q - p2p_q - cp_q - zero_q;
   const double idle_q = w.idle[q];
   bd.pp_comm = (pp > 1 ? std::min(idle_q, w.chain_p2p(q)) : 0.0) + p2p_q;
   bd.bubble = idle_q - (bd.pp_comm - p2p_q);
-  bd.dp_comm = (ready[q] - w.compute_end[q]) + ag_r;
+  bd.dp_comm = (ready[q] - w.compute_end[q]) + ag_r + zero_q;  // + ZeRO-2/3 in the steps
   bd.optimizer = opt_r;
   (void)r;
   pr.bubble_fraction = iteration > 0 ? bd.bubble / iteration : 0;
@@ -718,7 +837,14 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
           ? "measured table where available, alpha-beta otherwise"
           : "alpha-beta model",
       links));
-  if (s.dp > 1 && (stack_.overlap_grad_reduce || stack_.overlap_param_gather)) {
+  if (s.cp > 1)
+    n.push_back(fmt::format(
+        "context parallel {}: {} K/V exchange on a CP group of {} ranks over {} node(s) "
+        "(stack cp_comm_type); attention on 2x{} load-balanced causal chunks; activations and "
+        "logits /{}; gradients reduced over dp x cp = {} ranks",
+        s.cp, costmodel::to_string(stack_.cp_comm), pl.cp.size, pl.cp.nodes_spanned, s.cp, s.cp,
+        s.dp * s.cp));
+  if (s.dp * s.cp > 1 && (stack_.overlap_grad_reduce || stack_.overlap_param_gather)) {
     const double share = costmodel::comm_sm_share(cluster_, pl.dp);
     const costmodel::LinkSpec& l = pl.dp.nodes_spanned > 1 ? cluster_.inter_node : cluster_.intra_node;
     if (share > 0)
@@ -743,9 +869,9 @@ SimulationResult simulate(const models::ModelSpec& model, const costmodel::Clust
   if (const std::string why = detail::too_large_to_simulate(strategy); !why.empty())
     throw InputError(why);
   if (strategy.gpus() > cluster.total_gpus())
-    input_error("strategy uses {} GPUs (dp {} x tp {} x pp {}) but cluster {} has {} ({} nodes x "
-                "{})",
-                strategy.gpus(), strategy.dp, strategy.tp, strategy.pp, cluster.name,
+    input_error("strategy uses {} GPUs (dp {} x tp {} x pp {} x cp {}) but cluster {} has {} ({} "
+                "nodes x {})",
+                strategy.gpus(), strategy.dp, strategy.tp, strategy.pp, strategy.cp, cluster.name,
                 cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
   detail::SimEngine engine(model, cluster, options.stack);
   SimulationResult r = engine.run(strategy, options.timeline, options.stage_layers);

@@ -7,7 +7,8 @@
 // - vocab need not be divisible by tp: Megatron-LM pads the vocabulary to a multiple of
 //   128 * tp (--make-vocab-size-divisible-by); padded_vocab() gives the padded size that the
 //   vocab-parallel embedding and the cost model should use.
-// - zero is 0 or 1 (1 = distributed optimizer, ZeRO-1); higher stages are not modelled yet.
+// - zero is 0..3 (1 = distributed optimizer, 2 = + sharded gradients, 3 = + sharded
+//   parameters, FSDP).
 // - vpp > 1 if and only if the schedule is interleaved; interleaved needs pp > 1 and
 //   num_microbatches % pp == 0 (Megatron-LM's rule).
 #include "planner/strategy.h"
@@ -46,10 +47,19 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
   // Sizes.
   const bool dp_ok = s.dp >= 1, tp_ok = s.tp >= 1, pp_ok = s.pp >= 1, vpp_ok = s.vpp >= 1;
   if (s.cp < 1) add("strategy.cp", fmt::format("strategy.cp ({}) must be >= 1", s.cp));
-  // Context parallel is planned by the cost model only once it charges the chunked
-  // attention and its K/V exchange; until then a cp > 1 layout is refused by name.
-  if (s.cp > 1)
-    add("strategy.cp", fmt::format("strategy.cp ({}) > 1: context parallel is not modelled yet", s.cp));
+  // Context parallel cuts each sequence into 2 x cp chunks (rank r keeps chunks r and
+  // 2cp-1-r, which balances the causal work): the sequence must split evenly.
+  if (s.cp > 1 && m.seq_len > 0 && m.seq_len % (2 * static_cast<std::int64_t>(s.cp)) != 0)
+    add("strategy.cp",
+        fmt::format("strategy.cp ({}) needs 2 x cp = {} to divide model.seq_len ({}) (load-balanced "
+                    "causal chunks)",
+                    s.cp, 2 * static_cast<std::int64_t>(s.cp), m.seq_len));
+  if (s.cp > 1 && s.sequence_parallel && m.seq_len > 0 &&
+      m.seq_len % (2 * static_cast<std::int64_t>(s.cp) * s.tp) != 0)
+    add("strategy.sequence_parallel",
+        fmt::format("strategy.sequence_parallel with cp needs 2 x cp x tp = {} to divide "
+                    "model.seq_len ({})",
+                    2 * static_cast<std::int64_t>(s.cp) * s.tp, m.seq_len));
   if (!dp_ok) add("strategy.dp", fmt::format("strategy.dp ({}) must be >= 1", s.dp));
   if (!tp_ok) add("strategy.tp", fmt::format("strategy.tp ({}) must be >= 1", s.tp));
   if (!pp_ok) add("strategy.pp", fmt::format("strategy.pp ({}) must be >= 1", s.pp));
@@ -61,9 +71,11 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
   if (!gb_ok)
     add("strategy.global_batch",
         fmt::format("strategy.global_batch ({}) must be >= 1", s.global_batch));
-  if (s.zero != 0 && s.zero != 1)
+  if (s.zero < 0 || s.zero > 3)
     add("strategy.zero",
-        fmt::format("strategy.zero ({}) must be 0 or 1 (1 = distributed optimizer)", s.zero));
+        fmt::format("strategy.zero ({}) must be 0, 1 (distributed optimizer), 2 (+ gradients) or 3 "
+                    "(+ parameters)",
+                    s.zero));
   if (!valid_rank_order(s.rank_order))
     add("strategy.rank_order",
         fmt::format("strategy.rank_order ('{}') must name tp, dp and pp once each (and "

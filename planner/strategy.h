@@ -19,7 +19,8 @@ struct Strategy {
   int vpp = 1;                       // virtual stages (model chunks) per pipeline rank
   std::int64_t micro_batch = 1;
   std::int64_t global_batch = 1;
-  int zero = 0;                      // ZeRO stage: 0, or 1 (distributed optimizer)
+  int zero = 0;                      // ZeRO stage 0..3: 1 optimizer state (distributed
+                                     // optimizer), 2 + gradients, 3 + parameters (FSDP)
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
   ScheduleKind schedule = ScheduleKind::OneFOneB;

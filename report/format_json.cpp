@@ -34,6 +34,7 @@ std::string format_plan_json(const PlanReport& r) {
   json out = json::object();
   out["schema_version"] = kJsonSchemaVersion;
   out["model"] = r.model;
+  if (!r.plans.empty()) out["seq_len"] = r.plans.front().model.seq_len;
   out["cluster"] = r.cluster;
   out["device"] = r.device;
   out["gpus"] = r.gpus;

@@ -67,6 +67,7 @@ namespace {
 
 std::string strategy_brief(const planner::Strategy& s) {
   std::string out = fmt::format("tp={} pp={} dp={}", s.tp, s.pp, s.dp);
+  if (s.cp > 1) out += fmt::format(" cp={}", s.cp);
   if (s.vpp > 1) out += fmt::format(" vpp={}", s.vpp);
   out += fmt::format(" mbs={} zero={} recompute={}", s.micro_batch, s.zero,
                      planner::to_string(s.recompute));
@@ -90,15 +91,18 @@ struct Part {
 };
 
 std::vector<Part> parts(const planner::Breakdown& b) {
-  return {{"compute", b.compute}, {"tp comm", b.tp_comm},     {"pp comm", b.pp_comm},
-          {"dp comm", b.dp_comm}, {"optimizer", b.optimizer}, {"bubble", b.bubble}};
+  return {{"compute", b.compute}, {"tp comm", b.tp_comm},     {"cp comm", b.cp_comm},
+          {"pp comm", b.pp_comm}, {"dp comm", b.dp_comm}, {"optimizer", b.optimizer},
+          {"bubble", b.bubble}};
 }
 
 std::string header_lines(const PlanReport& r) {
   std::string out;
-  out += fmt::format("# strata {}: model {} on cluster {} ({}), {} GPUs, global batch {}\n",
-                     r.command, one_line(r.model), one_line(r.cluster), one_line(r.device), r.gpus,
+  out += fmt::format("# strata {}: model {} on cluster {} ({}), {} GPUs, global batch {}", r.command,
+                     one_line(r.model), one_line(r.cluster), one_line(r.device), r.gpus,
                      r.global_batch);
+  if (!r.plans.empty()) out += fmt::format(" x seq {}", r.plans.front().model.seq_len);
+  out += "\n";
   if (!r.defaults.empty()) {
     out += "# defaults used: ";
     for (std::size_t i = 0; i < r.defaults.size(); ++i) out += (i ? ", " : "") + r.defaults[i];
@@ -119,6 +123,22 @@ std::string header_lines(const PlanReport& r) {
 }
 
 }  // namespace
+
+std::string explain_memory(const planner::Plan* plan) {
+  if (!plan) return "";
+  const auto& q = plan->prediction;
+  const auto& m = q.peak_memory;
+  const auto& s = plan->strategy;
+  std::string out = fmt::format(
+      "# memory per GPU of #1 (pipeline stage {}): weights {:.1f} + gradients {:.1f} + optimizer "
+      "{:.1f} GiB (zero {} over dp x cp = {}) + activations {:.1f} GiB ({} micro-batch chunk(s) in "
+      "flight, {} tokens each{}) + logits {:.1f} + reserve {:.1f} = {:.1f} GiB\n",
+      m.stage, m.weights, m.grads, m.optimizer, s.zero, s.dp * s.cp, m.activations, m.in_flight,
+      static_cast<long long>(s.micro_batch * plan->model.seq_len / s.cp),
+      s.cp > 1 ? fmt::format(" = {} x seq {} / cp {}", s.micro_batch, plan->model.seq_len, s.cp) : "",
+      m.logits, m.reserve, q.peak_memory_gib);
+  return out;
+}
 
 std::string explain_best(const PlanReport& r) {
   if (r.plans.empty()) return "";
@@ -165,6 +185,7 @@ std::string format_plan_table(const PlanReport& r) {
            {"tp", Align::Right},
            {"pp", Align::Right},
            {"dp", Align::Right},
+           {"cp", Align::Right},
            {"vpp", Align::Right},
            {"mbs", Align::Right},
            {"zero", Align::Right},
@@ -181,14 +202,15 @@ std::string format_plan_table(const PlanReport& r) {
     const auto& s = p.strategy;
     const auto& q = p.prediction;
     t.add_row({std::to_string(rank++), std::to_string(s.tp), std::to_string(s.pp),
-               std::to_string(s.dp), std::to_string(s.vpp), std::to_string(s.micro_batch),
+               std::to_string(s.dp), std::to_string(s.cp), std::to_string(s.vpp),
+               std::to_string(s.micro_batch),
                std::to_string(s.zero), planner::to_string(s.recompute),
                s.sequence_parallel ? "on" : "off", planner::to_string(s.schedule),
                duration_cell(q.iteration_s), tflops_cell(q.model_tflops_per_gpu),
                percent_cell(q.mfu), memory_cell(q.peak_memory_gib, r.memory_capacity_gib),
                percent_cell(q.bubble_fraction)});
   }
-  return header_lines(r) + t.render() + explain_best(r);
+  return header_lines(r) + t.render() + explain_best(r) + explain_memory(r.plans.empty() ? nullptr : &r.plans.front());
 }
 
 std::string format_simulation_table(const PlanReport& r) {
@@ -214,9 +236,10 @@ std::string format_simulation_table(const PlanReport& r) {
                memory_cell(q.stage_memory_gib[i], r.memory_capacity_gib), ""});
   t.add_row({"bubble", percent_cell(q.bubble_fraction), ""});
   for (const auto& part : parts(q.breakdown_s))
-    t.add_row({fmt::format("  {}", part.name), duration_cell(part.value),
+    if (part.name != std::string("cp comm") || s.cp > 1) t.add_row({fmt::format("  {}", part.name), duration_cell(part.value),
                q.iteration_s > 0 ? percent_cell(part.value / q.iteration_s) : "n/a"});
   out += t.render();
+  out += explain_memory(&p);
   if (!q.fits_memory)
     out += fmt::format("# does NOT fit: {:.1f} GiB per GPU needed, {:.0f} GiB available\n",
                        q.peak_memory_gib, r.memory_capacity_gib);

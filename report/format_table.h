@@ -38,6 +38,8 @@ std::string format_plan_table(const PlanReport& report);
 std::string format_simulation_table(const PlanReport& report);
 // One sentence: the best plan's breakdown and what separates it from the runner-up.
 std::string explain_best(const PlanReport& report);
+// One line: the best plan's memory per GPU on its fullest pipeline stage, by part.
+std::string explain_memory(const planner::Plan* plan);
 
 struct ModelRow {
   models::ModelSpec spec;

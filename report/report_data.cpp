@@ -26,6 +26,7 @@ const char* recompute_name(planner::Recompute r) { return planner::to_string(r);
 
 std::string strategy_label(const planner::Strategy& s) {
   std::string out = fmt::format("tp{} pp{} dp{} · mbs {}", s.tp, s.pp, s.dp, s.micro_batch);
+  if (s.cp > 1) out += fmt::format(" · cp {}", s.cp);
   if (s.vpp > 1) out += fmt::format(" · vpp {}", s.vpp);
   if (s.zero > 0) out += fmt::format(" · zero {}", s.zero);
   if (s.recompute == planner::Recompute::Selective) out += " · sel-recompute";

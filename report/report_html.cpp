@@ -53,6 +53,7 @@ footer { color: #888; font-size: 12px; margin-top: 32px; }
 
 std::string short_label(std::size_t index, const planner::Strategy& s) {
   std::string out = fmt::format("#{} tp{} pp{} dp{} mbs{}", index + 1, s.tp, s.pp, s.dp, s.micro_batch);
+  if (s.cp > 1) out += fmt::format(" cp{}", s.cp);
   if (s.vpp > 1) out += fmt::format(" vpp{}", s.vpp);
   if (s.zero > 0) out += fmt::format(" z{}", s.zero);
   if (s.recompute == planner::Recompute::Selective) out += " sel";
@@ -107,12 +108,12 @@ std::string table_html(const ReportData& d) {
                                     [](const ReportEntry& e) { return e.measured.has_value(); });
   const int best = best_entry(d);
   std::string out = "<div class=\"card\"><table>\n<thead><tr><th>#</th>"
-                    "<th>tp</th><th>pp</th><th>dp</th><th>vpp</th><th>mbs</th><th>zero</th>"
+                    "<th>tp</th><th>pp</th><th>dp</th><th>cp</th><th>vpp</th><th>mbs</th><th>zero</th>"
                     "<th class=\"l\">recompute</th><th class=\"l\">sp</th><th class=\"l\">schedule</th>"
                     "<th>step time</th>";
   if (measured) out += "<th>measured</th><th>error</th>";
   out += "<th>tokens/s</th><th>TFLOP/s/GPU</th><th>MFU</th><th>memory/GPU</th><th>bubble</th>"
-         "<th>TP comm</th><th>PP comm</th><th>DP comm</th></tr></thead>\n<tbody>\n";
+         "<th>TP comm</th><th>CP comm</th><th>PP comm</th><th>DP comm</th></tr></thead>\n<tbody>\n";
   for (std::size_t i = 0; i < d.entries.size(); ++i) {
     const auto& e = d.entries[i];
     const auto& s = e.strategy;
@@ -122,11 +123,11 @@ std::string table_html(const ReportData& d) {
     if (!p.fits_memory) cls += cls.empty() ? "over" : " over";
     out += cls.empty() ? "<tr>" : fmt::format("<tr class=\"{}\">", cls);
     out += fmt::format(
-        "<td title=\"{}\">{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td title=\"{}\">{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
         "<td>{}</td>",
         escape(strategy_label(s)), i + 1, static_cast<int>(i) == best ? " ★" : "", s.tp, s.pp, s.dp,
-        s.vpp, s.micro_batch, s.zero, recompute_name(s.recompute), s.sequence_parallel ? "yes" : "no",
+        s.cp, s.vpp, s.micro_batch, s.zero, recompute_name(s.recompute), s.sequence_parallel ? "yes" : "no",
         s.pp > 1 ? schedule_name(s.schedule) : "–", escape(format_seconds(p.iteration_s)));
     if (measured) {
       if (!e.measured) {
@@ -150,10 +151,10 @@ std::string table_html(const ReportData& d) {
     const auto& b = p.breakdown_s;
     out += fmt::format(
         "<td>{}</td><td>{:.4g}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td></tr>\n",
+        "<td>{}</td><td>{}</td></tr>\n",
         escape(format_count(p.tokens_per_s)), p.model_tflops_per_gpu, escape(format_percent(p.mfu)), mem,
         escape(format_percent(p.bubble_fraction)), escape(format_seconds(b.tp_comm)),
-        escape(format_seconds(b.pp_comm)), escape(format_seconds(b.dp_comm)));
+        escape(format_seconds(b.cp_comm)), escape(format_seconds(b.pp_comm)), escape(format_seconds(b.dp_comm)));
   }
   out += "</tbody></table></div>\n";
   return out;

@@ -85,6 +85,7 @@ json prediction_to_json(const planner::Prediction& p) {
               {"breakdown_s",
                {{"compute", number_or_null(b.compute)},
                 {"tp_comm", number_or_null(b.tp_comm)},
+                {"cp_comm", number_or_null(b.cp_comm)},
                 {"pp_comm", number_or_null(b.pp_comm)},
                 {"dp_comm", number_or_null(b.dp_comm)},
                 {"optimizer", number_or_null(b.optimizer)},

@@ -64,20 +64,23 @@ void merge_heads_backward(T* d_o, const T* dy, const AttentionShape& s) {
 
 namespace {
 
-// p (S, S) = causal softmax(scale * q k^T) for one (batch, head).
+// p (Sq, Sk) = causal softmax(scale * q k^T) for one (batch, head): row i keeps keys
+// 0..s.limit(i).
 template <typename T>
-void head_probs(T* p, const T* qh, const T* kh, std::size_t S, std::size_t D, T scale) {
-  gemm<T>(false, true, S, S, D, scale, qh, kh, T(0), p);
-  for (std::size_t i = 0; i < S; ++i) {
-    T* row = p + i * S;
+void head_probs(T* p, const T* qh, const T* kh, const AttentionShape& s, T scale) {
+  const std::size_t Sq = s.seq, Sk = s.keys(), D = s.head_dim;
+  gemm<T>(false, true, Sq, Sk, D, scale, qh, kh, T(0), p);
+  for (std::size_t i = 0; i < Sq; ++i) {
+    T* row = p + i * Sk;
+    const std::size_t last = s.limit(i);
     T mx = -std::numeric_limits<T>::infinity();
-    for (std::size_t j = 0; j <= i; ++j) mx = std::max(mx, row[j]);
-    for (std::size_t j = 0; j <= i; ++j) row[j] = fast_exp(row[j] - mx);  // vectorized
+    for (std::size_t j = 0; j <= last; ++j) mx = std::max(mx, row[j]);
+    for (std::size_t j = 0; j <= last; ++j) row[j] = fast_exp(row[j] - mx);  // vectorized
     T sum = 0;
-    for (std::size_t j = 0; j <= i; ++j) sum += row[j];
+    for (std::size_t j = 0; j <= last; ++j) sum += row[j];
     const T inv = T(1) / sum;
-    for (std::size_t j = 0; j <= i; ++j) row[j] *= inv;
-    for (std::size_t j = i + 1; j < S; ++j) row[j] = T(0);
+    for (std::size_t j = 0; j <= last; ++j) row[j] *= inv;
+    for (std::size_t j = last + 1; j < Sk; ++j) row[j] = T(0);
   }
 }
 
@@ -85,61 +88,62 @@ void head_probs(T* p, const T* qh, const T* kh, std::size_t S, std::size_t D, T 
 
 template <typename T>
 void attention_forward(T* o, T* probs, const T* q, const T* k, const T* v, const AttentionShape& s) {
-  const std::size_t S = s.seq, D = s.head_dim, group = s.heads / s.kv_heads;
+  const std::size_t S = s.seq, Sk = s.keys(), D = s.head_dim, group = s.heads / s.kv_heads;
   const T scale = T(1) / std::sqrt(static_cast<T>(D));
-  std::vector<T> scratch(probs == nullptr ? S * S : 0);
+  std::vector<T> scratch(probs == nullptr ? S * Sk : 0);
   for (std::size_t b = 0; b < s.batch; ++b)
     for (std::size_t h = 0; h < s.heads; ++h) {
       const std::size_t kvh = h / group;
       const T* qh = q + (b * s.heads + h) * S * D;
-      const T* kh = k + (b * s.kv_heads + kvh) * S * D;
-      const T* vh = v + (b * s.kv_heads + kvh) * S * D;
-      T* p = probs != nullptr ? probs + (b * s.heads + h) * S * S : scratch.data();
-      head_probs(p, qh, kh, S, D, scale);
-      gemm<T>(false, false, S, D, S, T(1), p, vh, T(0), o + (b * s.heads + h) * S * D);
+      const T* kh = k + (b * s.kv_heads + kvh) * Sk * D;
+      const T* vh = v + (b * s.kv_heads + kvh) * Sk * D;
+      T* p = probs != nullptr ? probs + (b * s.heads + h) * S * Sk : scratch.data();
+      head_probs(p, qh, kh, s, scale);
+      gemm<T>(false, false, S, D, Sk, T(1), p, vh, T(0), o + (b * s.heads + h) * S * D);
     }
 }
 
 template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, const T* d_o, const T* probs, const T* q, const T* k,
                         const T* v, const AttentionShape& s) {
-  const std::size_t S = s.seq, D = s.head_dim, group = s.heads / s.kv_heads;
+  const std::size_t S = s.seq, Sk = s.keys(), D = s.head_dim, group = s.heads / s.kv_heads;
   const T scale = T(1) / std::sqrt(static_cast<T>(D));
-  std::fill_n(dk, s.batch * s.kv_heads * S * D, T(0));
-  std::fill_n(dv, s.batch * s.kv_heads * S * D, T(0));
-  std::vector<T> p_scratch(probs == nullptr ? S * S : 0), dp(S * S);
+  std::fill_n(dk, s.batch * s.kv_heads * Sk * D, T(0));
+  std::fill_n(dv, s.batch * s.kv_heads * Sk * D, T(0));
+  std::vector<T> p_scratch(probs == nullptr ? S * Sk : 0), dp(S * Sk);
   for (std::size_t b = 0; b < s.batch; ++b)
     for (std::size_t h = 0; h < s.heads; ++h) {
       const std::size_t kvh = h / group;
       const T* qh = q + (b * s.heads + h) * S * D;
-      const T* kh = k + (b * s.kv_heads + kvh) * S * D;
-      const T* vh = v + (b * s.kv_heads + kvh) * S * D;
+      const T* kh = k + (b * s.kv_heads + kvh) * Sk * D;
+      const T* vh = v + (b * s.kv_heads + kvh) * Sk * D;
       const T* doh = d_o + (b * s.heads + h) * S * D;
       T* dqh = dq + (b * s.heads + h) * S * D;
-      T* dkh = dk + (b * s.kv_heads + kvh) * S * D;
-      T* dvh = dv + (b * s.kv_heads + kvh) * S * D;
+      T* dkh = dk + (b * s.kv_heads + kvh) * Sk * D;
+      T* dvh = dv + (b * s.kv_heads + kvh) * Sk * D;
       const T* p = probs;
       if (probs == nullptr) {  // selective recompute: rebuild the probabilities
-        head_probs(p_scratch.data(), qh, kh, S, D, scale);
+        head_probs(p_scratch.data(), qh, kh, s, scale);
         p = p_scratch.data();
       } else {
-        p = probs + (b * s.heads + h) * S * S;
+        p = probs + (b * s.heads + h) * S * Sk;
       }
-      // dP (S,S) = dO V^T ; dV += P^T dO
-      gemm<T>(false, true, S, S, D, T(1), doh, vh, T(0), dp.data());
-      gemm<T>(true, false, S, D, S, T(1), p, doh, T(1), dvh);
+      // dP (S,Sk) = dO V^T ; dV += P^T dO
+      gemm<T>(false, true, S, Sk, D, T(1), doh, vh, T(0), dp.data());
+      gemm<T>(true, false, Sk, D, S, T(1), p, doh, T(1), dvh);
       // dScores = P * (dP - rowsum(P * dP)); masked entries have P = 0
       for (std::size_t i = 0; i < S; ++i) {
-        const T* pr = p + i * S;
-        T* dpr = dp.data() + i * S;
+        const T* pr = p + i * Sk;
+        T* dpr = dp.data() + i * Sk;
+        const std::size_t last = s.limit(i);
         T dot = 0;
-        for (std::size_t j = 0; j <= i; ++j) dot += pr[j] * dpr[j];
-        for (std::size_t j = 0; j <= i; ++j) dpr[j] = pr[j] * (dpr[j] - dot);
-        for (std::size_t j = i + 1; j < S; ++j) dpr[j] = T(0);
+        for (std::size_t j = 0; j <= last; ++j) dot += pr[j] * dpr[j];
+        for (std::size_t j = 0; j <= last; ++j) dpr[j] = pr[j] * (dpr[j] - dot);
+        for (std::size_t j = last + 1; j < Sk; ++j) dpr[j] = T(0);
       }
       // dQ = scale dS K ; dK += scale dS^T Q
-      gemm<T>(false, false, S, D, S, scale, dp.data(), kh, T(0), dqh);
-      gemm<T>(true, false, S, D, S, scale, dp.data(), qh, T(1), dkh);
+      gemm<T>(false, false, S, D, Sk, scale, dp.data(), kh, T(0), dqh);
+      gemm<T>(true, false, Sk, D, S, scale, dp.data(), qh, T(1), dkh);
     }
 }
 

@@ -5,6 +5,10 @@
 //   probs(B, H, S, S)            softmax(q k^T / sqrt(D)) with j > i masked to 0
 //   o    (B, H, S, D)            y (B*S, H*D): o with heads merged back per token
 // Query head h reads K/V head h / (H / KV).
+// Context parallel: the queries are a rank's chunks of the sequence (seq rows whose
+// positions are q_positions[i]) and the keys/values the whole sequence (kv_seq rows in
+// position order); query i attends to keys 0..q_positions[i]. probs is then
+// (B, H, seq, kv_seq) and k, v, dk, dv are (B, KV, kv_seq, D).
 #pragma once
 #include <cstddef>
 
@@ -12,6 +16,10 @@ namespace strata::runtime {
 
 struct AttentionShape {
   std::size_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
+  std::size_t kv_seq = 0;                       // 0: seq (queries and keys are the same tokens)
+  const std::size_t* q_positions = nullptr;     // null: query i has position i
+  std::size_t keys() const { return kv_seq == 0 ? seq : kv_seq; }
+  std::size_t limit(std::size_t i) const { return q_positions != nullptr ? q_positions[i] : i; }
   std::size_t q_width() const { return heads * head_dim; }
   std::size_t kv_width() const { return kv_heads * head_dim; }
   std::size_t qkv_width() const { return q_width() + 2 * kv_width(); }

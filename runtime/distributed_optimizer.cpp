@@ -1,6 +1,7 @@
 #include "runtime/distributed_optimizer.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "common/errors.h"
 
@@ -14,9 +15,9 @@ DistributedOptimizer::DistributedOptimizer(ParameterStore<float>& store, kernels
     dp_size_ = dp_->size();
     dp_rank_ = dp_->rank();
   }
-  STRATA_CHECK(zero == 0 || zero == 1, "zero stage {}", zero);
+  STRATA_CHECK(zero >= 0 && zero <= 3, "zero stage {}", zero);
   const std::size_t padded = store.padded_size();
-  if (zero_ == 1) {
+  if (zero_ >= 1) {
     STRATA_CHECK(padded % static_cast<std::size_t>(dp_size_) == 0, "buffer {} not padded to dp {}",
                  padded, dp_size_);
     const std::size_t shard = padded / static_cast<std::size_t>(dp_size_);
@@ -110,11 +111,12 @@ void DistributedOptimizer::complete(Bucket& b) {
   if (b.request == nullptr) return;
   b.request->wait();
   b.request.reset();
-  if (zero_ == 1 && !b.shard.empty()) {
+  if (zero_ >= 1 && !b.shard.empty()) {
     std::copy(b.shard.begin(), b.shard.end(),
               store_.grads().begin() + static_cast<std::ptrdiff_t>(std::max(b.lo, begin_)));
     b.shard = {};
   }
+  if (zero_ >= 2) poison_unowned(store_.grads(), b.lo, b.hi);
 }
 
 void DistributedOptimizer::finish_reduction() {
@@ -149,11 +151,77 @@ void DistributedOptimizer::step(std::int64_t step, float grad_scale) {
     adamw_update(p.data() + lo, g.data() + lo, m_.data() + (lo - begin_), v_.data() + (lo - begin_),
                  hi - lo, cfg_, step, e.spec.weight_decay, grad_scale);
   }
-  if (zero_ == 1 && dp_size_ > 1) {
+  if ((zero_ == 1 || zero_ == 2) && dp_size_ > 1) {
     std::vector<float> shard(p.begin() + static_cast<std::ptrdiff_t>(begin_),
                              p.begin() + static_cast<std::ptrdiff_t>(end_));
     dp_->all_gather(shard.data(), p.data(), shard.size());
   }
+  // zero 3: the parameters stay sharded; the layers gather them when they run.
+}
+
+void DistributedOptimizer::poison_unowned(std::vector<float>& buf, std::size_t lo, std::size_t hi) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t i = lo; i < std::min(hi, begin_); ++i) buf[i] = nan;
+  for (std::size_t i = std::max(lo, end_); i < hi; ++i) buf[i] = nan;
+}
+
+void DistributedOptimizer::gather_params(const std::vector<ParamSpec>& specs) {
+  if (!shards_params()) return;
+  // An all-gather with uneven parts (each rank's overlap of every named parameter with
+  // its shard), sent as equal blocks of the largest part: the interface has no
+  // all-gatherv, and a component's parameters are small next to the rest of a step.
+  const std::size_t shard = end_ - begin_;
+  std::vector<const ParameterStore<float>::Entry*> entries;
+  for (const auto& spec : specs) {
+    const auto* e = &store_.entry(spec.name);
+    if (std::find(entries.begin(), entries.end(), e) == entries.end()) entries.push_back(e);
+  }
+  auto overlap = [&](int d, const ParameterStore<float>::Entry& e) {
+    const std::size_t s_lo = shard * static_cast<std::size_t>(d);
+    const std::size_t lo = std::max(e.offset, s_lo), hi = std::min(e.offset + e.numel, s_lo + shard);
+    return std::pair{lo, hi > lo ? hi : lo};
+  };
+  std::size_t block = 0;
+  for (int d = 0; d < dp_size_; ++d) {
+    std::size_t n = 0;
+    for (const auto* e : entries) {
+      const auto [lo, hi] = overlap(d, *e);
+      n += hi - lo;
+    }
+    block = std::max(block, n);
+  }
+  if (block == 0) return;
+  std::vector<float>& p = store_.params();
+  std::vector<float> send(block, 0.0f), recv(block * static_cast<std::size_t>(dp_size_));
+  std::size_t at = 0;
+  for (const auto* e : entries) {
+    const auto [lo, hi] = overlap(dp_rank_, *e);
+    std::copy(p.begin() + static_cast<std::ptrdiff_t>(lo), p.begin() + static_cast<std::ptrdiff_t>(hi),
+              send.begin() + static_cast<std::ptrdiff_t>(at));
+    at += hi - lo;
+  }
+  dp_->all_gather(send.data(), recv.data(), block);
+  for (int d = 0; d < dp_size_; ++d) {
+    const float* from = recv.data() + block * static_cast<std::size_t>(d);
+    for (const auto* e : entries) {
+      const auto [lo, hi] = overlap(d, *e);
+      std::copy(from, from + (hi - lo), p.begin() + static_cast<std::ptrdiff_t>(lo));
+      from += hi - lo;
+    }
+  }
+}
+
+void DistributedOptimizer::release_params(const std::vector<ParamSpec>& specs) {
+  if (!shards_params()) return;
+  for (const auto& spec : specs) {
+    const auto& e = store_.entry(spec.name);
+    poison_unowned(store_.params(), e.offset, e.offset + e.numel);
+  }
+}
+
+void DistributedOptimizer::release_all_params() {
+  if (!shards_params()) return;
+  poison_unowned(store_.params(), 0, store_.params().size());
 }
 
 }  // namespace strata::runtime

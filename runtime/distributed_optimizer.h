@@ -5,6 +5,16 @@
 //   zero 1  reduce-scatter the buffer so DP rank d holds the summed gradient of shard d
 //           (padded_size / dp values); AdamW updates that shard with shard-sized moments;
 //           an all-gather brings every rank the updated parameters.
+//   zero 2  as zero 1, and a bucket's gradients outside this rank's shard are released
+//           (overwritten with NaN: nothing may read them) once it is reduce-scattered.
+//   zero 3  as zero 2, and parameters are sharded too: after init and after every step
+//           only the owned range is kept (the rest is NaN); gather_params() all-gathers a
+//           component's parameters before its forward and again before its backward,
+//           release_params() drops them after use.
+// The flat buffers keep their full size on CPU ranks (the layers point into them), so
+// ZeRO-2/3 here give the sharded numerics and collectives, not the memory saving;
+// NaN in released ranges makes any read of a value this rank does not hold show up as a
+// non-finite loss instead of a silently stale number.
 //
 // Buckets are runs of whole parameters taken from the end of the buffer (the backward
 // pass finishes the last layers first) until they hold `bucket_floats` values. A step's
@@ -59,6 +69,13 @@ class DistributedOptimizer {
   // AdamW on [owned_begin, owned_end) with gradients times grad_scale (clipping), then
   // the all-gather of parameters (zero 1). `step` counts from 1.
   void step(std::int64_t step, float grad_scale);
+  // zero 3: all-gather over DP the parameters named (each rank sends its owned part), or
+  // overwrite their unowned part with NaN. No-ops for zero < 3 or without DP.
+  void gather_params(const std::vector<ParamSpec>& specs);
+  void release_params(const std::vector<ParamSpec>& specs);
+  // zero 3: release every parameter (after init and after a checkpoint load).
+  void release_all_params();
+  bool shards_params() const { return zero_ == 3 && dp_size_ > 1; }
   // The learning rate of the following steps (the trainer's schedule).
   void set_lr(double lr) { cfg_.lr = lr; }
 
@@ -83,6 +100,7 @@ class DistributedOptimizer {
     std::vector<float> shard;         // zero 1: this rank's part, until copied back
   };
   void start(Bucket& b);
+  void poison_unowned(std::vector<float>& buf, std::size_t lo, std::size_t hi);
   void complete(Bucket& b);
 
   ParameterStore<float>& store_;

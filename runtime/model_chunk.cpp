@@ -31,14 +31,14 @@ std::vector<ParamSpec> ModelChunk<T>::param_specs(const ModelDims& d, const Chun
 
 template <typename T>
 ModelChunk<T>::ModelChunk(const ModelDims& d, const ChunkLayout& layout, ParameterStore<T>& store,
-                          const TpGroup& tp)
+                          const TpGroup& tp, const CpGroup& cp)
     : d_(d), layout_(layout) {
   if (layout.embedding) {
     embedding_.emplace(d, store, tp);
     embedding_specs_ = VocabParallelEmbedding<T>::param_specs(d);
   }
   for (int b : layout.blocks) {
-    blocks_.emplace_back(d, b, store, tp);
+    blocks_.emplace_back(d, b, store, tp, cp);
     block_specs_.push_back(TransformerBlock<T>::param_specs(d, b));
   }
   if (layout.head) {
@@ -55,16 +55,25 @@ double ModelChunk<T>::forward(ChunkActivations<T>& acts, const std::int32_t* tok
   std::vector<T> x(n), next(n);
   if (embedding_) {
     acts.tokens.assign(tokens, tokens + d_.rows());
+    gather(embedding_specs_);
     embedding_->forward(x.data(), tokens);
+    release(embedding_specs_);
   } else {
     std::copy_n(x_in, n, x.data());
   }
   acts.blocks.resize(blocks_.size());
   for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    gather(block_specs_[i]);
     blocks_[i].forward(next.data(), x.data(), acts.blocks[i]);
+    release(block_specs_[i]);
     std::swap(x, next);
   }
-  if (head_) return head_->forward(x.data(), targets, token_weight, acts.head);
+  if (head_) {
+    gather(head_specs_);
+    const double loss = head_->forward(x.data(), targets, token_weight, acts.head);
+    release(head_specs_);
+    return loss;
+  }
   std::copy(x.begin(), x.end(), x_out);
   return 0.0;
 }
@@ -75,18 +84,24 @@ void ModelChunk<T>::backward(ChunkActivations<T>& acts, const T* dx_out, T* dx_i
   const std::size_t n = activation_size();
   std::vector<T> dx(n), prev(n);
   if (head_) {
+    gather(head_specs_);
     head_->backward(dx.data(), acts.head);
+    release(head_specs_);
     if (done) done(head_specs_);
   } else {
     std::copy_n(dx_out, n, dx.data());
   }
   for (std::size_t i = blocks_.size(); i-- > 0;) {
+    gather(block_specs_[i]);
     blocks_[i].backward(prev.data(), dx.data(), acts.blocks[i]);
+    release(block_specs_[i]);
     std::swap(dx, prev);
     if (done) done(block_specs_[i]);
   }
   if (embedding_) {
+    gather(embedding_specs_);
     embedding_->backward(dx.data(), acts.tokens.data());
+    release(embedding_specs_);
     if (done) done(embedding_specs_);
   } else {
     std::copy(dx.begin(), dx.end(), dx_in);

@@ -40,12 +40,19 @@ struct ChunkActivations {
 // to first, embedding); the tied embedding is named by both the head and the embedding.
 using ParamsDoneFn = std::function<void(const std::vector<ParamSpec>&)>;
 
+// Where parameters live while a component runs, for sharded parameters (ZeRO-3):
+// `gather` before a component's forward and before its backward, `release` after each.
+// Both empty: the parameters are always resident.
+struct ParamResidency {
+  std::function<void(const std::vector<ParamSpec>&)> gather, release;
+};
+
 template <typename T>
 class ModelChunk {
  public:
   static std::vector<ParamSpec> param_specs(const ModelDims& d, const ChunkLayout& layout);
   ModelChunk(const ModelDims& d, const ChunkLayout& layout, ParameterStore<T>& store,
-             const TpGroup& tp);
+             const TpGroup& tp, const CpGroup& cp = {});
 
   // Forward of one micro-batch. Input: `tokens` (B*S) when the chunk has the embedding,
   // else x_in (Nl, C). Output: the loss contribution (sum of token losses * token_weight)
@@ -58,6 +65,7 @@ class ModelChunk {
   void backward(ChunkActivations<T>& acts, const T* dx_out, T* dx_in,
                 const ParamsDoneFn& done = {}) const;
 
+  void set_residency(ParamResidency r) { residency_ = std::move(r); }
   const ChunkLayout& layout() const { return layout_; }
   std::size_t activation_size() const { return d_.local_rows() * d_.hidden; }  // Nl * C
 
@@ -69,6 +77,9 @@ class ModelChunk {
   std::optional<LanguageModelHead<T>> head_;
   std::vector<ParamSpec> embedding_specs_, head_specs_;
   std::vector<std::vector<ParamSpec>> block_specs_;
+  ParamResidency residency_;
+  void gather(const std::vector<ParamSpec>& s) const { if (residency_.gather) residency_.gather(s); }
+  void release(const std::vector<ParamSpec>& s) const { if (residency_.release) residency_.release(s); }
 };
 
 }  // namespace strata::runtime

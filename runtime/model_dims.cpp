@@ -7,7 +7,14 @@
 namespace strata::runtime {
 
 ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
-                          int tp_rank, bool sequence_parallel, planner::Recompute recompute) {
+                          int tp_rank, bool sequence_parallel, planner::Recompute recompute,
+                          int cp, int cp_rank) {
+  if (cp < 1) input_error("strategy.cp ({}) must be >= 1", cp);
+  if (cp > 1 && spec.seq_len % (2 * cp) != 0)
+    input_error("strategy.cp ({}) needs model.seq_len ({}) divisible by 2 x cp = {} (the "
+                "sequence is cut into 2 x cp load-balanced causal chunks)",
+                cp, spec.seq_len, 2 * cp);
+  const std::int64_t local_seq = spec.seq_len / cp;
   if (tp < 1) input_error("strategy.tp ({}) must be >= 1", tp);
   if (micro_batch < 1) input_error("strategy.micro_batch ({}) must be >= 1", micro_batch);
   if (spec.heads <= 0 || spec.hidden % spec.heads != 0)
@@ -21,14 +28,17 @@ ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batc
   if (spec.positions == models::Positions::Rope && spec.head_dim() % 2 != 0)
     input_error("model head_dim ({} = hidden / heads) must be even for rope positions",
                 spec.head_dim());
-  if (sequence_parallel && (micro_batch * spec.seq_len) % tp != 0)
+  if (sequence_parallel && (micro_batch * local_seq) % tp != 0)
     input_error("strategy.sequence_parallel needs strategy.tp ({}) to divide the tokens of a "
-                "micro-batch ({})", tp, micro_batch * spec.seq_len);
+                "micro-batch on one context-parallel rank ({})", tp, micro_batch * local_seq);
   ModelDims d;
   d.spec = spec;
   d.spec.kv_heads = kv;
   d.batch = static_cast<std::size_t>(micro_batch);
-  d.seq = static_cast<std::size_t>(spec.seq_len);
+  d.seq = static_cast<std::size_t>(local_seq);
+  d.full_seq = static_cast<std::size_t>(spec.seq_len);
+  d.cp = cp;
+  d.cp_rank = cp_rank;
   d.hidden = static_cast<std::size_t>(spec.hidden);
   d.heads = static_cast<std::size_t>(spec.heads);
   d.kv_heads = static_cast<std::size_t>(kv);

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "models/model_spec.h"
+#include "runtime/context_parallel.h"
 #include "planner/strategy.h"
 
 namespace strata::runtime {
@@ -13,9 +14,14 @@ namespace strata::runtime {
 struct ModelDims {
   models::ModelSpec spec;
   std::size_t batch = 1;     // sequences per micro-batch
-  std::size_t seq = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
+  // seq: the tokens of a sequence this rank holds (full_seq / cp with context parallel)
+  std::size_t seq = 0, full_seq = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
   std::size_t layers = 0;
   int tp = 1, tp_rank = 0;
+  // Context parallel (load-balanced causal chunks, as Megatron-Core): the sequence is cut
+  // into 2 * cp chunks of full_seq / (2 cp) tokens; rank r holds chunks r and 2cp-1-r,
+  // in that order, so every rank gets the same share of the causal attention work.
+  int cp = 1, cp_rank = 0;
   bool sequence_parallel = false;
   planner::Recompute recompute = planner::Recompute::None;
   // Vocabulary shard (Megatron pads the vocabulary to planner::padded_vocab(vocab, tp) and
@@ -31,6 +37,8 @@ struct ModelDims {
   std::size_t rows() const { return batch * seq; }  // tokens of the micro-batch
   // Token rows this rank holds outside the column/row-parallel regions.
   std::size_t local_rows() const { return sequence_parallel ? rows() / tp : rows(); }
+  // Position in the full sequence of this rank's local sequence index t (0..seq-1).
+  std::size_t position(std::size_t t) const { return cp_position(full_seq, cp, cp_rank, t); }
   bool has_bias() const { return models::has_bias(spec); }
   bool layernorm() const { return spec.norm == models::Norm::LayerNorm; }
   bool gelu() const { return spec.activation == models::Activation::Gelu; }
@@ -40,8 +48,10 @@ struct ModelDims {
 };
 
 // InputError when the model cannot be split this way (heads, kv_heads, ffn, hidden not
-// divisible by tp; odd head_dim with RoPE; tokens not divisible by tp with SP).
+// divisible by tp; odd head_dim with RoPE; tokens not divisible by tp with SP; seq_len
+// not divisible by 2 * cp).
 ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
-                          int tp_rank, bool sequence_parallel, planner::Recompute recompute);
+                          int tp_rank, bool sequence_parallel, planner::Recompute recompute,
+                          int cp = 1, int cp_rank = 0);
 
 }  // namespace strata::runtime

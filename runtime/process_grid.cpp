@@ -10,9 +10,11 @@ ProcessGrid::ProcessGrid(const costmodel::RankGrid& grid) : grid_(grid) {
   world_ = kernels::MpiCommunicator::world();
   const int world_size = world_->size();
   if (world_size != grid.world_size())
-    input_error("the plan needs dp x tp x pp = {} x {} x {} = {} ranks but MPI started {} (run "
+    input_error("the plan needs dp x tp x pp{} = {} x {} x {}{} = {} ranks but MPI started {} (run "
                 "`mpirun -np {} strata train ...`)",
-                grid.dp(), grid.tp(), grid.pp(), grid.world_size(), world_size, grid.world_size());
+                grid.cp() > 1 ? " x cp" : "", grid.dp(), grid.tp(), grid.pp(),
+                grid.cp() > 1 ? fmt::format(" x {}", grid.cp()) : "", grid.world_size(),
+                world_size, grid.world_size());
   world_rank_ = world_->rank();
   coords_ = grid.coords(world_rank_);
   // MPI_Comm_split is collective over the world: every rank creates every axis in the
@@ -20,16 +22,29 @@ ProcessGrid::ProcessGrid(const costmodel::RankGrid& grid) : grid_(grid) {
   tp_ = kernels::MpiCommunicator::from_groups(grid.all_groups(costmodel::Axis::Tp));
   pp_ = kernels::MpiCommunicator::from_groups(grid.all_groups(costmodel::Axis::Pp));
   dp_ = kernels::MpiCommunicator::from_groups(grid.all_groups(costmodel::Axis::Dp));
+  cp_ = kernels::MpiCommunicator::from_groups(grid.all_groups(costmodel::Axis::Cp));
+  std::vector<std::vector<int>> dp_cp_groups;
+  for (int t = 0; t < grid.tp(); ++t)
+    for (int p = 0; p < grid.pp(); ++p) {
+      std::vector<int> g;
+      for (int d = 0; d < grid.dp(); ++d)
+        for (int c = 0; c < grid.cp(); ++c) g.push_back(grid.rank({d, t, p, c}));
+      dp_cp_groups.push_back(std::move(g));
+    }
+  dp_cp_ = kernels::MpiCommunicator::from_groups(dp_cp_groups);
   std::vector<std::vector<int>> embedding_groups;
   if (grid.pp() > 1)
     for (int d = 0; d < grid.dp(); ++d)
       for (int t = 0; t < grid.tp(); ++t)
-        embedding_groups.push_back({grid.rank({d, t, 0}), grid.rank({d, t, grid.pp() - 1})});
+        for (int c = 0; c < grid.cp(); ++c)
+          embedding_groups.push_back({grid.rank({d, t, 0, c}), grid.rank({d, t, grid.pp() - 1, c})});
   embedding_ = kernels::MpiCommunicator::from_groups(embedding_groups);
   STRATA_CHECK(tp_ && pp_ && dp_, "rank {} is missing from an axis group", world_rank_);
   STRATA_CHECK(tp_->rank() == coords_.tp && tp_->size() == grid.tp(), "tp group order");
   STRATA_CHECK(pp_->rank() == coords_.pp && pp_->size() == grid.pp(), "pp group order");
   STRATA_CHECK(dp_->rank() == coords_.dp && dp_->size() == grid.dp(), "dp group order");
+  STRATA_CHECK(cp_ && cp_->rank() == coords_.cp && cp_->size() == grid.cp(), "cp group order");
+  STRATA_CHECK(dp_cp_ && dp_cp_->rank() == coords_.dp * grid.cp() + coords_.cp, "dp-cp group order");
 }
 
 }  // namespace strata::runtime

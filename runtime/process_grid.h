@@ -1,4 +1,4 @@
-// ProcessGrid: this rank's place in the plan's (dp, tp, pp) grid and one communicator
+// ProcessGrid: this rank's place in the plan's (dp, tp, pp, cp) grid and one communicator
 // per axis, created from the pure RankGrid arithmetic (costmodel/rank_grid.h) so the
 // runtime and the cost model agree on which world ranks form each group (lesson 2).
 // Also the embedding group (first and last pipeline stage of each (dp, tp)), which
@@ -29,7 +29,12 @@ class ProcessGrid {
   kernels::Communicator& tp() { return *tp_; }   // rank in group = coords().tp
   kernels::Communicator& pp() { return *pp_; }   // rank in group = coords().pp (the stage)
   kernels::Communicator& dp() { return *dp_; }   // rank in group = coords().dp
-  // {first stage, last stage} of this (dp, tp) when pp > 1 and this rank is one of them;
+  kernels::Communicator& cp() { return *cp_; }   // rank in group = coords().cp
+  // The ranks of one (tp, pp) across dp and cp (rank = dp * cp + cp index): gradients are
+  // summed, and ZeRO shards split, over it (Megatron-Core's data-parallel group "with
+  // context parallel"); the dp group itself when cp == 1.
+  kernels::Communicator& dp_cp() { return cp_ && grid_.cp() > 1 ? *dp_cp_ : *dp_; }
+  // {first stage, last stage} of this (dp, tp, cp) when pp > 1 and this rank is one of them;
   // null otherwise.
   kernels::Communicator* embedding() { return embedding_.get(); }
 
@@ -37,7 +42,7 @@ class ProcessGrid {
   costmodel::RankGrid grid_;
   int world_rank_ = 0;
   costmodel::RankCoords coords_;
-  std::unique_ptr<kernels::MpiCommunicator> world_, tp_, pp_, dp_, embedding_;
+  std::unique_ptr<kernels::MpiCommunicator> world_, tp_, pp_, dp_, cp_, dp_cp_, embedding_;
 };
 
 }  // namespace strata::runtime

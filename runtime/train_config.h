@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/adamw.h"
+#include "runtime/context_parallel.h"
 #include "runtime/data_loader.h"
 #include "runtime/lr_schedule.h"
 
@@ -30,6 +31,8 @@ struct TrainConfig {
   // during the last micro-batch's backward when overlap is on.
   std::int64_t grad_bucket_params = 0;
   bool overlap_grad_reduce = true;
+  // Context parallel: ring (Megatron-Core's default) or all-gather of K/V.
+  CpKvExchange cp_kv_exchange = CpKvExchange::Ring;
 };
 
 }  // namespace strata::runtime

@@ -55,7 +55,11 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
                 plan.stage_layers.size(), virtual_stages);
 
   dims_ = make_model_dims(plan.model, s.micro_batch, s.tp, coords.tp, s.sequence_parallel,
-                          s.recompute);
+                          s.recompute, s.cp, coords.cp);
+  if (s.cp > 1) cp_ = CpGroup{&grid.cp(), s.cp, coords.cp, cfg.cp_kv_exchange};
+  // Gradients are summed, and ZeRO shards split, over dp x cp (each CP rank's gradient
+  // holds its tokens' part).
+  const int dp_cp = s.dp * s.cp;
   tp_ = TpGroup{s.tp > 1 ? &grid.tp() : nullptr, s.tp, coords.tp, dims_.sequence_parallel};
   const int layers = static_cast<int>(plan.model.layers);
 
@@ -71,11 +75,11 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
       ++grad_uses_[spec.name];
     }
   }
-  store_.finalize(s.zero == 1 ? static_cast<std::size_t>(s.dp) : 1);
+  store_.finalize(s.zero >= 1 ? static_cast<std::size_t>(dp_cp) : 1);
   store_.init(cfg.seed);
   std::vector<ModelChunk<float>*> raw;
   for (const auto& l : layouts) {
-    chunks_.push_back(std::make_unique<ModelChunk<float>>(dims_, l, store_, tp_));
+    chunks_.push_back(std::make_unique<ModelChunk<float>>(dims_, l, store_, tp_, cp_));
     raw.push_back(chunks_.back().get());
   }
   executor_ = std::make_unique<PipelineExecutor>(raw, s.pp > 1 ? &grid.pp() : nullptr);
@@ -84,10 +88,17 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
   GradReduction reduction;
   reduction.bucket_floats = static_cast<std::size_t>(
       cfg.grad_bucket_params > 0 ? cfg.grad_bucket_params : planner::default_grad_bucket_params(s.dp));
-  if (s.zero == 1 && dims_.tied() && grid.embedding() != nullptr && store_.contains("embedding.wte"))
+  if (s.zero >= 1 && dims_.tied() && grid.embedding() != nullptr && store_.contains("embedding.wte"))
     reduction.held_back.insert("embedding.wte");
-  optimizer_ = std::make_unique<DistributedOptimizer>(store_, s.dp > 1 ? &grid.dp() : nullptr,
+  optimizer_ = std::make_unique<DistributedOptimizer>(store_, dp_cp > 1 ? &grid.dp_cp() : nullptr,
                                                       s.zero, cfg.adamw, std::move(reduction));
+  if (optimizer_->shards_params()) {  // ZeRO-3: each rank keeps its shard only
+    optimizer_->release_all_params();
+    ParamResidency residency;
+    residency.gather = [this](const std::vector<ParamSpec>& specs) { optimizer_->gather_params(specs); };
+    residency.release = [this](const std::vector<ParamSpec>& specs) { optimizer_->release_params(specs); };
+    for (auto& c : chunks_) c->set_residency(residency);
+  }
   schedule_ = planner::build_schedule(s.schedule, s.pp, coords.pp,
                                       static_cast<int>(s.num_microbatches()), s.vpp);
 
@@ -148,6 +159,8 @@ StepStats Trainer::train_step() {
   const planner::Strategy& s = plan_.strategy;
   const auto coords = grid_.coords();
   const auto S = static_cast<std::size_t>(plan_.model.seq_len);
+  const std::size_t Sl = dims_.seq;  // this rank's tokens of a sequence (S / cp)
+  std::vector<std::int32_t> sample_tokens(S), sample_targets(S);
   const std::int64_t per_dp = s.global_batch / s.dp;
   const std::int64_t first_sample = step_ * s.global_batch + coords.dp * per_dp;
 
@@ -155,11 +168,21 @@ StepStats Trainer::train_step() {
   const MicroBatchFn data = [&](int mb, std::vector<std::int32_t>& tokens,
                                 std::vector<std::int32_t>& targets) {
     const auto B = static_cast<std::size_t>(s.micro_batch);
-    tokens.resize(B * S);
-    targets.resize(B * S);
-    for (std::size_t i = 0; i < B; ++i)
-      data_->sample(first_sample + mb * s.micro_batch + static_cast<std::int64_t>(i),
-                    tokens.data() + i * S, targets.data() + i * S);
+    tokens.resize(B * Sl);
+    targets.resize(B * Sl);
+    for (std::size_t i = 0; i < B; ++i) {
+      const std::int64_t index = first_sample + mb * s.micro_batch + static_cast<std::int64_t>(i);
+      if (Sl == S) {
+        data_->sample(index, tokens.data() + i * S, targets.data() + i * S);
+        continue;
+      }
+      // Context parallel: this rank's two chunks of the sequence.
+      data_->sample(index, sample_tokens.data(), sample_targets.data());
+      for (std::size_t t = 0; t < Sl; ++t) {
+        tokens[i * Sl + t] = sample_tokens[dims_.position(t)];
+        targets[i * Sl + t] = sample_targets[dims_.position(t)];
+      }
+    }
   };
   const float token_weight = 1.0f / static_cast<float>(tokens_per_step());
   optimizer_->begin_reduction(grad_uses_);
@@ -186,7 +209,7 @@ StepStats Trainer::train_step() {
   std::map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < global_names_.size(); ++i) index[global_names_[i]] = i;
   std::vector<float> sums(global_names_.size() + 1, 0.0f);
-  const bool count_dp = s.zero == 1 || coords.dp == 0;
+  const bool count_dp = s.zero >= 1 || (coords.dp == 0 && coords.cp == 0);
   for (const auto& e : store_.entries()) {
     if (e.spec.name == "embedding.wte" && !holds_embedding_) continue;
     if (!count_dp || (!e.spec.tp_sharded && coords.tp != 0)) continue;
@@ -236,7 +259,7 @@ StepStats Trainer::train_step() {
 
 CheckpointIdentity Trainer::identity() const {
   const planner::Strategy& s = plan_.strategy;
-  return {
+  CheckpointIdentity id = {
       {"model", models::to_yaml(plan_.model)},
       {"dp", std::to_string(s.dp)},
       {"tp", std::to_string(s.tp)},
@@ -249,13 +272,24 @@ CheckpointIdentity Trainer::identity() const {
       {"seed", std::to_string(cfg_.seed)},
       {"world_size", std::to_string(grid_.world_size())},
   };
+  // Recorded only with context parallel, so checkpoints from before the cp axis still
+  // load (cp follows from world_size / (dp tp pp) anyway).
+  if (s.cp > 1) id.emplace_back("cp", std::to_string(s.cp));
+  return id;
+}
+
+std::pair<std::size_t, std::size_t> Trainer::saved_param_range() const {
+  if (optimizer_->shards_params()) return {optimizer_->owned_begin(), optimizer_->owned_end()};
+  return {0, store_.params().size()};
 }
 
 void Trainer::save_checkpoint() {
   // Parameters that overflowed (a huge learning rate) are not saved: all ranks agree.
+  // (ZeRO-3: the owned range only; the rest is released.)
   float bad = 0;
-  for (float v : store_.params())
-    if (!std::isfinite(v)) {
+  const auto [lo, hi] = saved_param_range();
+  for (std::size_t i = lo; i < hi; ++i)
+    if (!std::isfinite(store_.params()[i])) {
       bad = 1;
       break;
     }
@@ -268,7 +302,8 @@ void Trainer::save_checkpoint() {
   CheckpointShard shard;
   shard.step = step_;
   shard.run_id = run_id_;
-  shard.params = store_.params();
+  shard.params.assign(store_.params().begin() + static_cast<std::ptrdiff_t>(lo),
+                      store_.params().begin() + static_cast<std::ptrdiff_t>(hi));
   shard.exp_avg = optimizer_->exp_avg();
   shard.exp_avg_sq = optimizer_->exp_avg_sq();
   write_checkpoint(grid_.world(), cfg_.checkpoint_dir, identity(), shard);
@@ -279,10 +314,12 @@ std::int64_t Trainer::resume() {
   if (!latest)
     input_error("--resume: no complete checkpoint (a step_* folder with manifest.json) in "
                 "--checkpoint-dir {}", cfg_.checkpoint_dir);
+  const auto [lo, hi] = saved_param_range();
   CheckpointShard shard = read_checkpoint(grid_.world(), cfg_.checkpoint_dir, *latest, identity(),
-                                          store_.params().size(), optimizer_->exp_avg().size());
+                                          hi - lo, optimizer_->exp_avg().size());
   // copy into the existing buffers: the model chunks point into them
-  std::copy(shard.params.begin(), shard.params.end(), store_.params().begin());
+  std::copy(shard.params.begin(), shard.params.end(),
+            store_.params().begin() + static_cast<std::ptrdiff_t>(lo));
   std::copy(shard.exp_avg.begin(), shard.exp_avg.end(), optimizer_->exp_avg().begin());
   std::copy(shard.exp_avg_sq.begin(), shard.exp_avg_sq.end(), optimizer_->exp_avg_sq().begin());
   step_ = shard.step;

@@ -1,16 +1,18 @@
 // Trainer: one rank's share of training a plan. Builds the model chunks this rank holds
-// (its pipeline stage's virtual stages, its tensor-parallel shard), the data loader,
+// (its pipeline stage's virtual stages, its tensor-parallel shard, its context-parallel
+// chunks of every sequence), the data loader,
 // the pipeline executor and the optimizer; train_step() runs one global batch:
-//   pipeline forward/backward over the micro-batches (planner schedule), with the DP
-//   reduction (all-reduce, or reduce-scatter with ZeRO-1) of each gradient bucket
-//   started as the last micro-batch's backward completes it
+//   pipeline forward/backward over the micro-batches (planner schedule; under ZeRO-3 each
+//   component all-gathers its parameters before its forward and backward), with the
+//   reduction over dp x cp (all-reduce, or reduce-scatter with ZeRO-1/2/3) of each
+//   gradient bucket started as the last micro-batch's backward completes it
 //   -> wait for the DP reduction
 //   -> TP all-reduce of sequence-parallel partial gradients (sums commute with the DP
 //      sum; under ZeRO-1 the TP peers own the same shard)
 //   -> embedding-group all-reduce of the tied embedding (first + last stage); under
 //      ZeRO-1 its DP reduce-scatter comes after it (the two stages shard it differently)
 //   -> global gradient norm (one all-reduce over the world, also carrying the loss)
-//   -> clipping + AdamW (+ all-gather of parameters with ZeRO-1).
+//   -> clipping + AdamW (+ all-gather of parameters with ZeRO-1/2; ZeRO-3 keeps its shard).
 // Every rank returns the same StepStats.
 #pragma once
 #include <cstdint>
@@ -76,17 +78,23 @@ class Trainer {
   const std::vector<std::pair<std::string, double>>& param_grad_norms() const { return norms_; }
   std::int64_t tokens_per_step() const;
   // Data-parallel gradient buckets per step on this rank (0 without DP).
-  std::size_t grad_buckets() const { return plan_.strategy.dp > 1 ? optimizer_->bucket_count() : 0; }
+  std::size_t grad_buckets() const {
+    return plan_.strategy.dp * plan_.strategy.cp > 1 ? optimizer_->bucket_count() : 0;
+  }
 
  private:
   void sync_model_parallel_grads();
   CheckpointIdentity identity() const;
+  // The part of the flat parameter buffer a checkpoint holds: all of it, or the owned
+  // shard when parameters are sharded (ZeRO-3).
+  std::pair<std::size_t, std::size_t> saved_param_range() const;
 
   planner::Plan plan_;
   TrainConfig cfg_;
   ProcessGrid& grid_;
   ModelDims dims_;
   TpGroup tp_;
+  CpGroup cp_;
   ParameterStore<float> store_;
   std::vector<std::unique_ptr<ModelChunk<float>>> chunks_;
   std::unique_ptr<PipelineExecutor> executor_;

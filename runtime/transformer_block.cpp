@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include <fmt/format.h>
 
+#include "common/errors.h"
 #include "runtime/activation.h"
 #include "runtime/norm.h"
+#include "runtime/ring_attention.h"
 #include "runtime/rope.h"
 
 namespace strata::runtime {
@@ -88,8 +91,12 @@ std::vector<ParamSpec> TransformerBlock<T>::param_specs(const ModelDims& d, int 
 
 template <typename T>
 TransformerBlock<T>::TransformerBlock(const ModelDims& d, int index, ParameterStore<T>& store,
-                                      const TpGroup& tp)
-    : d_(d), index_(index), tp_(tp) {
+                                      const TpGroup& tp, const CpGroup& cp)
+    : d_(d), index_(index), tp_(tp), cp_(cp) {
+  if (d.cp > 1) {
+    STRATA_CHECK(cp.comm != nullptr && cp.size == d.cp && cp.rank == d.cp_rank, "cp group");
+    for (std::size_t t = 0; t < d.seq; ++t) positions_.push_back(d.position(t));
+  }
   const std::string p = fmt::format("blocks.{}.", index);
   auto prm = [&](const std::string& n) { return store.param(p + n); };
   auto grd = [&](const std::string& n) { return store.grad(p + n); };
@@ -144,6 +151,10 @@ AttentionShape TransformerBlock<T>::attention_shape() const {
   s.kv_heads = d_.kv_heads_local();
   s.seq = d_.seq;
   s.head_dim = d_.head_dim;
+  if (d_.cp > 1 && cp_.exchange == CpKvExchange::AllGather) {  // against the whole sequence's keys
+    s.kv_seq = d_.full_seq;
+    s.q_positions = positions_.data();
+  }
   return s;
 }
 
@@ -174,6 +185,71 @@ void TransformerBlock<T>::forward(T* x_out, const T* x_in, BlockActivations<T>& 
   run_forward(x_out, x_in, acts, d_.recompute == planner::Recompute::None);
 }
 
+// The attention core on q, k, v (after RoPE) -> a.y (N, Hl*D). Context parallel: ring
+// attention keeps o and the row log-sum-exp; all-gather replaces a.k, a.v with the whole
+// sequence's keys and values.
+template <typename T>
+void TransformerBlock<T>::attend_forward(BlockActivations<T>& a, bool keep_probs) const {
+  const AttentionShape as = attention_shape();
+  std::vector<T> o(a.q.size());  // (B, Hl, S, D)
+  a.probs.clear();
+  if (d_.cp > 1 && cp_.exchange == CpKvExchange::Ring) {
+    if constexpr (std::is_same_v<T, float>) {
+      a.lse.resize(as.batch * as.heads * as.seq);
+      ring_attention_forward(cp_, d_.full_seq, as, a.q.data(), a.k.data(), a.v.data(), o.data(),
+                             a.lse.data());
+      a.o = o;
+    } else {
+      STRATA_CHECK(false, "context parallel runs in float only");
+    }
+  } else {
+    if (d_.cp > 1) {  // every rank's keys and values, in position order
+      std::vector<T> k_full(as.batch * as.kv_heads * as.keys() * as.head_dim), v_full(k_full.size());
+      cp_gather_kv(cp_, d_.full_seq, as.batch * as.kv_heads, as.head_dim, a.k.data(), a.v.data(),
+                   k_full.data(), v_full.data());
+      a.k = std::move(k_full);
+      a.v = std::move(v_full);
+    }
+    if (keep_probs) a.probs.resize(as.batch * as.heads * as.seq * as.keys());
+    attention_forward(o.data(), keep_probs ? a.probs.data() : nullptr, a.q.data(), a.k.data(),
+                      a.v.data(), as);
+  }
+  a.y.resize(d_.rows() * as.q_width());
+  merge_heads_forward(a.y.data(), o.data(), as);
+}
+
+// dq (B, Hl, S, D), dk, dv (B, KVl, S, D) of this rank's tokens from d_o.
+template <typename T>
+void TransformerBlock<T>::attend_backward(std::vector<T>& dq, std::vector<T>& dk,
+                                          std::vector<T>& dv, const std::vector<T>& d_o,
+                                          const BlockActivations<T>& a) const {
+  const AttentionShape as = attention_shape();
+  const std::size_t local_kv = as.batch * as.kv_heads * as.seq * as.head_dim;
+  dq.resize(a.q.size());
+  if (d_.cp > 1 && cp_.exchange == CpKvExchange::Ring) {
+    dk.resize(local_kv);
+    dv.resize(local_kv);
+    if constexpr (std::is_same_v<T, float>)
+      ring_attention_backward(cp_, d_.full_seq, as, a.q.data(), a.k.data(), a.v.data(), a.o.data(),
+                              a.lse.data(), d_o.data(), dq.data(), dk.data(), dv.data());
+    return;
+  }
+  std::vector<T> dk_all(a.k.size()), dv_all(a.v.size());
+  attention_backward(dq.data(), dk_all.data(), dv_all.data(), d_o.data(),
+                     a.probs.empty() ? nullptr : a.probs.data(), a.q.data(), a.k.data(),
+                     a.v.data(), as);
+  if (d_.cp == 1) {
+    dk = std::move(dk_all);
+    dv = std::move(dv_all);
+    return;
+  }
+  // the key/value gradients of this rank's positions, summed over CP
+  dk.resize(local_kv);
+  dv.resize(local_kv);
+  cp_reduce_scatter_dkv(cp_, d_.full_seq, as.batch * as.kv_heads, as.head_dim, dk_all.data(),
+                        dv_all.data(), dk.data(), dv.data());
+}
+
 template <typename T>
 void TransformerBlock<T>::run_forward(T* x_out, const T* x_in, BlockActivations<T>& a,
                                       bool keep_probs) const {
@@ -195,17 +271,12 @@ void TransformerBlock<T>::run_forward(T* x_out, const T* x_in, BlockActivations<
   a.k.resize(as.batch * as.kv_heads * as.seq * as.head_dim);
   a.v.resize(a.k.size());
   split_heads_forward(a.q.data(), a.k.data(), a.v.data(), qkv.data(), as);
+  const std::size_t* pos = positions_.empty() ? nullptr : positions_.data();
   if (d_.rope()) {
-    rope_forward(a.q.data(), as.batch * as.heads, as.seq, as.head_dim);
-    rope_forward(a.k.data(), as.batch * as.kv_heads, as.seq, as.head_dim);
+    rope_forward(a.q.data(), as.batch * as.heads, as.seq, as.head_dim, pos);
+    rope_forward(a.k.data(), as.batch * as.kv_heads, as.seq, as.head_dim, pos);
   }
-  std::vector<T> o(a.q.size());  // (B, Hl, S, D)
-  if (keep_probs) a.probs.resize(as.batch * as.heads * as.seq * as.seq);
-  else a.probs.clear();
-  attention_forward(o.data(), keep_probs ? a.probs.data() : nullptr, a.q.data(), a.k.data(),
-                    a.v.data(), as);
-  a.y.resize(N * as.q_width());
-  merge_heads_forward(a.y.data(), o.data(), as);
+  attend_forward(a, keep_probs);
   std::vector<T> attn_out(Nl * C);
   proj_.forward(tp_, attn_out.data(), a.y.data(), N, Nl);
   a.x2.resize(Nl * C);
@@ -269,14 +340,13 @@ void TransformerBlock<T>::backward(T* dx_in, const T* dx_out, BlockActivations<T
   std::copy(dx2.begin(), dx2.end(), dx_in);  // residual path
   std::vector<T> dy(N * as.q_width());
   proj_.backward(tp_, dy.data(), dx2.data(), a.y.data(), N, Nl);
-  std::vector<T> d_o(a.q.size()), dq(a.q.size()), dk(a.k.size()), dv(a.v.size());
+  std::vector<T> d_o(a.q.size()), dq, dk, dv;
   merge_heads_backward(d_o.data(), dy.data(), as);
-  attention_backward(dq.data(), dk.data(), dv.data(), d_o.data(),
-                     a.probs.empty() ? nullptr : a.probs.data(), a.q.data(), a.k.data(),
-                     a.v.data(), as);
+  attend_backward(dq, dk, dv, d_o, a);
+  const std::size_t* pos = positions_.empty() ? nullptr : positions_.data();
   if (d_.rope()) {
-    rope_backward(dq.data(), as.batch * as.heads, as.seq, as.head_dim);
-    rope_backward(dk.data(), as.batch * as.kv_heads, as.seq, as.head_dim);
+    rope_backward(dq.data(), as.batch * as.heads, as.seq, as.head_dim, pos);
+    rope_backward(dk.data(), as.batch * as.kv_heads, as.seq, as.head_dim, pos);
   }
   std::vector<T> dqkv(N * as.qkv_width());
   split_heads_backward(dqkv.data(), dq.data(), dk.data(), dv.data(), as);

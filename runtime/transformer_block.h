@@ -15,6 +15,7 @@
 
 #include "runtime/attention.h"
 #include "runtime/column_parallel_linear.h"
+#include "runtime/context_parallel.h"
 #include "runtime/model_dims.h"
 #include "runtime/param_spec.h"
 #include "runtime/parameter_store.h"
@@ -30,7 +31,9 @@ struct BlockActivations {
   std::vector<T> n1, n1_mean, n1_rstd;       // (Nl, C), (Nl), (Nl) norm1 output and stats
   std::vector<T> n1_full;                    // (N, C) QKV input (all tokens)
   std::vector<T> q, k, v;                    // (B, Hl, S, D), (B, KVl, S, D) after RoPE
+                                             // (k, v: the whole sequence with context parallel)
   std::vector<T> probs;                      // (B, Hl, S, S) (recompute none only)
+  std::vector<T> o, lse;                     // ring attention: output, row log-sum-exp
   std::vector<T> y;                          // (N, Hl*D) attention output, heads merged
   std::vector<T> x2;                         // (Nl, C) residual after attention
   std::vector<T> n2, n2_mean, n2_rstd;       // norm2
@@ -48,7 +51,9 @@ class TransformerBlock {
   // Parameter names are "blocks.<index>.*", index 0..layers-1 (plan layer group index+1).
   static std::vector<ParamSpec> param_specs(const ModelDims& d, int index);
 
-  TransformerBlock(const ModelDims& d, int index, ParameterStore<T>& store, const TpGroup& tp);
+  // `cp`: the context-parallel group when d.cp > 1 (K/V all-gathered for attention).
+  TransformerBlock(const ModelDims& d, int index, ParameterStore<T>& store, const TpGroup& tp,
+                   const CpGroup& cp = {});
 
   // x_out (Nl, C) = block(x_in (Nl, C)); keeps what the recompute mode says in `acts`.
   void forward(T* x_out, const T* x_in, BlockActivations<T>& acts) const;
@@ -63,10 +68,15 @@ class TransformerBlock {
   void norm_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* mean, const T* rstd,
                      const T* w) const;
   AttentionShape attention_shape() const;
+  void attend_forward(BlockActivations<T>& a, bool keep_probs) const;
+  void attend_backward(std::vector<T>& dq, std::vector<T>& dk, std::vector<T>& dv,
+                       const std::vector<T>& d_o, const BlockActivations<T>& a) const;
 
   ModelDims d_;
   int index_;
   TpGroup tp_;
+  CpGroup cp_;
+  std::vector<std::size_t> positions_;  // context parallel: local sequence index -> position
   const T *n1_w_, *n1_b_ = nullptr, *n2_w_, *n2_b_ = nullptr;
   T *dn1_w_, *dn1_b_ = nullptr, *dn2_w_, *dn2_b_ = nullptr;
   ColumnParallelLinear<T> qkv_, fc_, gate_;   // fc_ = GELU up-proj or SwiGLU up

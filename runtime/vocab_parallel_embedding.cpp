@@ -21,7 +21,7 @@ std::vector<ParamSpec> VocabParallelEmbedding<T>::param_specs(const ModelDims& d
   if (d.learned_positions()) {
     ParamSpec p;
     p.name = "embedding.wpe";
-    p.rows = static_cast<std::int64_t>(d.seq);
+    p.rows = static_cast<std::int64_t>(d.full_seq);
     p.cols = static_cast<std::int64_t>(d.hidden);
     p.init_std = 0.01;
     p.weight_decay = true;
@@ -54,7 +54,7 @@ void VocabParallelEmbedding<T>::forward(T* x, const std::int32_t* tokens) const 
   if (wpe_ != nullptr) {
     const std::size_t first = d_.sequence_parallel ? static_cast<std::size_t>(d_.tp_rank) * Nl : 0;
     for (std::size_t r = 0; r < Nl; ++r) {
-      const std::size_t pos = (first + r) % d_.seq;
+      const std::size_t pos = d_.position((first + r) % d_.seq);
       for (std::size_t c = 0; c < C; ++c) x[r * C + c] += wpe_[pos * C + c];
     }
   }
@@ -66,7 +66,7 @@ void VocabParallelEmbedding<T>::backward(const T* dx, const std::int32_t* tokens
   if (dwpe_ != nullptr) {
     const std::size_t first = d_.sequence_parallel ? static_cast<std::size_t>(d_.tp_rank) * Nl : 0;
     for (std::size_t r = 0; r < Nl; ++r) {
-      const std::size_t pos = (first + r) % d_.seq;
+      const std::size_t pos = d_.position((first + r) % d_.seq);
       for (std::size_t c = 0; c < C; ++c) dwpe_[pos * C + c] += dx[r * C + c];
     }
   }

@@ -3,8 +3,9 @@
 // engine for the whole space so that everything that does not depend on the whole
 // strategy is computed once:
 //   - ModelGraph per micro-batch (the Boost graph is built once per micro_batch),
-//   - per-layer-group costs per (micro_batch, tp, sequence_parallel, TP placement),
-//   - placements (TP / DP groups, pipeline neighbours) per (tp, pp, dp, order),
+//   - per-layer-group costs per (micro_batch, tp, sequence_parallel, TP placement, cp and
+//     the CP group's placement),
+//   - placements (TP / CP / DP groups, pipeline neighbours) per (tp, pp, dp, cp, order),
 //   - stage partitions per (costs, pp * vpp),
 //   - the pipeline walk per (stage times, schedule), reused across ZeRO stages.
 #pragma once
@@ -35,9 +36,12 @@ struct GroupCost {
   double fwd_s = 0, bwd_s = 0;        // compute (GEMM, attention, elementwise)
   double tp_fwd_s = 0, tp_bwd_s = 0;  // TP collectives left exposed by the stack's overlaps
   double attn_fwd_s = 0;              // attention core forward (selective recompute)
+  double cp_fwd_s = 0, cp_bwd_s = 0;  // context-parallel K/V exchange left exposed
   double flops_fwd = 0, flops_bwd = 0;  // model FLOPs, whole group, unsharded
   double attn_flops_fwd = 0;
   double params_rank = 0;             // parameters held by one TP rank
+                                      // (with cp > 1: per rank's s/cp tokens for times, and
+                                      // FLOPs scaled back to the whole sequence)
 };
 
 struct GroupCostTable {
@@ -50,7 +54,8 @@ struct GroupCostTable {
 };
 
 struct Placement {
-  costmodel::PlacedGroup tp, dp;
+  costmodel::PlacedGroup tp, cp;
+  costmodel::PlacedGroup dp;                 // gradient group: dp x cp ranks (Megatron-Core)
   std::vector<costmodel::PlacedGroup> link;  // pipeline rank p -> (p + 1) % pp
   costmodel::PlacedGroup first_last;         // tied-embedding sync pair (stage 0, pp - 1)
 };
@@ -82,7 +87,8 @@ class SimEngine {
     std::unique_ptr<models::ModelGraph> graph;
     std::unique_ptr<costmodel::MemoryModel> memory;
   };
-  const Graph& graph_for(std::int64_t micro_batch);
+  // The graph of one micro-batch; cp > 1: the graph of one rank's s/cp tokens.
+  const Graph& graph_for(std::int64_t micro_batch, int cp = 1);
   const Placement& placement_for(const Strategy& s);
   const GroupCostTable& costs_for(const Strategy& s, const Placement& pl);
   const std::vector<std::vector<int>>& partition_for(const Strategy& s, const GroupCostTable& t);
@@ -100,9 +106,9 @@ class SimEngine {
   double mem_bytes_per_s_ = 0;    // achieved device memory bandwidth
   double kernel_overhead_s_ = 0;  // per non-GEMM kernel (stack or device)
 
-  std::map<std::int64_t, Graph> graphs_;
-  std::map<std::tuple<int, int, int, std::string>, Placement> placements_;
-  std::map<std::tuple<std::int64_t, int, bool, int, int, int>, GroupCostTable> costs_;
+  std::map<std::pair<std::int64_t, int>, Graph> graphs_;
+  std::map<std::tuple<int, int, int, int, std::string>, Placement> placements_;
+  std::map<std::tuple<std::int64_t, int, bool, int, int, int, int, int>, GroupCostTable> costs_;
   std::map<std::tuple<const GroupCostTable*, int, int>, std::vector<std::vector<int>>>
       partitions_;
 

@@ -97,6 +97,36 @@ TEST(MemoryModel, WeightsGradsOptimizerAre18BytesPerParamAndZeroShardsThem) {
   EXPECT_DOUBLE_EQ(z0[0].total_bytes - z1[0].total_bytes, 12 * z0[0].params * (1 - 1.0 / 4));
 }
 
+// Up to ZeRO-2 every stage can only shard more. ZeRO-3 also holds two gathered layer
+// groups, which on a stage of few layers with a small dp can outweigh what it shards (see
+// ZeroThreeByHand).
+TEST(MemoryModel, ZeroThreeByHand) {
+  auto spec = small_gpt();  // h 512, ffn 2048, 8 layers, learned positions, biases
+  auto graph = sm::ModelGraph::build(spec, 1);
+  sc::MemoryModel mm(graph, sc::testing::toy_device());
+  sc::MemoryInputs in;
+  in.tp = 1, in.pp = 4, in.dp = 8;
+  auto z2 = mm.per_stage((in.zero = 2, in));
+  auto z3 = mm.per_stage((in.zero = 3, in));
+  // A block: QKV 512 x 1536 + 1536, out 512 x 512 + 512, MLP 512 x 2048 + 2048 and
+  // 2048 x 512 + 512, two LayerNorms 2 x 1024: 3,152,384 parameters.
+  const double block = 512.0 * 1536 + 1536 + 512.0 * 512 + 512 + 512.0 * 2048 + 2048 +
+                       2048.0 * 512 + 512 + 2 * 1024;
+  EXPECT_DOUBLE_EQ(block, 3152384.0);
+  // Stage 1 holds blocks 3 and 4 (even split): 2 blocks.
+  EXPECT_DOUBLE_EQ(z3[1].params, 2 * block);
+  EXPECT_DOUBLE_EQ(z2[1].weights_bytes, 2 * 2 * block);          // 12,609,536 B
+  EXPECT_DOUBLE_EQ(z3[1].weights_bytes, 2 * 2 * block / 8 + 2 * 2 * block);  // shard + 2 gathered
+  EXPECT_DOUBLE_EQ(z3[1].grads_bytes, 4 * 2 * block / 8);
+  EXPECT_DOUBLE_EQ(z3[1].optimizer_bytes, 12 * 2 * block / 8);
+  // 18 bytes per parameter / 8 + 2 x 2 bytes x the largest group (one block):
+  EXPECT_DOUBLE_EQ(z3[1].weights_bytes + z3[1].grads_bytes + z3[1].optimizer_bytes,
+                   18.0 * 2 * 3152384 / 8 + 4.0 * 3152384);
+  // dp 1: nothing to gather, ZeRO-3 is the plain layout.
+  in.dp = 1;
+  EXPECT_DOUBLE_EQ(mm.per_stage(in)[1].weights_bytes, 2 * 2 * block);
+}
+
 TEST(MemoryModel, MemoryIsNonIncreasingInTheZeroStage) {
   auto graph = sm::ModelGraph::build(small_gpt(), 2);
   sc::MemoryModel mm(graph, sc::testing::toy_device());
@@ -108,7 +138,7 @@ TEST(MemoryModel, MemoryIsNonIncreasingInTheZeroStage) {
           in.dp = dp, in.tp = tp, in.pp = pp, in.recompute = rc, in.micro_batch = 2;
           in.sequence_parallel = tp > 1;
           std::vector<double> prev;
-          for (int z = 0; z <= 3; ++z) {
+          for (int z = 0; z <= 2; ++z) {
             in.zero = z;
             auto st = mm.per_stage(in);
             for (std::size_t p = 0; p < st.size(); ++p) {
@@ -158,6 +188,38 @@ TEST(MemoryModel, OneFOneBActivationsFollowInFlightMicrobatches) {
   EXPECT_NEAR(gp[0].activations_bytes, 8 * (3 * layer + sbh / t), 1e-6);
   EXPECT_NEAR(gp[1].activations_bytes, 8 * 2 * layer, 1e-6);
   EXPECT_DOUBLE_EQ(gp[3].logits_bytes, 8 * 4 * b * s * V / t);
+}
+
+// Context parallel: each rank holds s/cp tokens of every activation and of the logits;
+// weights stay whole; ZeRO shards over the dp x cp ranks. By hand on the small GPT.
+TEST(MemoryModel, ContextParallelDividesActivationsAndShardsZeroOverDpTimesCp) {
+  auto spec = small_gpt();  // 8 layers, s 256, h 512, 8 heads, V 1024
+  auto graph = sm::ModelGraph::build(spec, 1);
+  sc::MemoryModel mm(graph, sc::testing::toy_device());
+  sc::MemoryInputs in;
+  in.tp = 2, in.pp = 4, in.dp = 2, in.cp = 4, in.sequence_parallel = true;
+  in.recompute = RecomputeMode::Selective;
+  in.attention_score_bytes = sc::kFlashScoreBytes;
+  in.zero = 1;
+  auto st = mm.per_stage(in);
+  const double s = 256, b = 1, h = 512, t = 2, cp = 4, sbh = s * b * h, V = 1024;
+  const double layer = sbh * 34 / t;  // Korthikanti, SP + selective, whole sequence
+  // Stage 1: 2 layers, 3 micro-batches in flight (1F1B), a quarter of the tokens each.
+  EXPECT_NEAR(st[1].activations_bytes, 3 * 2 * layer / cp, 1e-6);
+  EXPECT_NEAR(st[1].activations_bytes, 3 * 2 * 256 * 512 * 17 / 4.0, 1e-6);  // 3,342,336 B
+  EXPECT_DOUBLE_EQ(st[3].logits_bytes, 4 * b * s * V / t / cp);               // 131,072 B
+  EXPECT_DOUBLE_EQ(st[3].logits_bytes, 131072.0);
+  // Weights and gradients are not split by cp; the optimizer state is split over 2 x 4.
+  EXPECT_DOUBLE_EQ(st[1].weights_bytes, 2 * st[1].params);
+  EXPECT_DOUBLE_EQ(st[1].grads_bytes, 4 * st[1].params);
+  EXPECT_DOUBLE_EQ(st[1].optimizer_bytes, 12 * st[1].params / 8);
+  in.zero = 3;
+  st = mm.per_stage(in);
+  // The shard, plus two gathered blocks (stage 1 holds two equal blocks: one is params / 2).
+  EXPECT_DOUBLE_EQ(st[1].weights_bytes, 2 * st[1].params / 8 + 2 * 2 * (st[1].params / 2));
+  EXPECT_DOUBLE_EQ(st[1].grads_bytes, 4 * st[1].params / 8);
+  in.cp = 0;
+  EXPECT_THROW(mm.per_stage(in), strata::InputError);
 }
 
 TEST(MemoryModel, InterleavedDefaultsFollowMegatronWarmup) {

@@ -42,8 +42,8 @@ void expect_design_plan_keys(const json& p) {
   for (const char* k : {"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "bubble"})
     EXPECT_TRUE(p["prediction"]["breakdown_s"].contains(k)) << "breakdown lacks " << k;
   const auto& s = p["strategy"];
-  EXPECT_EQ(p["gpus"].get<long long>(),
-            s["dp"].get<long long>() * s["tp"].get<long long>() * s["pp"].get<long long>());
+  EXPECT_EQ(p["gpus"].get<long long>(), s["dp"].get<long long>() * s["tp"].get<long long>() *
+                                          s["pp"].get<long long>() * s.value("cp", 1LL));
 }
 
 struct TempDir {

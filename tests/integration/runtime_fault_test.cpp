@@ -76,6 +76,27 @@ TEST(RuntimeFaults, WorldSizeMismatchIsAnErrorOnEveryRank) {
   EXPECT_EQ(count(r.err, "error:"), 1) << r.err;
 }
 
+// Context parallel cuts each sequence into 2 x cp chunks: a sequence that does not divide
+// is refused by name on every rank (one line), as is a world that lacks the cp ranks.
+TEST(RuntimeFaults, ContextParallelThatCannotSplitTheSequenceIsAnError) {
+  const TempDir dir("fault_cp");
+  Layout cp3;
+  cp3.name = "cp3";
+  cp3.cp = 3;
+  cp3.global_batch = 8;
+  const std::string plan = write_plan(cp3, dir);
+  RunResult r = mpirun_strata(3, {"train", "--plan", plan, "--steps", "2"}, 60);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(count(r.err, "error: strategy.cp (3) needs model.seq_len (32) divisible by 2 x cp = 6"), 1)
+      << r.err;
+  EXPECT_EQ(count(r.err, "error:"), 1) << r.err;
+  r = mpirun_strata(2, {"train", "--plan", plan, "--steps", "2"}, 60);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(count(r.err, "error: the plan needs dp x tp x pp x cp = 1 x 1 x 1 x 3 = 3 ranks but MPI started 2"), 1)
+      << r.err;
+}
+
 TEST(RuntimeFaults, BadFlagsAreErrorsBeforeMpiStarts) {
   const TempDir dir("fault_flags");
   const std::string plan = write_plan(dp2(), dir);
@@ -85,6 +106,9 @@ TEST(RuntimeFaults, BadFlagsAreErrorsBeforeMpiStarts) {
   r = run_strata({"train", "--plan", plan, "--lr", "-1"}, 60);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--lr (-1) must be > 0"), std::string::npos) << r.err;
+  r = run_strata({"train", "--plan", plan, "--cp-kv-exchange", "allgather"}, 60);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--cp-kv-exchange"), std::string::npos) << r.err;
   r = run_strata({"train", "--plan", (dir / "missing.yaml").string()}, 60);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("missing.yaml"), std::string::npos) << r.err;
@@ -213,6 +237,25 @@ TEST_F(Resume, DifferentLayoutIsAnError) {
   const RunResult r = run("second", {"--steps", "6", "--checkpoint-dir", ckpt(), "--resume"}, &other);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("does not match this run: dp is '2' in the checkpoint but '1' now"), std::string::npos) << r.err;
+}
+
+// A ZeRO-1 checkpoint (the whole parameter buffer per rank) resumed as ZeRO-3 (owned
+// shards only) or with context parallel is refused by the key that differs, not resharded.
+TEST_F(Resume, DifferentZeroStageOrContextParallelIsAnError) {
+  ASSERT_EQ(run("first", {"--steps", "3", "--checkpoint-dir", ckpt(), "--checkpoint-every", "3"}).exit_code, 0);
+  Layout zero3 = layout;
+  zero3.zero = 3;
+  RunResult r = run("second", {"--steps", "6", "--checkpoint-dir", ckpt(), "--resume"}, &zero3);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("zero is '1' in the checkpoint but '3' now"), std::string::npos) << r.err;
+  Layout cp2;
+  cp2.name = "cp2_pp2_zero1";
+  cp2.cp = 2;
+  cp2.pp = 2;
+  cp2.zero = 1;
+  r = run("third", {"--steps", "6", "--checkpoint-dir", ckpt(), "--resume"}, &cp2);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("does not match this run: "), std::string::npos) << r.err;
 }
 
 TEST(RuntimeData, TokenFileTrainsTheSameOnEveryLayout) {

@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 struct Layout {
   std::string name;
   std::string model = "tiny";
-  int dp = 1, tp = 1, pp = 1, vpp = 1;
+  int dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1;
   planner::ScheduleKind schedule = planner::ScheduleKind::OneFOneB;
   int zero = 0;
   planner::Recompute recompute = planner::Recompute::None;
@@ -32,7 +32,7 @@ struct Layout {
   std::int64_t global_batch = 8;
   std::string rank_order = "tp-dp-pp";
   std::vector<std::vector<int>> stage_layers;  // empty: the even split
-  int ranks() const { return dp * tp * pp; }
+  int ranks() const { return dp * tp * pp * cp; }
 };
 
 inline std::string write_plan(const Layout& l, const fs::path& dir) {
@@ -43,6 +43,7 @@ inline std::string write_plan(const Layout& l, const fs::path& dir) {
   s.dp = l.dp;
   s.tp = l.tp;
   s.pp = l.pp;
+  s.cp = l.cp;
   s.vpp = l.vpp;
   s.schedule = l.schedule;
   s.zero = l.zero;

@@ -1,4 +1,4 @@
-// Parity of `strata train` under mpirun: every parallel layout with dp * tp * pp <= 4
+// Parity of `strata train` under mpirun: every parallel layout with dp * tp * pp * cp <= 4
 // trains the tiny GPT (and the tiny Llama) to the same per-step losses as one rank
 // (relative difference <= 1e-5 over 10 steps), with the same global gradient norm and
 // the same per-parameter gradient norms at the first step. The per-parameter norms catch
@@ -65,6 +65,19 @@ const TrainRun& reference(const std::string& model) {
 // holds a whole tiny model, so the reduction would never overlap the backward pass.
 const std::vector<std::string> kSmallBuckets = {"--grad-bucket-params", "20000"};
 
+// Per-parameter gradient norms of the first step, as the one-rank reference's.
+void expect_same_param_grad_norms(const std::string& name, const nlohmann::json& reference_norms,
+                                  const nlohmann::json& run_norms) {
+  const auto& want = reference_norms.at("params");
+  const auto& got = run_norms.at("params");
+  EXPECT_EQ(got.size(), want.size()) << name;
+  for (const auto& [param, norm] : want.items()) {
+    ASSERT_TRUE(got.contains(param)) << name << " lacks " << param;
+    const double w = norm.get<double>(), g = got.at(param).get<double>();
+    EXPECT_LE(std::abs(g - w), 1e-4 * w + 1e-8) << name << " " << param << ": " << g << " vs " << w;
+  }
+}
+
 // The parity fixture: train layout `l` (with `extra` flags) for kSteps and compare it
 // step by step with the one-rank reference. Each test below is one layout.
 void expect_parity(const Layout& l, std::vector<std::string> extra = {}) {
@@ -96,19 +109,12 @@ void expect_parity(const Layout& l, std::vector<std::string> extra = {}) {
               run.steps.back().loss);
   if (l.dp > 1) {  // the reduction ran in the buckets asked for
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(run.result.out, m, std::regex(R"(dp gradient reduction: (\d+) )")))
+    ASSERT_TRUE(std::regex_search(run.result.out, m, std::regex(R"(dp(?: x cp)? gradient reduction: (\d+) )")))
         << run.result.out;
     const bool small = std::search(extra.begin(), extra.end(), kSmallBuckets.begin(), kSmallBuckets.end()) != extra.end();
     if (small) EXPECT_GE(std::stoi(m[1].str()), 3) << l.name;
   }
-  const auto& want = ref.grad_norms.at("params");
-  const auto& got = run.grad_norms.at("params");
-  EXPECT_EQ(got.size(), want.size()) << l.name;
-  for (const auto& [name, norm] : want.items()) {
-    ASSERT_TRUE(got.contains(name)) << l.name << " lacks " << name;
-    const double w = norm.get<double>(), g = got.at(name).get<double>();
-    EXPECT_LE(std::abs(g - w), 1e-4 * w + 1e-8) << l.name << " " << name << ": " << g << " vs " << w;
-  }
+  expect_same_param_grad_norms(l.name, ref.grad_norms, run.grad_norms);
   // and training actually learns
   EXPECT_LT(run.steps.back().loss, run.steps.front().loss) << l.name;
 }
@@ -195,6 +201,109 @@ TEST(RuntimeParity, LlamaTensorPipelineSequenceParallel) {
 
 TEST(RuntimeParity, LlamaDataParallelZero1) {
   expect_parity({.name = "llama_dp2_zero1", .model = "tiny-llama", .dp = 2, .zero = 1});
+}
+
+// Context parallel (the sequence in 2 x cp load-balanced chunks, K/V passed around the
+// ring or all-gathered for attention, gradients summed over dp x cp) and ZeRO-2/3
+// (gradients, then parameters, sharded over dp x cp; ZeRO-3 gathers each layer's
+// parameters before its forward and backward and releases them as NaN, so a missed
+// gather shows as a non-finite loss).
+//
+// The six layouts of issue 13 run as resume tests: checkpoint at step 5, a second job
+// resumes to step 10, and the ten losses are the one-rank curve (<= 1e-5 relative), the
+// first step's per-parameter gradient norms too. One job pair per layout keeps the set short.
+void expect_resumed_parity(const Layout& l, std::vector<std::string> extra = {}) {
+  const TrainRun& ref = reference(l.model);
+  ASSERT_EQ(ref.result.exit_code, 0) << ref.result.err;
+  const TempDir dir("resume_parity_" + l.name);
+  const std::string plan = write_plan(l, dir), metrics = (dir / "metrics.jsonl").string();
+  const std::string ckpt = (dir / "ckpt").string(), norms = (dir / "norms.json").string();
+  if (l.dp > 1) extra.insert(extra.end(), kSmallBuckets.begin(), kSmallBuckets.end());
+  auto args = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = {"train", "--plan", plan, "--metrics", metrics,
+                                  "--checkpoint-dir", ckpt, "--log-every", "100"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const RunResult first = mpirun_strata(l.ranks(), args({"--steps", "5", "--debug-grad-norms", norms}));
+  ASSERT_FALSE(first.timed_out) << l.name;
+  ASSERT_EQ(first.exit_code, 0) << l.name << "\n" << first.err << first.out;
+  const RunResult second = mpirun_strata(l.ranks(), args({"--steps", "10", "--resume"}));
+  ASSERT_FALSE(second.timed_out) << l.name;
+  ASSERT_EQ(second.exit_code, 0) << l.name << "\n" << second.err << second.out;
+  EXPECT_NE(second.out.find("resumed from"), std::string::npos) << second.out;
+  const auto steps = read_metrics(metrics);
+  ASSERT_EQ(steps.size(), static_cast<std::size_t>(kSteps)) << l.name;
+  double max_diff = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const auto& a = steps[i];
+    const auto& b = ref.steps[i];
+    EXPECT_EQ(a.step, b.step);
+    max_diff = std::max(max_diff, std::abs(a.loss - b.loss) / std::abs(b.loss));
+    EXPECT_LE(std::abs(a.loss - b.loss), 1e-5 * std::abs(b.loss))
+        << l.name << " step " << a.step << ": loss " << a.loss << " vs one rank " << b.loss;
+    EXPECT_LE(std::abs(a.grad_norm - b.grad_norm), 1e-4 * b.grad_norm)
+        << l.name << " step " << a.step << ": grad norm " << a.grad_norm << " vs " << b.grad_norm;
+  }
+  expect_same_param_grad_norms(l.name, ref.grad_norms, strata::parse_json(read_all(norms)));
+  std::printf("[ resume   ] %-26s %d ranks: checkpoint at 5, resumed to 10, max relative loss "
+              "diff %.1e, loss %.6f -> %.6f\n", l.name.c_str(), l.ranks(), max_diff,
+              steps.front().loss, steps.back().loss);
+  EXPECT_LT(steps.back().loss, steps.front().loss) << l.name;
+}
+
+TEST(RuntimeResumeParity, ContextParallel2) { expect_resumed_parity({.name = "cp2", .cp = 2}); }
+
+TEST(RuntimeResumeParity, ContextParallel2TensorParallel2) {
+  expect_resumed_parity({.name = "cp2_tp2_sp", .tp = 2, .cp = 2, .sequence_parallel = true});
+}
+
+TEST(RuntimeResumeParity, ContextParallel2PipelineParallel2) {
+  expect_resumed_parity({.name = "cp2_pp2", .pp = 2, .cp = 2});
+}
+
+TEST(RuntimeResumeParity, Zero2DataParallel2) {
+  expect_resumed_parity({.name = "zero2_dp2", .dp = 2, .zero = 2});
+}
+
+TEST(RuntimeResumeParity, Zero3DataParallel2) {
+  expect_resumed_parity({.name = "zero3_dp2", .dp = 2, .zero = 3});
+}
+
+TEST(RuntimeResumeParity, Zero3DataParallel2TensorParallel2) {
+  expect_resumed_parity({.name = "zero3_dp2_tp2", .dp = 2, .tp = 2, .zero = 3});
+}
+
+// More combinations, one job each.
+TEST(RuntimeParity, ContextParallel2AllGather) {
+  expect_parity({.name = "cp2_all_gather", .cp = 2}, {"--cp-kv-exchange", "all-gather"});
+}
+
+TEST(RuntimeParity, ContextParallel2Llama) {  // RoPE positions follow the chunk layout
+  expect_parity({.name = "llama_cp2", .model = "tiny-llama", .cp = 2});
+}
+
+TEST(RuntimeParity, LlamaContextParallel2PipelineParallel2FullRecompute) {
+  // ring attention re-run (with its K/V shifts) inside each block's backward
+  expect_parity({.name = "llama_cp2_pp2_full", .model = "tiny-llama", .pp = 2, .cp = 2,
+                 .recompute = Recompute::Full});
+}
+
+TEST(RuntimeParity, ContextParallel2DataParallel2Zero1AllGather) {
+  expect_parity({.name = "cp2_dp2_zero1", .dp = 2, .cp = 2, .zero = 1},
+                {"--cp-kv-exchange", "all-gather"});
+}
+
+TEST(RuntimeParity, Zero3DataParallel2PipelineParallel2FullRecompute) {
+  // the tied embedding sharded on both end stages; full recompute re-runs each block's
+  // forward inside its backward (after that block's backward gather)
+  expect_parity({.name = "zero3_dp2_pp2_full", .dp = 2, .pp = 2, .zero = 3,
+                 .recompute = Recompute::Full});
+}
+
+TEST(RuntimeParity, Zero3ContextParallel2) {
+  expect_parity({.name = "zero3_cp2", .cp = 2, .zero = 3});
 }
 
 }  // namespace

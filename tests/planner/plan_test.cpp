@@ -248,18 +248,21 @@ TEST(PlanJson, HasExactlyTheDesignKeys) {
     return k;
   };
   EXPECT_EQ(keys(j), (std::set<std::string>{"schema_version", "model", "cluster", "gpus", "strategy",
-                                            "prediction", "fits_memory", "stage_layers", "stack"}));
+                                            "prediction", "fits_memory", "stage_layers", "stack",
+                                            "seq_len"}));
   EXPECT_EQ(keys(j["strategy"]),
             (std::set<std::string>{"dp", "tp", "pp", "cp", "vpp", "micro_batch", "global_batch", "zero",
                                    "recompute", "sequence_parallel", "schedule"}));
   EXPECT_EQ(keys(j["prediction"]),
             (std::set<std::string>{"iteration_s", "tokens_per_s", "model_tflops_per_gpu",
                                    "hardware_tflops_per_gpu", "mfu", "peak_memory_gib",
-                                   "bubble_fraction", "breakdown_s", "uncertainty"}));
+                                   "bubble_fraction", "breakdown_s", "uncertainty",
+                                   "peak_memory_parts_gib"}));
   // No validation residuals for the sample's stack: the band is null, never a made-up number.
   EXPECT_TRUE(j["prediction"]["uncertainty"].is_null());
   EXPECT_EQ(keys(j["prediction"]["breakdown_s"]),
-            (std::set<std::string>{"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "bubble"}));
+            (std::set<std::string>{"compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "optimizer",
+                                   "bubble"}));
   EXPECT_EQ(j["model"], "gpt-small");
   EXPECT_EQ(j["cluster"], "dgx-a100");
   EXPECT_EQ(j["gpus"], 8);

@@ -88,7 +88,7 @@ TEST_F(SearchGpt2, CoversEveryAxisOfTheSpace) {
   EXPECT_EQ(tps, (std::set<int>{1, 2, 4}));  // 8 does not divide 12 heads
   EXPECT_EQ(pps, (std::set<int>{1, 2, 4, 8}));
   EXPECT_TRUE(vpps.count(1) && vpps.count(2) && vpps.count(3));
-  EXPECT_EQ(zeros, (std::set<int>{0, 1}));
+  EXPECT_EQ(zeros, (std::set<int>{0, 1, 2, 3}));
   EXPECT_EQ(mbs, (std::set<std::int64_t>{1, 2, 4, 8, 16}));
   EXPECT_EQ(rcs.size(), 3u);
   EXPECT_EQ(sps.size(), 2u);
@@ -108,6 +108,7 @@ TEST_F(SearchGpt2, MemoryIsNonIncreasingInTheZeroStage) {
       EXPECT_LE(by_zero.at(1), by_zero.at(0));
       ++pairs;
     }
+    if (by_zero.count(1) && by_zero.count(2)) EXPECT_LE(by_zero.at(2), by_zero.at(1));
   }
   EXPECT_GT(pairs, 10);
 }
@@ -227,6 +228,60 @@ TEST(Search, PinnedOptionsThatCannotWorkNameTheRule) {
   o.tp.reset();
   o.dp = 3;  // no layout of 8 GPUs has dp 3
   EXPECT_THROW(search(model, cluster, o), InputError);
+}
+
+// Long sequences bring context parallel into the space: cp = 2 and 4 keep >= 2048 tokens
+// per rank of gpt2's 8192-token variant, cp = 8 would not (and is only tried when pinned).
+TEST(Search, ContextParallelIsADimensionForLongSequences) {
+  auto model = models::load_model("gpt2-124m");
+  model.seq_len = 8192;
+  const auto cluster = costmodel::load_cluster("dgx-a100");
+  SearchOptions o;
+  o.gpus = 8;
+  o.global_batch = 8;
+  o.top_k = 1'000'000;
+  o.recompute = Recompute::None;
+  const auto r = search(model, cluster, o);
+  std::set<int> cps;
+  for (const auto& c : r.ranked) {
+    cps.insert(c.strategy.cp);
+    EXPECT_EQ(c.strategy.gpus(), 8);
+  }
+  EXPECT_EQ(cps, (std::set<int>{1, 2, 4}));
+  o.cp = 8;
+  const auto pinned = search(model, cluster, o);
+  ASSERT_FALSE(pinned.ranked.empty());
+  for (const auto& c : pinned.ranked) EXPECT_EQ(c.strategy.cp, 8);
+  // An unfused-attention stack cannot run context parallel: refused by name.
+  const auto unfused = costmodel::load_software_stack("megatron-2021");
+  o.stack = &unfused;
+  EXPECT_THROW(search(model, cluster, o), InputError);
+  o.cp.reset();
+  for (const auto& c : search(model, cluster, o).ranked) EXPECT_EQ(c.strategy.cp, 1);
+}
+
+// The search simulates slices of the space on several threads; the ranking, the counts
+// and every prediction are the same as on one.
+TEST_F(SearchGpt2, ThreadsDoNotChangeTheResult) {
+  SearchOptions o;
+  o.gpus = 8;
+  o.global_batch = 64;
+  o.top_k = 50;
+  o.threads = 1;
+  const auto one = search(*model_, *cluster_, o);
+  o.threads = 3;
+  const auto three = search(*model_, *cluster_, o);
+  EXPECT_EQ(one.candidates_evaluated, three.candidates_evaluated);
+  EXPECT_EQ(one.infeasible_memory, three.infeasible_memory);
+  EXPECT_EQ(one.invalid, three.invalid);
+  ASSERT_EQ(one.ranked.size(), three.ranked.size());
+  for (std::size_t i = 0; i < one.ranked.size(); ++i) {
+    EXPECT_EQ(one.ranked[i].strategy, three.ranked[i].strategy) << i;
+    EXPECT_EQ(one.ranked[i].prediction.iteration_s, three.ranked[i].prediction.iteration_s) << i;
+  }
+  // The whole-space run of the fixture (default threads) agrees too.
+  for (std::size_t i = 0; i < one.ranked.size(); ++i)
+    EXPECT_EQ(one.ranked[i].strategy, all_->ranked[i].strategy) << i;
 }
 
 }  // namespace

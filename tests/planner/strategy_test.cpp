@@ -81,7 +81,7 @@ TEST(Strategy, ReportsEveryViolationAtOnce) {
   Strategy s = base();
   s.dp = 0;
   s.micro_batch = 0;
-  s.zero = 3;
+  s.zero = 4;
   s.vpp = 2;  // without interleaved schedule
   s.rank_order = "tp-tp-pp";
   auto v = validate(s, llama_like());
@@ -223,4 +223,25 @@ TEST(Strategy, EnumNamesRoundTrip) {
   EXPECT_FALSE(valid_rank_order("tp-cp-cp-dp-pp"));
   EXPECT_FALSE(valid_rank_order("tp-cp-dp"));
   EXPECT_FALSE(valid_rank_order("tp-ep-dp-pp"));
+}
+
+// Context parallel cuts every sequence into 2 x cp load-balanced chunks.
+TEST(StrategyValidate, ContextParallelNeedsTwoCpChunksOfTheSequence) {
+  ModelSpec m = llama_like();  // seq 4096
+  Strategy s = base();
+  s.cp = 8;  // 16 chunks of 256 tokens
+  EXPECT_TRUE(validate(s, m).empty());
+  EXPECT_EQ(s.gpus(), 2 * 4 * 2 * 8);
+  m.seq_len = 4104;  // 8 x 513: a multiple of cp but not of 2 x cp
+  auto v = validate(s, m);
+  ASSERT_TRUE(has_field(v, "strategy.cp"));
+  s.cp = 0;
+  EXPECT_TRUE(has_field(validate(s, m), "strategy.cp"));
+  // With sequence parallelism each chunk is split again over tp.
+  m.seq_len = 4096 + 16;  // 2 x 8 divides it (257 times), 2 x 8 x 4 does not
+  s.cp = 8;
+  s.sequence_parallel = true;
+  v = validate(s, m);
+  EXPECT_FALSE(has_field(v, "strategy.cp"));
+  EXPECT_TRUE(has_field(v, "strategy.sequence_parallel"));
 }

@@ -75,23 +75,40 @@ TEST(DistributedOptimizer, ZeroStagesMatchOneRankWithSummedGradients) {
     ref_opt.reduce_gradients();
     ref_opt.step(step, 1.0f);
   }
-  for (int zero : {0, 1}) {
+  for (int zero : {0, 1, 2, 3}) {
     testing::ThreadGroup g(3);
     std::vector<std::vector<float>> params(3);
     std::vector<std::thread> th;
     for (int r = 0; r < 3; ++r)
       th.emplace_back([&, r] {
         testing::ThreadCommunicator comm(g, r);
-        ParameterStore<float> s = make_store(zero == 1 ? 3 : 1);
+        ParameterStore<float> s = make_store(zero >= 1 ? 3 : 1);
         GradReduction red;
         red.bucket_floats = 4;
         DistributedOptimizer opt(s, &comm, zero, cfg, red);
-        if (zero == 1) EXPECT_EQ(opt.exp_avg().size(), s.padded_size() / 3);
+        if (zero >= 1) EXPECT_EQ(opt.exp_avg().size(), s.padded_size() / 3);
+        opt.release_all_params();  // zero 3: only the owned shard stays
+        // true when this rank holds values outside its shard and all of them are NaN
+        auto unowned_all_nan = [&](const std::vector<float>& buf) {
+          std::size_t unowned = 0;
+          for (std::size_t i = 0; i < s.size(); ++i)
+            if (i < opt.owned_begin() || i >= opt.owned_end()) {
+              ++unowned;
+              if (!std::isnan(buf[i])) return false;
+            }
+          return unowned > 0;
+        };
+        std::vector<ParamSpec> all;
+        for (const auto& e : s.entries()) all.push_back(e.spec);
         for (int step = 1; step <= 3; ++step) {
           fill_grads(s, r + step);
           opt.reduce_gradients();
+          // zero 2 and 3 release the gradients of other ranks' shards after the reduction
+          EXPECT_EQ(unowned_all_nan(s.grads()), zero >= 2) << "zero " << zero << " step " << step;
           opt.step(step, 1.0f);
+          EXPECT_EQ(unowned_all_nan(s.params()), zero == 3) << "zero " << zero << " step " << step;
         }
+        opt.gather_params(all);  // zero 3: every value back; a no-op otherwise
         params[static_cast<std::size_t>(r)] = std::vector<float>(s.params().begin(), s.params().begin() + static_cast<std::ptrdiff_t>(s.size()));
       });
     for (auto& t : th) t.join();

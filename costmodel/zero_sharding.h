@@ -1,0 +1,45 @@
+// ZeRO-2 and ZeRO-3 (FSDP) communication of one layer group for one micro-batch on one
+// rank, and what the group's own compute leaves exposed.
+//
+// Stages (Rajbhandari et al. 2020, "ZeRO", sec. 5; memory: costmodel/memory_model.h):
+//   1: optimizer state sharded over the gradient group; the whole gradient buffer is kept
+//      and reduce-scattered once per iteration after the last micro-batch (Megatron's
+//      distributed optimizer; the simulator's DP buckets), updated parameters all-gathered.
+//   2: gradients sharded too: no rank keeps a whole gradient buffer, so each micro-batch's
+//      gradients are reduce-scattered as the backward produces them (DeepSpeed stage 2's
+//      reduction buckets; FSDP's post-backward reduce-scatter) instead of once per
+//      iteration: one reduce-scatter of the group's gradients per micro-batch, issued
+//      beside the group's backward compute.
+//   3: parameters sharded too: the group's parameters are all-gathered before its forward
+//      and again before its backward (they are freed after use), and its gradients
+//      reduce-scattered after its backward, every micro-batch; under full recompute the
+//      re-run forward gathers them once more (DeepSpeed stage 3 fetches parameters on every
+//      module pre-forward hook, the recomputed forward included).
+//   No all-gather of updated parameters after the optimizer step (each rank updates only
+//   the shard it keeps).
+// Overlap: with prefetch (the stack's zero_prefetch; DeepSpeed stage3_prefetch_bucket_size
+// default 5e7 elements, deepspeed/runtime/zero/config.py, commit
+// cbf3d6616244b003b6c55e506f246b0e0cf00540; FSDP2 prefetches the next layer's all-gather)
+// a gather runs beside the previous group's compute: exposed = max(0, traffic - compute)
+// per group and pass. Without it every gather waits. Gradient reduce-scatters always run
+// beside the remaining backward.
+// Message sizes follow CollectiveCost (the whole gathered buffer): parameters in the
+// compute dtype (2 bytes for bf16), gradients in the stack's grad_reduce_dtype.
+#pragma once
+#include "costmodel/collective_cost.h"
+
+namespace strata::costmodel {
+
+struct ZeroGroupComm {
+  double fwd_comm_s = 0, bwd_comm_s = 0;        // all traffic, one micro-batch
+  double fwd_exposed_s = 0, bwd_exposed_s = 0;  // the part compute does not hide
+};
+
+// params_rank: the group's parameters on one TP rank. fwd_compute_s / bwd_compute_s: the
+// group's own compute for one micro-batch (bwd without the recompute). zero < 2 or a group
+// of one rank: all zero.
+ZeroGroupComm zero_group_comm(int zero, double params_rank, double param_bytes, double grad_bytes,
+                              double fwd_compute_s, double bwd_compute_s, bool full_recompute,
+                              bool prefetch, const CollectiveCost& coll, const PlacedGroup& group);
+
+}  // namespace strata::costmodel

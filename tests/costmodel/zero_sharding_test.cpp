@@ -1,0 +1,54 @@
+// ZeRO-2/3 traffic per layer group against closed forms by hand on the toy cluster
+// (300 GB/s, 3 us inside a node).
+#include "costmodel/zero_sharding.h"
+
+#include <gtest/gtest.h>
+
+#include "test_profiles.h"
+
+namespace sc = strata::costmodel;
+
+namespace {
+// A 100M-parameter group gathered in bf16 (200 MB) and reduced in fp32 (400 MB) over 8
+// ranks in one node: ring all-gather 7 x 3 us + 200e6 x 7/8 / 300e9 = 604.333 us; the
+// reduce-scatter 7 x 3 us + 400e6 x 7/8 / 300e9 = 1187.667 us.
+constexpr double kParams = 100e6;
+const double kAg = 7 * 3e-6 + 200e6 * 7.0 / 8.0 / 300e9;
+const double kRs = 7 * 3e-6 + 400e6 * 7.0 / 8.0 / 300e9;
+const sc::PlacedGroup kDp8{8, 1, 8};
+}  // namespace
+
+TEST(ZeroSharding, StageTwoReduceScattersEachMicroBatchBesideTheBackward) {
+  const sc::CollectiveCost coll(sc::testing::toy_cluster());
+  EXPECT_NEAR(kRs, 1187.667e-6, 1e-9);
+  auto z = sc::zero_group_comm(2, kParams, 2, 4, 1e-3, 1e-3, false, true, coll, kDp8);
+  EXPECT_NEAR(z.bwd_comm_s, kRs, 1e-12);
+  EXPECT_NEAR(z.bwd_exposed_s, kRs - 1e-3, 1e-12);  // 187.667 us past a 1 ms backward
+  EXPECT_EQ(z.fwd_comm_s + z.fwd_exposed_s, 0.0);
+  z = sc::zero_group_comm(2, kParams, 2, 4, 1e-3, 2e-3, false, true, coll, kDp8);
+  EXPECT_EQ(z.bwd_exposed_s, 0.0);
+  // Stages 0 and 1, or one rank: nothing per micro-batch.
+  for (int zero : {0, 1})
+    EXPECT_EQ(sc::zero_group_comm(zero, kParams, 2, 4, 0, 0, false, true, coll, kDp8).bwd_comm_s, 0.0);
+  EXPECT_EQ(sc::zero_group_comm(3, kParams, 2, 4, 0, 0, false, true, coll, {1, 1, 1}).bwd_comm_s, 0.0);
+}
+
+TEST(ZeroSharding, StageThreeGathersForwardAndBackwardAndOnceMoreUnderRecompute) {
+  const sc::CollectiveCost coll(sc::testing::toy_cluster());
+  EXPECT_NEAR(kAg, 604.333e-6, 1e-9);
+  // Prefetched: forward gather beside a 0.5 ms forward; backward gather + reduce-scatter
+  // beside a 1 ms backward.
+  auto z = sc::zero_group_comm(3, kParams, 2, 4, 0.5e-3, 1e-3, false, true, coll, kDp8);
+  EXPECT_NEAR(z.fwd_comm_s, kAg, 1e-12);
+  EXPECT_NEAR(z.fwd_exposed_s, kAg - 0.5e-3, 1e-12);
+  EXPECT_NEAR(z.bwd_comm_s, kAg + kRs, 1e-12);
+  EXPECT_NEAR(z.bwd_exposed_s, kAg + kRs - 1e-3, 1e-12);
+  // Full recompute: the re-run forward gathers again, beside forward + backward compute.
+  z = sc::zero_group_comm(3, kParams, 2, 4, 0.5e-3, 1e-3, true, true, coll, kDp8);
+  EXPECT_NEAR(z.bwd_comm_s, 2 * kAg + kRs, 1e-12);
+  EXPECT_NEAR(z.bwd_exposed_s, 2 * kAg + kRs - 1.5e-3, 1e-12);
+  // No prefetch: every gather waits; the reduce-scatter still overlaps.
+  z = sc::zero_group_comm(3, kParams, 2, 4, 0.5e-3, 2e-3, false, false, coll, kDp8);
+  EXPECT_NEAR(z.fwd_exposed_s, kAg, 1e-12);
+  EXPECT_NEAR(z.bwd_exposed_s, kAg, 1e-12);  // 1.188 ms reduce-scatter hidden by 2 ms
+}
