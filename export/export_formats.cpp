@@ -44,10 +44,15 @@ bool first_last_only(const Plan& p, const StageShape& shape) {
 
 std::string header(const Plan& p, const char* what) {
   const auto& s = p.strategy;
-  return fmt::format("{} from strata plan: model {} on cluster {}, {} GPUs = dp {} x tp {} x pp {}",
+  return fmt::format("{} from strata plan: model {} on cluster {}, {} GPUs = dp {} x tp {} x pp {}{}",
                      what, one_line(p.model.name), one_line(p.cluster), s.gpus(), s.dp, s.tp,
-                     s.pp);
+                     s.pp, s.cp > 1 ? fmt::format(" x cp {}", s.cp) : std::string());
 }
+
+// Megatron-LM places ranks tp-cp-(ep)-dp-pp, or tp-cp-(ep)-pp-dp with --use-tp-pp-dp-mapping;
+// strata's orders without cp put it right after tp (planner/strategy.h).
+bool megatron_dp_pp_order(const std::string& o) { return o == "tp-dp-pp" || o == "tp-cp-dp-pp"; }
+bool megatron_pp_dp_order(const std::string& o) { return o == "tp-pp-dp" || o == "tp-cp-pp-dp"; }
 
 std::string comment_lines(const std::vector<std::string>& lines) {
   std::string out;
@@ -104,6 +109,23 @@ const char* to_string(ExportTarget t) {
 
 std::vector<std::string> export_target_names() {
   return {"megatron", "deepspeed", "megatron-deepspeed", "torchtitan"};
+}
+
+const char* megatron_sharding_strategy(int zero) {
+  switch (zero) {
+    case 0: return "no_shard";
+    case 1: return "optim";
+    case 2: return "optim_grads";
+    case 3: return "optim_grads_params";
+  }
+  STRATA_CHECK(false, "ZeRO stage outside 0..3");
+  return "";
+}
+
+int zero_from_megatron_sharding_strategy(const std::string& s) {
+  for (int z = 0; z <= 3; ++z)
+    if (s == megatron_sharding_strategy(z)) return z;
+  return -1;
 }
 
 std::string megatron_layout(const Plan& p) {
@@ -173,8 +195,14 @@ std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& stack) {
   // Parallel layout.
   flag("--tensor-model-parallel-size", num(std::int64_t{s.tp}));
   flag("--pipeline-model-parallel-size", num(std::int64_t{s.pp}));
+  if (s.cp > 1) {
+    // The K/V exchange the cost model charged: Megatron-Core's cp_comm_type values "p2p"
+    // (ring, its default) and "all_gather" are strata's names.
+    flag("--context-parallel-size", num(std::int64_t{s.cp}));
+    flag("--cp-comm-type", costmodel::to_string(stack.cp_comm));
+  }
   if (s.sequence_parallel) flag("--sequence-parallel");
-  if (s.rank_order == "tp-pp-dp") flag("--use-tp-pp-dp-mapping");
+  if (megatron_pp_dp_order(s.rank_order)) flag("--use-tp-pp-dp-mapping");
   if (s.pp > 1) {
     if (shape.even) {
       if (s.vpp > 1) flag("--num-layers-per-virtual-pipeline-stage", num(shape.blocks.front()));
@@ -196,13 +224,23 @@ std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& stack) {
     flag("--recompute-method", "uniform");
     flag("--recompute-num-layers", "1");
   }
-  if (s.zero == 1) flag("--use-distributed-optimizer");
+  if (s.zero >= 1) flag("--use-distributed-optimizer");
+  if (s.zero >= 2) {
+    // ZeRO-2/3 are Megatron-FSDP's sharding strategies optim_grads / optim_grads_params
+    // (sharding over dp x cp, as strata charges). Megatron-FSDP's README lists the
+    // distributed optimizer, no gradient-accumulation fusion and the fsdp_dtensor checkpoint
+    // format as required beside it; megatron/training/arguments.py asserts the format.
+    flag("--use-megatron-fsdp");
+    flag("--data-parallel-sharding-strategy", megatron_sharding_strategy(s.zero));
+    flag("--no-gradient-accumulation-fusion");
+    flag("--ckpt-format", "fsdp_dtensor");
+  }
 
   // The stack's communication overlap, where Megatron-LM accepts it: param-gather overlap
   // needs the distributed optimizer and grad-reduce overlap, TP overlap needs sequence
   // parallelism (megatron/training/arguments.py asserts both).
   if (stack.overlap_grad_reduce && s.dp > 1) flag("--overlap-grad-reduce");
-  if (stack.overlap_param_gather && stack.overlap_grad_reduce && s.zero == 1 && s.dp > 1)
+  if (stack.overlap_param_gather && stack.overlap_grad_reduce && s.zero >= 1 && s.dp > 1)
     flag("--overlap-param-gather");
   if (stack.overlap_tp_comm && s.tp > 1 && s.sequence_parallel) flag("--tp-comm-overlap");
   return a;
@@ -214,9 +252,9 @@ std::string export_megatron(const Plan& p, const SoftwareStack& stack) {
   c.push_back(header(p, "Megatron-LM launch command"));
   c.push_back(fmt::format("checked against {}; stack {} ({})", kMegatronVersion, stack.name,
                           stack.version));
-  c.push_back(fmt::format("data parallel size {} = world size {} / (tp {} x pp {}); keep "
+  c.push_back(fmt::format("data parallel size {} = world size {} / (tp {} x pp {} x cp {}); keep "
                           "--nnodes x --nproc_per_node = {}",
-                          s.dp, s.gpus(), s.tp, s.pp, s.gpus()));
+                          s.dp, s.gpus(), s.tp, s.pp, s.cp, s.gpus()));
   c.push_back(fmt::format("{} micro-batches per iteration = global batch {} / (micro-batch {} x "
                           "dp {})",
                           s.num_microbatches(), s.global_batch, s.micro_batch, s.dp));
@@ -235,22 +273,43 @@ std::string export_megatron(const Plan& p, const SoftwareStack& stack) {
                             "to the unfused attention; this model has none, so Megatron-LM runs "
                             "slightly faster than predicted",
                             stack.attention_dropout));
-  if (s.rank_order != "tp-dp-pp" && s.rank_order != "tp-pp-dp")
+  if (!megatron_dp_pp_order(s.rank_order) && !megatron_pp_dp_order(s.rank_order))
     c.push_back(fmt::format("note: rank order {} has no Megatron-LM flag; Megatron-LM places "
                             "ranks tp-dp-pp (or tp-pp-dp with --use-tp-pp-dp-mapping)",
                             s.rank_order));
   if (stack.overlap_tp_comm && s.tp > 1 && !s.sequence_parallel)
     c.push_back("note: the stack overlaps TP communication, which Megatron-LM only does with "
                 "--sequence-parallel; the plan has it off, so --tp-comm-overlap is left out");
+  if (s.zero >= 2)
+    c.push_back("ZeRO-" + std::to_string(s.zero) + " runs as Megatron-FSDP, which asserts that "
+                "CUDA_DEVICE_MAX_CONNECTIONS is not 1 (unset it in the launch environment) and "
+                "checkpoints only in the fsdp_dtensor format");
   if (stack.overlap_param_gather && s.zero == 0 && s.dp > 1)
     c.push_back("note: the stack overlaps the parameter all-gather, which needs the distributed "
                 "optimizer (ZeRO-1); the plan has ZeRO 0, so --overlap-param-gather is left out");
   return comment_lines(c) + arg_lines(torchrun(s.gpus(), "pretrain_gpt.py"), megatron_args(p, stack));
 }
 
+// What DeepSpeed cannot run as planned, refused by name (both DeepSpeed exports).
+void check_deepspeed_can_run(const Plan& p) {
+  const auto& s = p.strategy;
+  if (s.cp > 1)
+    input_error("the plan uses context parallelism (cp {}), which DeepSpeed's config cannot "
+                "express (its Ulysses sequence parallelism splits attention heads, a different "
+                "scheme with different traffic); export it --to megatron or --to torchtitan",
+                s.cp);
+  // deepspeed/runtime/pipe/engine.py (PipelineEngine.__init__) asserts stage < 2.
+  if (s.zero >= 2 && s.pp > 1)
+    input_error("the plan combines ZeRO-{} with pipeline parallelism (pp {}), which DeepSpeed's "
+                "pipeline engine refuses (ZeRO-2 and ZeRO-3 are incompatible with it); export it "
+                "--to megatron or plan with --zero 1 or pp 1",
+                s.zero, s.pp);
+}
+
 std::string export_deepspeed(const Plan& p, const SoftwareStack& stack) {
   using J = nlohmann::ordered_json;
   const auto& s = p.strategy;
+  check_deepspeed_can_run(p);
   J j;
   // DeepSpeed checks train_batch_size = micro-batch x gradient accumulation x dp, where dp
   // is the world size over tp x pp (deepspeed/runtime/config.py _batch_assertion).
@@ -265,6 +324,9 @@ std::string export_deepspeed(const Plan& p, const SoftwareStack& stack) {
                                            : stack.grad_reduce_dtype == DType::Fp16 ? "fp16"
                                                                                     : "bf16"}};
   j["zero_optimization"] = J{{"stage", s.zero}, {"overlap_comm", stack.overlap_grad_reduce}};
+  // ZeRO-3 prefetches parameters by default (stage3_prefetch_bucket_size 5e7 elements); a
+  // stack without prefetch is one where every gather waits: a bucket of 0 fetches nothing ahead.
+  if (s.zero == 3 && !stack.zero_prefetch) j["zero_optimization"]["stage3_prefetch_bucket_size"] = 0;
   if (s.pp > 1)
     j["pipeline"] = J{{"stages", s.pp},
                       {"activation_checkpoint_interval", s.recompute == Recompute::Full ? 1 : 0}};
@@ -319,6 +381,7 @@ std::vector<Arg> megatron_deepspeed_args(const Plan& p, const SoftwareStack& sta
 
 std::string export_megatron_deepspeed(const Plan& p, const SoftwareStack& stack) {
   const auto& s = p.strategy;
+  check_deepspeed_can_run(p);
   const StageShape shape = stage_shape(p);
   std::vector<std::string> c;
   c.push_back(header(p, "Megatron-DeepSpeed launch command"));
@@ -385,17 +448,32 @@ std::string export_torchtitan(const Plan& p, const SoftwareStack& stack) {
                                      : "bfloat16"));
   out += "mixed_precision_reduce = \"float32\"\n";
 
-  // [parallelism]: TorchTitan's DDP only runs without TP/PP; otherwise data parallelism is FSDP.
-  const bool ddp = s.zero == 0 && s.tp == 1 && s.pp == 1;
+  // [parallelism]: ZeRO-3 is FSDP (data_parallel_shard_degree), ZeRO-0 is DDP
+  // (data_parallel_replicate_degree). TorchTitan's DDP only runs without TP/PP/CP (with
+  // cp > 1 it always applies FSDP over dp x cp), and it has no ZeRO-1/2: those run as FSDP.
+  const bool ddp = s.zero == 0 && s.tp == 1 && s.pp == 1 && s.cp == 1;
   out += "\n[parallelism]\n";
-  if (!ddp && s.dp > 1)
-    out += s.zero == 1
-               ? "# TorchTitan has no ZeRO-1: FSDP also shards weights and gradients (ZeRO-3),\n"
-                 "# using less memory and more data-parallel traffic than planned.\n"
-               : "# TorchTitan's DDP cannot combine with TP/PP: data parallelism runs as FSDP,\n"
-                 "# using less memory and more data-parallel traffic than planned.\n";
+  if (!ddp && s.zero != 3 && s.dp * s.cp > 1)
+    out += s.zero == 0
+               ? "# TorchTitan's DDP cannot combine with TP/PP/CP: data parallelism runs as FSDP\n"
+                 "# (ZeRO-3), using less memory and more data-parallel traffic than planned.\n"
+               : fmt::format("# TorchTitan has no ZeRO-{}: FSDP also shards the weights (ZeRO-3),\n"
+                             "# using less memory and more data-parallel traffic than planned.\n",
+                             s.zero);
   out += fmt::format("data_parallel_replicate_degree = {}\n", ddp ? s.dp : 1);
   out += fmt::format("data_parallel_shard_degree = {}\n", ddp ? 1 : s.dp);
+  // strata's ZeRO-3 gathers a layer's weights again for its backward; TorchTitan's "default"
+  // keeps them gathered from the forward when pp > 1, so the plan asks for "always".
+  if (s.zero == 3 && s.pp > 1) out += "fsdp_reshard_after_forward = \"always\"\n";
+  if (s.cp > 1) {
+    // TorchTitan's rotate methods: "alltoall" passes K/V shards between ranks (the ring,
+    // strata's p2p), "allgather" gathers them all; its default "headtail" load balancer is
+    // the causal chunk balancing strata charges.
+    out += fmt::format("context_parallel_degree = {}\n", s.cp);
+    out += fmt::format("context_parallel_rotate_method = {}\n",
+                       toml_string(stack.cp_comm == costmodel::CpCommType::P2p ? "alltoall"
+                                                                               : "allgather"));
+  }
   out += fmt::format("tensor_parallel_degree = {}\n", s.tp);
   if (s.tp > 1 && !s.sequence_parallel)
     out += "# note: TorchTitan's tensor parallelism always shards norms along the sequence\n"

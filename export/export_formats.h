@@ -36,12 +36,19 @@ using Arg = std::pair<std::string, std::string>;
 // stack's overlap options. The one table from plan fields to Megatron flags; the import
 // (export/import_megatron.h) reads the same flags back.
 std::vector<Arg> megatron_args(const planner::Plan& p, const costmodel::SoftwareStack& stack);
+// Megatron-FSDP's --data-parallel-sharding-strategy for ZeRO stage 0..3: no_shard, optim,
+// optim_grads, optim_grads_params (Megatron-LM megatron/training/arguments.py choices at the
+// pinned commit of export/frameworks/megatron_args.yaml).
+const char* megatron_sharding_strategy(int zero);
+// The inverse: the ZeRO stage of a sharding strategy, -1 for a name that is none of them.
+int zero_from_megatron_sharding_strategy(const std::string& s);
 // The launch command: comment header, `torchrun ... pretrain_gpt.py` and one argument per
 // line with shell continuations.
 std::string export_megatron(const planner::Plan& p, const costmodel::SoftwareStack& stack);
 // DeepSpeed config JSON: batch sizes (train = micro x accumulation x dp), the plan's ZeRO
 // stage, precision, fp32 gradient accumulation, pipeline stages and activation
-// checkpointing; only keys DeepSpeed reads.
+// checkpointing; only keys DeepSpeed reads. InputError for what DeepSpeed cannot run as
+// planned: context parallelism (its config has none) and ZeRO-2/3 with pipeline parallelism.
 std::string export_deepspeed(const planner::Plan& p, const costmodel::SoftwareStack& stack);
 // Megatron-DeepSpeed pretrain_gpt.py arguments (model shape, tp, pp, batch, recompute,
 // --deepspeed --deepspeed_config ds_config.json --zero-stage), after a comment header with
@@ -50,8 +57,9 @@ std::vector<Arg> megatron_deepspeed_args(const planner::Plan& p,
                                          const costmodel::SoftwareStack& stack);
 std::string export_megatron_deepspeed(const planner::Plan& p,
                                       const costmodel::SoftwareStack& stack);
-// TorchTitan v0.2.2 job-config TOML: [training], [parallelism] (module_fqns_per_model_part
-// for the stage map), [activation_checkpoint].
+// TorchTitan v0.2.2 job-config TOML: [training], [parallelism] (FSDP shard / DDP replicate
+// degree from the ZeRO stage, context parallel degree and K/V rotation,
+// module_fqns_per_model_part for the stage map), [activation_checkpoint].
 std::string export_torchtitan(const planner::Plan& p, const costmodel::SoftwareStack& stack);
 
 std::string export_plan(const planner::Plan& p, const costmodel::SoftwareStack& stack,

@@ -113,12 +113,17 @@ ImportedJob import_deepspeed_config(const std::string& text, const std::string& 
     const json stage = z.value("stage", json(0));
     if (!stage.is_number_integer() || stage.get<int>() < 0 || stage.get<int>() > 3)
       input_error("{}: zero_optimization.stage must be 0, 1, 2 or 3", source);
-    if (stage.get<int>() > 1)
-      input_error("{}: zero_optimization.stage {} is not modelled by strata (0 or 1)", source,
-                  stage.get<int>());
     s.zero = stage.get<int>();
     if (z.contains("overlap_comm") && z["overlap_comm"].is_boolean())
       job.stack.overlap_grad_reduce = z["overlap_comm"].get<bool>();
+    // Stage 3 prefetches parameters unless the prefetch bucket is 0 (strata's zero_prefetch).
+    if (z.contains("stage3_prefetch_bucket_size")) {
+      const json& b = z["stage3_prefetch_bucket_size"];
+      if (!b.is_number() || b.get<double>() < 0)
+        input_error("{}: zero_optimization.stage3_prefetch_bucket_size must be a number >= 0",
+                    source);
+      if (s.zero == 3) job.stack.zero_prefetch = b.get<double>() > 0;
+    }
   }
   job.stack.distributed_optimizer = s.zero == 1;
 
@@ -146,6 +151,10 @@ ImportedJob import_deepspeed_config(const std::string& text, const std::string& 
   if (j.contains("activation_checkpointing") && s.recompute == planner::Recompute::None)
     s.recompute = planner::Recompute::Full;  // Megatron-DeepSpeed checkpoints whole layers
   s.schedule = planner::ScheduleKind::OneFOneB;  // DeepSpeed's TrainSchedule
+  // deepspeed/runtime/pipe/engine.py asserts it (PipelineEngine.__init__).
+  if (s.zero >= 2 && s.pp > 1)
+    input_error("{}: zero_optimization.stage {} with pipeline.stages {}: DeepSpeed's pipeline "
+                "engine refuses ZeRO-2/3 with pipeline parallelism", source, s.zero, s.pp);
   // dp came from the batch arithmetic, so the world size is dp x tp x pp.
   return job;
 }

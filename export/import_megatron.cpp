@@ -12,6 +12,7 @@
 
 #include "common/checked_math.h"
 #include "common/errors.h"
+#include "export/export_formats.h"
 #include "export/safe_text.h"
 #include "planner/plan.h"
 
@@ -84,7 +85,9 @@ const std::map<std::string, Kind>& modelled_flags() {
       {"--recompute-activations", Kind::Flag}, {"--use-distributed-optimizer", Kind::Flag},
       {"--overlap-grad-reduce", Kind::Flag}, {"--overlap-param-gather", Kind::Flag},
       {"--tp-comm-overlap", Kind::Flag}, {"--make-vocab-size-divisible-by", Kind::Int},
-      {"--context-parallel-size", Kind::Int}, {"--expert-model-parallel-size", Kind::Int},
+      {"--context-parallel-size", Kind::Int}, {"--cp-comm-type", Kind::Str},
+      {"--use-megatron-fsdp", Kind::Flag}, {"--data-parallel-sharding-strategy", Kind::Str},
+      {"--expert-model-parallel-size", Kind::Int},
       {"--use-mcore-models", Kind::Flag}, {"--transformer-impl", Kind::Str},
       {"--rotary-base", Kind::Float}, {"--rotary-percent", Kind::Float},
       {"--norm-epsilon", Kind::Float}};
@@ -110,7 +113,10 @@ bool operational(const std::string& f) {
       "--use-dist-ckpt", "--auto-detect-ckpt-format", "--dist-ckpt-format", "--async-save",
       "--manual-gc", "--manual-gc-interval", "--profile", "--profile-step-start",
       "--profile-step-end", "--use-pytorch-profiler", "--tensorboard-queue-size",
-      "--rerun-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan-in-loss-and-grad"};
+      "--rerun-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan-in-loss-and-grad",
+      // Megatron-FSDP requires it; strata's compute model charges no gradient-accumulation
+      // fusion either way.
+      "--no-gradient-accumulation-fusion"};
   if (exact.count(f)) return true;
   return f.rfind("--log-", 0) == 0 || f.rfind("--no-log-", 0) == 0;
 }
@@ -291,9 +297,9 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
   };
 
   // Parallel dimensions strata does not model yet.
-  for (const char* f : {"--context-parallel-size", "--expert-model-parallel-size"})
-    if (has(f) && get_int(f) != 1)
-      input_error("{}: {} {} is not modelled by strata (only 1)", source, f, v.at(f));
+  if (has("--expert-model-parallel-size") && get_int("--expert-model-parallel-size") != 1)
+    input_error("{}: --expert-model-parallel-size {} is not modelled by strata (only 1)", source,
+                v.at("--expert-model-parallel-size"));
   if (has("--transformer-impl") && v.at("--transformer-impl") != "transformer_engine" &&
       v.at("--transformer-impl") != "local")
     input_error("{}: --transformer-impl '{}' is not one of transformer_engine, local", source,
@@ -391,6 +397,18 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
   s.pp = has("--pipeline-model-parallel-size")
              ? to_int32("--pipeline-model-parallel-size", v.at("--pipeline-model-parallel-size"), source)
              : 1;
+  s.cp = has("--context-parallel-size")
+             ? to_int32("--context-parallel-size", v.at("--context-parallel-size"), source)
+             : 1;
+  if (has("--cp-comm-type")) {
+    // One value for all layers (a per-layer list reaches here as extra words and is refused
+    // by the parser); Megatron-Core's "a2a" and "a2a+p2p" are not modelled.
+    const std::string& c = v.at("--cp-comm-type");
+    if (c != "p2p" && c != "all_gather" && c != "allgather")
+      input_error("{}: --cp-comm-type '{}' is not modelled (p2p, all_gather)", source,
+                  one_line(c));
+    job.stack.cp_comm = costmodel::cp_comm_type_from_string(c);
+  }
   s.sequence_parallel = has("--sequence-parallel");
   if (s.sequence_parallel && s.tp == 1) s.sequence_parallel = false;  // Megatron-LM turns it off
   if (has("--tp-comm-overlap") && !s.sequence_parallel)
@@ -402,6 +420,22 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
                 "--overlap-grad-reduce (Megatron-LM asserts it)", source);
   s.rank_order = has("--use-tp-pp-dp-mapping") ? "tp-pp-dp" : "tp-dp-pp";
   s.zero = has("--use-distributed-optimizer") ? 1 : 0;
+  // Megatron-FSDP: its sharding strategy is the ZeRO stage (default no_shard).
+  if (has("--data-parallel-sharding-strategy") && !has("--use-megatron-fsdp"))
+    input_error("{}: --data-parallel-sharding-strategy needs --use-megatron-fsdp", source);
+  if (has("--use-megatron-fsdp")) {
+    const std::string strategy = has("--data-parallel-sharding-strategy")
+                                     ? v.at("--data-parallel-sharding-strategy")
+                                     : "no_shard";
+    const int z = zero_from_megatron_sharding_strategy(strategy);
+    if (z < 0)
+      input_error("{}: --data-parallel-sharding-strategy '{}' is not no_shard, optim, optim_grads "
+                  "or optim_grads_params", source, one_line(strategy));
+    if (z >= 2 && !has("--use-distributed-optimizer"))
+      input_error("{}: --data-parallel-sharding-strategy {} needs --use-distributed-optimizer "
+                  "(Megatron-FSDP's required flags)", source, strategy);
+    s.zero = std::max(s.zero, z);
+  }
   s.micro_batch = has("--micro-batch-size") ? get_int("--micro-batch-size") : 1;
   // Same bound as `strata simulate --micro-batch/--global-batch`.
   constexpr std::int64_t kMaxBatch = std::int64_t{1} << 40;

@@ -16,6 +16,8 @@ costmodel::SoftwareStack apply_overrides(costmodel::SoftwareStack s, const Stack
   if (o.overlap_param_gather) s.overlap_param_gather = *o.overlap_param_gather;
   if (o.overlap_tp_comm) s.overlap_tp_comm = *o.overlap_tp_comm;
   if (o.distributed_optimizer) s.distributed_optimizer = *o.distributed_optimizer;
+  if (o.cp_comm) s.cp_comm = *o.cp_comm;
+  if (o.zero_prefetch) s.zero_prefetch = *o.zero_prefetch;
   return s;
 }
 
@@ -29,14 +31,14 @@ void resolve_world_size(ImportedJob& job, int world, const std::string& source) 
     if (world == 0)
       input_error("{}: the world size is not stated (no torchrun --nnodes/--nproc_per_node): "
                   "pass --gpus", source);
-    const std::int64_t tp_pp = std::int64_t{s.tp} * s.pp;
+    const std::int64_t tp_pp = std::int64_t{s.tp} * s.pp * s.cp;
     if (world % tp_pp != 0)
-      input_error("{}: world size {} is not divisible by tp x pp = {} x {}", source, world, s.tp,
-                  s.pp);
+      input_error("{}: world size {} is not divisible by tp x pp x cp = {} x {} x {}", source,
+                  world, s.tp, s.pp, s.cp);
     s.dp = static_cast<int>(world / tp_pp);
   } else if (world != 0 && world != s.gpus()) {
-    input_error("{}: the configuration implies dp x tp x pp = {} x {} x {} = {} GPUs, not {}",
-                source, s.dp, s.tp, s.pp, s.gpus(), world);
+    input_error("{}: the configuration implies dp x tp x pp x cp = {} x {} x {} x {} = {} GPUs, "
+                "not {}", source, s.dp, s.tp, s.pp, s.cp, s.gpus(), world);
   }
   const std::int64_t step = checked_mul(s.micro_batch, s.dp, "micro-batch x dp");
   if (s.global_batch == 0) s.global_batch = step;  // Megatron-LM's default

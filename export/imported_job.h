@@ -22,13 +22,15 @@ struct StackOverrides {
   std::optional<bool> overlap_param_gather;
   std::optional<bool> overlap_tp_comm;
   std::optional<bool> distributed_optimizer;
+  std::optional<costmodel::CpCommType> cp_comm;  // context-parallel K/V exchange
+  std::optional<bool> zero_prefetch;             // ZeRO-3 gathers ahead of use
   bool operator==(const StackOverrides&) const = default;
 };
 
 struct ImportedJob {
   models::ModelSpec model;
   bool model_read = false;        // the configuration held the model shape (Megatron-LM)
-  planner::Strategy strategy;     // dp = 0 while the world size is unknown
+  planner::Strategy strategy;     // dp = 0 while the world size is unknown (cp, zero as read)
   int world_size = 0;             // from a torchrun prefix; 0 = not stated
   // Layer groups per virtual stage as the framework splits them (planner::Plan::stage_layers);
   // empty when the split is only known once dp is (filled by resolve_world_size).

@@ -10,8 +10,8 @@ namespace {
 strata::exports::ImportedJob parse_job(const std::string& text, const std::string& source) {
   strata::exports::ImportedJob job = strata::exports::import_megatron_args(text, source);
   // Without a launcher prefix the world is one data-parallel replica.
-  const std::int64_t tp_pp = std::int64_t{job.strategy.tp} * job.strategy.pp;
-  if (job.world_size == 0 && tp_pp > (1 << 20)) throw strata::InputError("tp x pp too large");
+  const std::int64_t tp_pp = std::int64_t{job.strategy.tp} * job.strategy.pp * job.strategy.cp;
+  if (job.world_size == 0 && tp_pp > (1 << 20)) throw strata::InputError("tp x pp x cp too large");
   strata::exports::resolve_world_size(job, job.world_size > 0 ? 0 : static_cast<int>(tp_pp),
                                       source);
   return job;

@@ -189,4 +189,31 @@ TEST(SimulateFrom, PredictsTheJobOfAMegatronCommandLineAndRefusesByName) {
   EXPECT_NE(no_model.err.find("--model"), std::string::npos) << no_model.err;
   fs::remove_all(dir);
 }
+
+TEST(SimulateFrom, AContextParallelZero3PlanPredictsTheSameStepAfterAMegatronExport) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("strata_from_cp_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string plan = (dir / "plan.yaml").string(), args = (dir / "args.sh").string();
+  CmdResult sim = run_strata("simulate --model llama2-7b --cluster dgx-a100 --tp 2 --cp 2 --pp 2 "
+                             "--dp 2 --global-batch 32 --zero 3 --sequence-parallel --stack "
+                             "mcore-2024 --format json --out '" + plan + "'", dir);
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  ASSERT_EQ(run_strata("export --plan '" + plan + "' --to megatron --out '" + args + "'", dir).code, 0);
+  CmdResult again = run_strata("simulate --from megatron '" + args +
+                                   "' --cluster dgx-a100 --stack mcore-2024 --format json", dir);
+  ASSERT_EQ(again.code, 0) << again.err;
+  const Plan original = strata::planner::load_plan(plan);
+  const auto aj = strata::parse_json(again.out);
+  EXPECT_EQ(aj["gpus"], 16);
+  EXPECT_EQ(aj["strategy"]["cp"], 2);
+  EXPECT_EQ(aj["strategy"]["zero"], 3);
+  EXPECT_EQ(aj["prediction"]["iteration_s"].get<double>(), original.prediction.iteration_s);
+  // DeepSpeed cannot run it: one error line naming context parallelism, exit 2.
+  CmdResult ds = run_strata("export --plan '" + plan + "' --to deepspeed", dir);
+  EXPECT_EQ(ds.code, 2);
+  EXPECT_EQ(ds.err.rfind("error: ", 0), 0u) << ds.err;
+  EXPECT_NE(ds.err.find("context parallelism (cp 2)"), std::string::npos) << ds.err;
+  fs::remove_all(dir);
+}
 #endif

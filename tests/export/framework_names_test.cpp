@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/errors.h"
 #include "export/export_formats.h"
 #include "export/safe_text.h"
 #include "tests/export/test_plans.h"
@@ -106,6 +107,24 @@ std::vector<Plan> plans() {
   return out;
 }
 
+// Context parallel and ZeRO-2/3 plans (Megatron-LM and TorchTitan; DeepSpeed refuses cp and
+// ZeRO-2/3 with pp).
+std::vector<Plan> cp_zero_plans() {
+  std::vector<Plan> out;
+  Plan f = with_cp_zero(make_plan(llama(8), 2, 2, 2, 1, 1, 16), 2, 3);  // 16 GPUs
+  f.strategy.sequence_parallel = true;
+  out.push_back(f);
+  out.push_back(with_cp_zero(make_plan(gpt(8), 4, 1, 1, 1, 2, 64), 2, 2));  // 8 GPUs
+  out.push_back(with_cp_zero(make_plan(gpt(8), 4, 1, 1, 1, 2, 64), 1, 3));
+  return out;
+}
+
+std::vector<Plan> all_plans() {
+  std::vector<Plan> out = plans();
+  for (auto& p : cp_zero_plans()) out.push_back(p);
+  return out;
+}
+
 }  // namespace
 
 TEST(MegatronNames, EveryExportedFlagExistsWithItsTypeAtThePinnedCommit) {
@@ -113,8 +132,8 @@ TEST(MegatronNames, EveryExportedFlagExistsWithItsTypeAtThePinnedCommit) {
   EXPECT_EQ(t["source"]["repository"].as<std::string>(), "NVIDIA/Megatron-LM");
   EXPECT_EQ(t["source"]["commit"].as<std::string>().size(), 40u);
   const YAML::Node args = t["args"];
-  for (const auto& stack : {overlap_stack(), plain_stack()})
-    for (const Plan& p : plans()) {
+  for (const auto& stack : {overlap_stack(), plain_stack(), all_gather_stack()})
+    for (const Plan& p : all_plans()) {
       for (const auto& [flag, value] : megatron_args(p, stack)) expect_arg_type(args, flag, value);
       // The rendered command holds the same arguments (values shell-quoted only when needed).
       const auto rendered = rendered_flags(export_megatron(p, stack));
@@ -171,6 +190,46 @@ TEST(MegatronNames, OverlapFlagsOnlyWhereMegatronAcceptsThemAndTheStackHasThem) 
   EXPECT_NE(export_megatron(l, plain_stack()).find("charged the stack's attention dropout (0.1)"),
             std::string::npos);
   EXPECT_EQ(export_megatron(l, overlap_stack()).find("attention dropout"), std::string::npos);
+}
+
+TEST(MegatronNames, ContextParallelAndZeroStagesByHand) {
+  // Megatron-FSDP's sharding strategies, stage by stage.
+  EXPECT_STREQ(megatron_sharding_strategy(0), "no_shard");
+  EXPECT_STREQ(megatron_sharding_strategy(1), "optim");
+  EXPECT_STREQ(megatron_sharding_strategy(2), "optim_grads");
+  EXPECT_STREQ(megatron_sharding_strategy(3), "optim_grads_params");
+  EXPECT_EQ(zero_from_megatron_sharding_strategy("optim_grads_params"), 3);
+  EXPECT_EQ(zero_from_megatron_sharding_strategy("full_shard"), -1);
+
+  const Plan f = cp_zero_plans()[0];  // llama dp 2 x tp 2 x pp 2 x cp 2, ZeRO-3, SP
+  std::map<std::string, std::string> a;
+  for (const auto& [k, v] : megatron_args(f, overlap_stack())) a[k] = v;
+  EXPECT_EQ(a["--context-parallel-size"], "2");
+  EXPECT_EQ(a["--cp-comm-type"], "p2p");
+  EXPECT_EQ(a["--tensor-model-parallel-size"], "2");
+  EXPECT_EQ(a["--pipeline-model-parallel-size"], "2");
+  EXPECT_EQ(a.count("--use-megatron-fsdp"), 1u);
+  EXPECT_EQ(a["--data-parallel-sharding-strategy"], "optim_grads_params");
+  EXPECT_EQ(a.count("--use-distributed-optimizer"), 1u);
+  EXPECT_EQ(a.count("--overlap-param-gather"), 1u);  // dp 2, ZeRO >= 1, both overlaps on
+  const std::string cmd = export_megatron(f, overlap_stack());
+  // 16 GPUs: 2 nodes of 8; Megatron derives dp = 16 / (tp 2 x pp 2 x cp 2) = 2.
+  EXPECT_NE(cmd.find("torchrun --nnodes 2 --nproc_per_node 8"), std::string::npos);
+  EXPECT_NE(cmd.find("data parallel size 2 = world size 16 / (tp 2 x pp 2 x cp 2)"),
+            std::string::npos);
+  std::map<std::string, std::string> g;
+  for (const auto& [k, v] : megatron_args(f, all_gather_stack())) g[k] = v;
+  EXPECT_EQ(g["--cp-comm-type"], "all_gather");
+
+  std::map<std::string, std::string> z2;
+  for (const auto& [k, v] : megatron_args(cp_zero_plans()[1], plain_stack())) z2[k] = v;
+  EXPECT_EQ(z2["--data-parallel-sharding-strategy"], "optim_grads");
+  // ZeRO-0/1 plans run without Megatron-FSDP, and cp 1 writes no cp flags.
+  std::set<std::string> flags;
+  for (const auto& [k, v] : megatron_args(plans()[0], overlap_stack())) flags.insert(k);
+  for (const char* absent : {"--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+                             "--context-parallel-size", "--cp-comm-type"})
+    EXPECT_EQ(flags.count(absent), 0u) << absent;
 }
 
 TEST(MegatronNames, StageMapsUseFirstLastFlagsOrTheLayout) {
@@ -247,6 +306,34 @@ TEST(DeepSpeedNames, EveryKeyIsReadByDeepSpeedWithItsTypeAndBatchesAreConsistent
   EXPECT_EQ(j["bf16"]["enabled"], true);
 }
 
+TEST(DeepSpeedNames, ZeroStages2And3AndRefusalsOfWhatDeepSpeedCannotRun) {
+  const YAML::Node zero = table("deepspeed_config.yaml")["sections"]["zero_optimization"];
+  const Plan z3 = cp_zero_plans()[2];  // gpt dp 4, pp 1, ZeRO-3
+  for (const auto& stack : {overlap_stack(), all_gather_stack()}) {
+    const auto j = nlohmann::json::parse(export_deepspeed(z3, stack));
+    for (const auto& [k, v] : j["zero_optimization"].items())
+      EXPECT_TRUE(zero[k]) << k << " is not read by DeepSpeed";
+    EXPECT_EQ(j["zero_optimization"]["stage"], 3);
+    // Prefetch is DeepSpeed's default; a stack without it gets a bucket of 0.
+    EXPECT_EQ(j["zero_optimization"].contains("stage3_prefetch_bucket_size"), !stack.zero_prefetch);
+    if (!stack.zero_prefetch) EXPECT_EQ(j["zero_optimization"]["stage3_prefetch_bucket_size"], 0);
+  }
+  const auto error = [](const Plan& p, ExportTarget t) {
+    try {
+      export_plan(p, overlap_stack(), t);
+    } catch (const strata::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (auto t : {ExportTarget::DeepSpeed, ExportTarget::MegatronDeepSpeed}) {
+    EXPECT_NE(error(cp_zero_plans()[1], t).find("context parallelism (cp 2)"), std::string::npos);
+    EXPECT_NE(error(with_cp_zero(plans()[0], 1, 2), t).find("ZeRO-2 with pipeline parallelism (pp 2)"),
+              std::string::npos);
+    EXPECT_EQ(error(z3, t), "no error");
+  }
+}
+
 namespace {
 // [section] and `key = value` lines; an array value may continue over lines until `]`.
 std::map<std::string, std::map<std::string, std::string>> toml_sections(const std::string& text) {
@@ -280,17 +367,18 @@ std::map<std::string, std::map<std::string, std::string>> toml_sections(const st
 TEST(TorchTitanNames, EveryKeyExistsInTheReleaseWithItsType) {
   const YAML::Node t = table("torchtitan_config.yaml");
   EXPECT_EQ(t["source"]["release"].as<std::string>(), "v0.2.2");
-  for (const Plan& p : plans())
-    for (const auto& [section, kv] : toml_sections(export_torchtitan(p, overlap_stack()))) {
-      ASSERT_TRUE(t["sections"][section]) << section;
-      for (const auto& [k, v] : kv) {
-        ASSERT_TRUE(t["sections"][section][k]) << section << "." << k;
-        const std::string type = t["sections"][section][k].as<std::string>();
-        if (type == "int") EXPECT_TRUE(is_int(v)) << k << " = " << v;
-        else if (type == "str") EXPECT_EQ(v.front(), '"') << k;
-        else if (type.rfind("list", 0) == 0) EXPECT_EQ(v.front(), '[') << k;
+  for (const auto& stack : {overlap_stack(), all_gather_stack()})
+    for (const Plan& p : all_plans())
+      for (const auto& [section, kv] : toml_sections(export_torchtitan(p, stack))) {
+        ASSERT_TRUE(t["sections"][section]) << section;
+        for (const auto& [k, v] : kv) {
+          ASSERT_TRUE(t["sections"][section][k]) << section << "." << k;
+          const std::string type = t["sections"][section][k].as<std::string>();
+          if (type == "int") EXPECT_TRUE(is_int(v)) << k << " = " << v;
+          else if (type == "str") EXPECT_EQ(v.front(), '"') << k;
+          else if (type.rfind("list", 0) == 0) EXPECT_EQ(v.front(), '[') << k;
+        }
       }
-    }
 }
 
 TEST(TorchTitanNames, ModelPartsFollowThePlansStageMapAndSchedule) {
@@ -309,6 +397,29 @@ TEST(TorchTitanNames, ModelPartsFollowThePlansStageMapAndSchedule) {
   EXPECT_EQ(torchtitan_module_fqns(u).back(),
             (std::vector<std::string>{"layers.9", "norm", "output"}));
   EXPECT_NE(export_torchtitan(u, overlap_stack()).find("TorchTitan v0.2.2"), std::string::npos);
+}
+
+TEST(TorchTitanNames, ZeroThreeShardsZeroZeroReplicatesAndCpSetsItsDegree) {
+  const Plan f = cp_zero_plans()[0];  // llama dp 2 x tp 2 x pp 2 x cp 2, ZeRO-3
+  auto t = toml_sections(export_torchtitan(f, overlap_stack()))["parallelism"];
+  EXPECT_EQ(t["data_parallel_shard_degree"], "2");
+  EXPECT_EQ(t["data_parallel_replicate_degree"], "1");
+  EXPECT_EQ(t["context_parallel_degree"], "2");
+  EXPECT_EQ(t["context_parallel_rotate_method"], "\"alltoall\"");  // the ring: strata's p2p
+  EXPECT_EQ(t["fsdp_reshard_after_forward"], "\"always\"");       // pp 2 would keep them
+  auto g = toml_sections(export_torchtitan(f, all_gather_stack()))["parallelism"];
+  EXPECT_EQ(g["context_parallel_rotate_method"], "\"allgather\"");
+  // ZeRO-0, data parallel only: DDP replicas.
+  auto d = toml_sections(export_torchtitan(plans()[4], overlap_stack()))["parallelism"];
+  EXPECT_EQ(d["data_parallel_replicate_degree"], "8");
+  EXPECT_EQ(d["data_parallel_shard_degree"], "1");
+  EXPECT_EQ(d.count("context_parallel_degree"), 0u);
+  EXPECT_EQ(d.count("fsdp_reshard_after_forward"), 0u);
+  // ZeRO-2 has no TorchTitan equivalent: FSDP, and the file says so.
+  const std::string z2 = export_torchtitan(cp_zero_plans()[1], overlap_stack());
+  EXPECT_NE(z2.find("# TorchTitan has no ZeRO-2"), std::string::npos);
+  EXPECT_EQ(toml_sections(z2)["parallelism"]["data_parallel_shard_degree"], "4");
+  EXPECT_EQ(export_torchtitan(f, overlap_stack()).find("has no ZeRO"), std::string::npos);
 }
 
 TEST(ExportEscaping, ANameWithANewlineStaysInsideItsCommentInEveryOutput) {

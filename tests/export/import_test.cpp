@@ -1,6 +1,7 @@
 // Import of the jobs users already run: a Megatron-LM command line and a DeepSpeed config.
 // Round trips (export -> import gives the plan back) over plans covering interleaved, uneven
-// stages, ZeRO-1, GQA Llama, SP and recompute; hand-written command lines; refusals by name.
+// stages, ZeRO-1/2/3, context parallel, GQA Llama, SP and recompute; hand-written command
+// lines; refusals by name.
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
@@ -45,13 +46,17 @@ std::vector<Case> round_trip_plans() {
   arbitrary.stage_layers = stage_map({3, 2, 4, 1});
   arbitrary.strategy.rank_order = "tp-pp-dp";
   out.push_back({"arbitrary stages, tp-pp-dp", arbitrary});
+  Plan cp_zero3 = with_cp_zero(make_plan(llama(8), 2, 2, 1, 1, 1, 16), 2, 3);
+  cp_zero3.strategy.sequence_parallel = true;
+  out.push_back({"gqa llama cp 2, zero-3, sp", cp_zero3});
+  out.push_back({"gpt cp 2 x pp 2, zero-2", with_cp_zero(make_plan(gpt(8), 2, 1, 2, 1, 1, 16), 2, 2)});
   return out;
 }
 
 }  // namespace
 
-TEST(ImportMegatron, ExportThenImportGivesThePlanBackForSixPlansAndTwoStacks) {
-  for (const auto& stack : {overlap_stack(), plain_stack()})
+TEST(ImportMegatron, ExportThenImportGivesThePlanBackForEightPlansAndThreeStacks) {
+  for (const auto& stack : {overlap_stack(), plain_stack(), all_gather_stack()})
     for (const auto& [what, p] : round_trip_plans()) {
       SCOPED_TRACE(std::string(what) + " / " + stack.name);
       ImportedJob job = import_megatron_args(export_megatron(p, stack), "args.sh");
@@ -68,9 +73,13 @@ TEST(ImportMegatron, ExportThenImportGivesThePlanBackForSixPlansAndTwoStacks) {
       const bool dp = p.strategy.dp > 1;
       EXPECT_EQ(*job.stack.overlap_grad_reduce, stack.overlap_grad_reduce && dp);
       EXPECT_EQ(*job.stack.overlap_param_gather,
-                stack.overlap_param_gather && p.strategy.zero == 1 && dp);
+                stack.overlap_param_gather && p.strategy.zero >= 1 && dp);
       EXPECT_EQ(*job.stack.overlap_tp_comm, stack.overlap_tp_comm && p.strategy.sequence_parallel);
-      EXPECT_TRUE(job.ignored.empty());
+      if (p.strategy.cp > 1) EXPECT_EQ(*job.stack.cp_comm, stack.cp_comm);
+      else EXPECT_FALSE(job.stack.cp_comm.has_value());
+      // Megatron-FSDP's required flags that do not change the prediction.
+      const std::vector<std::string> fsdp_only = {"--no-gradient-accumulation-fusion", "--ckpt-format"};
+      EXPECT_EQ(job.ignored, p.strategy.zero >= 2 ? fsdp_only : std::vector<std::string>());
     }
 }
 
@@ -132,7 +141,21 @@ TEST(ImportMegatron, RefusesWhatStrataDoesNotModelByName) {
   };
   EXPECT_NE(message("--num-experts 8 --moe-router-topk 2").find("--num-experts, --moe-router-topk"),
             std::string::npos);
-  EXPECT_NE(message("--context-parallel-size 2").find("--context-parallel-size 2"), std::string::npos);
+  EXPECT_EQ(message("--context-parallel-size 2"), "no error");
+  EXPECT_NE(message("--context-parallel-size 2 --cp-comm-type a2a").find("--cp-comm-type 'a2a'"),
+            std::string::npos);
+  EXPECT_NE(message("--context-parallel-size 2 --cp-comm-type p2p a2a").find("'a2a' is not a flag"),
+            std::string::npos);  // a per-layer list
+  EXPECT_NE(message("--data-parallel-sharding-strategy optim_grads")
+                .find("--data-parallel-sharding-strategy needs --use-megatron-fsdp"),
+            std::string::npos);
+  EXPECT_NE(message("--use-megatron-fsdp --use-distributed-optimizer "
+                    "--data-parallel-sharding-strategy zero3")
+                .find("'zero3' is not no_shard"),
+            std::string::npos);
+  EXPECT_NE(message("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params")
+                .find("needs --use-distributed-optimizer"),
+            std::string::npos);
   EXPECT_NE(message("--recompute-granularity full --recompute-method block --recompute-num-layers 2")
                 .find("--recompute-method uniform"),
             std::string::npos);
@@ -176,7 +199,14 @@ TEST(ImportMegatron, ShellWordsResolveQuotesEscapesAndContinuations) {
 }
 
 TEST(ImportDeepSpeed, ExportThenImportGivesTheDataAndPipelineLayoutBack) {
-  for (const auto& [what, p] : round_trip_plans()) {
+  std::vector<Case> plans;
+  for (auto& c : round_trip_plans())  // DeepSpeed refuses cp and ZeRO-2/3 with pp (export_test)
+    if (c.plan.strategy.cp == 1 && !(c.plan.strategy.zero >= 2 && c.plan.strategy.pp > 1))
+      plans.push_back(c);
+  plans.push_back({"llama zero-3", with_cp_zero(make_plan(llama(8), 4, 2, 1, 1, 2, 64), 1, 3)});
+  plans.push_back({"gpt zero-2", with_cp_zero(make_plan(gpt(8), 8, 1, 1, 1, 1, 64), 1, 2)});
+  ASSERT_EQ(plans.size(), 8u);
+  for (const auto& [what, p] : plans) {
     SCOPED_TRACE(what);
     ImportedJob job = import_deepspeed_config(export_deepspeed(p, overlap_stack()), "ds.json");
     EXPECT_EQ(job.strategy.dp, p.strategy.dp);
@@ -187,6 +217,13 @@ TEST(ImportDeepSpeed, ExportThenImportGivesTheDataAndPipelineLayoutBack) {
     EXPECT_EQ(job.strategy.recompute == Recompute::None, p.strategy.recompute == Recompute::None);
     EXPECT_EQ(*job.stack.precision, strata::costmodel::DType::Bf16);
     EXPECT_EQ(*job.stack.grad_reduce_dtype, strata::costmodel::DType::Fp32);
+    EXPECT_FALSE(job.stack.zero_prefetch.has_value());  // DeepSpeed's default: prefetch
+    if (p.strategy.zero == 3) {
+      // A stack without prefetch: bucket 0, read back as no prefetch.
+      ImportedJob off = import_deepspeed_config(export_deepspeed(p, all_gather_stack()), "ds.json");
+      EXPECT_EQ(off.strategy.zero, 3);
+      EXPECT_EQ(off.stack.zero_prefetch, std::optional<bool>(false));
+    }
   }
 }
 
@@ -201,7 +238,12 @@ TEST(ImportDeepSpeed, RefusesUnmodelledKeysAndInconsistentBatches) {
   };
   const std::string batch = R"("train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4)";
   EXPECT_EQ(message("{" + batch + "}"), "no error");
-  EXPECT_NE(message("{" + batch + R"(, "zero_optimization": {"stage": 3}})").find("stage 3"),
+  EXPECT_EQ(message("{" + batch + R"(, "zero_optimization": {"stage": 3}})"), "no error");
+  EXPECT_NE(message("{" + batch + R"(, "zero_optimization": {"stage": 2}, "pipeline": {"stages": 2}})")
+                .find("refuses ZeRO-2/3 with pipeline parallelism"),
+            std::string::npos);
+  EXPECT_NE(message("{" + batch + R"(, "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": -1}})")
+                .find("stage3_prefetch_bucket_size"),
             std::string::npos);
   EXPECT_NE(message("{" + batch + R"(, "sequence_parallel_size": 2})").find("sequence_parallel_size"),
             std::string::npos);

@@ -58,6 +58,14 @@ inline planner::Plan make_plan(models::ModelSpec m, int dp, int tp, int pp, int 
   return p;
 }
 
+// The plan with context parallel size cp and ZeRO stage zero, validated again.
+inline planner::Plan with_cp_zero(planner::Plan p, int cp, int zero) {
+  p.strategy.cp = cp;
+  p.strategy.zero = zero;
+  planner::require_valid(p.strategy, p.model);
+  return p;
+}
+
 // Stage map with the given blocks per virtual stage (embedding first, head last).
 inline std::vector<std::vector<int>> stage_map(const std::vector<int>& blocks) {
   std::vector<std::vector<int>> out;
@@ -83,6 +91,15 @@ inline costmodel::SoftwareStack overlap_stack() {
   s.overlap_grad_reduce = true;
   s.overlap_param_gather = true;
   s.overlap_tp_comm = true;
+  return s;
+}
+
+// The overlap stack with context parallel K/V all-gathered and no ZeRO-3 prefetch.
+inline costmodel::SoftwareStack all_gather_stack() {
+  costmodel::SoftwareStack s = overlap_stack();
+  s.name = "test-all-gather";
+  s.cp_comm = costmodel::CpCommType::AllGather;
+  s.zero_prefetch = false;
   return s;
 }
 
