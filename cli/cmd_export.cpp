@@ -1,14 +1,17 @@
-// `strata export --plan plan.yaml --to megatron|deepspeed|torchtitan [--out FILE]`: the plan
-// as Megatron-LM launch arguments, a DeepSpeed config JSON or a TorchTitan TOML fragment.
-// The text comes from cli/export_formats.h; files are written atomically, `-` is stdout.
+// `strata export --plan plan.yaml --to megatron|deepspeed|megatron-deepspeed|torchtitan
+// [--stack NAME|FILE] [--out FILE]`: the plan as a Megatron-LM launch command, a DeepSpeed
+// config JSON, the Megatron-DeepSpeed arguments that go with it, or a TorchTitan TOML. The
+// text comes from export/export_formats.h; files are written atomically, `-` is stdout.
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "export/export_formats.h"
 #include "cli/output.h"
 #include "common/errors.h"
+#include "costmodel/cluster_spec.h"
+#include "costmodel/software_stack.h"
+#include "export/export_formats.h"
 #include "planner/plan.h"
 
 namespace strata::cli {
@@ -18,8 +21,22 @@ namespace {
 struct ExportFlags {
   std::string plan;
   std::string to;
+  std::string stack;
   std::string out = "-";
 };
+
+// --stack, else the stack the plan's prediction assumed, else the default stack of the
+// plan's cluster device.
+costmodel::SoftwareStack export_stack(const ExportFlags& f, const planner::Plan& plan) {
+  try {
+    if (!f.stack.empty()) return costmodel::load_software_stack(f.stack);
+    if (!plan.prediction.stack.empty()) return costmodel::load_software_stack(plan.prediction.stack);
+    return costmodel::load_software_stack(
+        costmodel::default_software_stack_name(costmodel::load_cluster(plan.cluster).device));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--stack: {}", e.what()));
+  }
+}
 
 void run_export(const ExportFlags& f) {
   check_output_path(f.out, "--out");
@@ -35,7 +52,7 @@ void run_export(const ExportFlags& f) {
     input_error("--plan: strategy.precision fp8 is not exported yet (the {} export has no FP8 "
                 "settings); remove the key to export the same layout in the stack's precision",
                 f.to);
-  write_output(f.out, export_plan(plan, target), "--out");
+  write_output(f.out, export_plan(plan, export_stack(f, plan), target), "--out");
 }
 
 }  // namespace
@@ -43,12 +60,19 @@ void run_export(const ExportFlags& f) {
 void add_export_command(CLI::App& app) {
   auto flags = std::make_shared<ExportFlags>();
   auto* cmd = app.add_subcommand(
-      "export", "Export a plan to Megatron-LM arguments, a DeepSpeed config or TorchTitan TOML");
+      "export",
+      "Export a plan as a Megatron-LM launch command, a DeepSpeed config (+ Megatron-DeepSpeed "
+      "arguments) or a TorchTitan TOML");
+  cmd->footer(fmt::format("Checked against: {}; {}; {} with {}.", exports::kMegatronVersion,
+                          exports::kTorchTitanVersion, exports::kDeepSpeedVersion,
+                          exports::kMegatronDeepSpeedVersion));
   cmd->add_option("--plan", flags->plan, "Plan file written by `strata plan --out` (YAML)")
       ->required();
   cmd->add_option("--to", flags->to, "Target framework")
       ->required()
-      ->check(CLI::IsMember(export_target_names()));
+      ->check(CLI::IsMember(exports::export_target_names()));
+  cmd->add_option("--stack", flags->stack,
+                  "Software stack whose overlap/precision options to emit (default: the plan's)");
   cmd->add_option("--out", flags->out, "Output file (written atomically), or - for stdout")
       ->capture_default_str();
   cmd->callback([flags] { run_export(*flags); });

@@ -1,5 +1,7 @@
 // `strata simulate`: predict one strategy's step time and memory (table, JSON or YAML),
-// optionally write its Chrome trace and a plan file.
+// optionally write its Chrome trace and a plan file. `--from megatron ARGS_FILE` predicts
+// the job a Megatron-LM command line runs; `--from deepspeed CONFIG_JSON --model M` the job
+// of a DeepSpeed config (export/import_megatron.h, export/import_deepspeed.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,7 +15,10 @@
 #include "cli/output.h"
 #include "report/plan_report.h"
 #include "common/checked_math.h"
+#include "common/atomic_file.h"
 #include "common/errors.h"
+#include "export/import_deepspeed.h"
+#include "export/import_megatron.h"
 #include "planner/plan.h"
 #include "planner/simulator.h"
 #include "planner/strategy.h"
@@ -36,6 +41,8 @@ struct SimulateFlags {
   CLI::Option* gpus_opt = nullptr;
   CLI::Option* dp_opt = nullptr;
   CLI::Option* batch_opt = nullptr;
+  std::string from, job_file;  // --from megatron|deepspeed and the file it reads
+  std::vector<CLI::Option*> layout_opts;  // flags an imported job sets itself
 };
 
 std::string join(const std::vector<planner::Violation>& v) {
@@ -44,12 +51,121 @@ std::string join(const std::vector<planner::Violation>& v) {
   return out;
 }
 
+// Simulates `s` and prints or writes the result (shared by flags and imported jobs).
+void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& model,
+             const costmodel::ClusterSpec& cluster, const costmodel::SoftwareStack& stack,
+             const planner::Strategy& s, std::vector<std::vector<int>> stage_layers) {
+  if (auto v = planner::validate(s, model); !v.empty())
+    throw InputError(fmt::format("invalid strategy for {}: {}", model.name, join(v)));
+  if (s.gpus() > cluster.total_gpus())
+    input_error("dp x tp x pp x cp ({}) exceeds cluster {} ({} GPUs = {} nodes x {})", s.gpus(),
+                f.mc.cluster, cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
+
+  planner::SimulateOptions so;
+
+  so.stack = &stack;
+  so.stage_layers = std::move(stage_layers);
+  so.timeline = !f.trace.empty();
+  planner::SimulationResult sim = planner::simulate(model, cluster, s, so);
+
+  planner::Plan plan;
+  plan.model = model;
+  plan.cluster = f.mc.cluster;
+  plan.strategy = s;
+  plan.stage_layers = sim.stage_layers;
+  plan.prediction = sim.prediction;
+
+  report.model = model.name;
+  report.cluster = f.mc.cluster;
+  report.device = cluster.device.name;
+  report.gpus = s.gpus();
+  report.global_batch = s.global_batch;
+  report.memory_capacity_gib = cluster.device.memory_gib;
+  report.reserve_gib = cluster.device.reserve_gib;
+  const auto provenance = provenance_notes(cluster);
+  report.notes.insert(report.notes.begin(), provenance.begin(), provenance.end());
+  for (const auto& n : sim.prediction.notes)
+    if (std::find(report.notes.begin(), report.notes.end(), n) == report.notes.end())
+      report.notes.push_back(n);
+  report.plans.push_back(plan);
+
+  if (!plan.prediction.fits_memory)
+    warn(fmt::format("this strategy does not fit: {:.1f} GiB per GPU needed, {} has {:.0f} GiB",
+                     plan.prediction.peak_memory_gib, cluster.device.name,
+                     cluster.device.memory_gib));
+  if (!f.trace.empty())
+    write_output(
+        f.trace,
+        planner::chrome_trace_json(sim, fmt::format("strata simulate: {} tp={} pp={} dp={}",
+                                                    model.name, s.tp, s.pp, s.dp)),
+        "--trace");
+  if (!f.out.empty()) {
+    write_output(f.out, planner::plan_to_yaml(plan), "--out");
+    if (f.out == "-") return;
+  }
+  if (f.format == "json")
+    print_stdout(format_simulation_json(report));
+  else if (f.format == "yaml")
+    print_stdout(format_simulation_yaml(report));
+  else
+    print_stdout(format_simulation_table(report));
+}
+
+
+// The job of a Megatron-LM command line or DeepSpeed config, with the flags that may still
+// complete it (--gpus; for DeepSpeed --model and --tp).
+exports::ImportedJob import_job(const SimulateFlags& f) {
+  if (f.job_file.empty())
+    input_error("--from {} needs the job file (strata simulate --from {} FILE)", f.from, f.from);
+  for (CLI::Option* o : f.layout_opts)
+    if (o->count() > 0 && !(f.from == "deepspeed" && o->get_name() == "--tp"))
+      input_error("{} conflicts with --from {}: the job file sets it", o->get_name(), f.from);
+  if (f.dp_opt->count() > 0) input_error("--dp conflicts with --from {}: use --gpus", f.from);
+  const std::string text = read_file(f.job_file);
+  exports::ImportedJob job = f.from == "megatron"
+                                 ? exports::import_megatron_args(text, f.job_file)
+                                 : exports::import_deepspeed_config(text, f.job_file);
+  if (job.model_read && f.mc.model_given())
+    input_error("--model conflicts with --from megatron: the command line sets the model shape");
+  if (!job.model_read && !f.mc.model_given())
+    input_error("--from deepspeed needs --model (a DeepSpeed config holds no model shape)");
+  if (f.from == "deepspeed") job.strategy.tp = f.tp;
+  exports::resolve_world_size(job, f.gpus_opt->count() > 0 ? f.gpus : 0, f.job_file);
+  return job;
+}
+
+void run_imported(SimulateFlags& f, PlanReport& report) {
+  exports::ImportedJob job = import_job(f);
+  const models::ModelSpec model =
+      job.model_read ? (f.mc.seq > 0 ? models::with_seq_len(job.model, f.mc.seq) : job.model)
+                     : load_model_flag(f.mc);
+  const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
+  if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
+  const costmodel::SoftwareStack base = load_stack_flag(f.mc, cluster);
+  const costmodel::SoftwareStack stack = exports::apply_overrides(base, job.stack);
+  report.notes.push_back(fmt::format(
+      "job read from {} ({}); stack {} with the job's precision and overlap settings", f.job_file,
+      f.from, base.name));
+  if (!job.ignored.empty()) {
+    std::string names;
+    for (const auto& n : job.ignored) names += (names.empty() ? "" : " ") + n;
+    report.notes.push_back("ignored (no effect on the prediction): " + names);
+  }
+  planner::Strategy s = job.strategy;
+  predict(f, report, model, cluster, stack, s, job.stage_layers);
+}
+
 void run_simulate(SimulateFlags& f) {
   if (!f.out.empty()) check_output_path(f.out, "--out");
   if (!f.trace.empty()) check_output_path(f.trace, "--trace");
 
   PlanReport report;
   report.command = "simulate";
+  if (!f.from.empty() || !f.job_file.empty()) {
+    if (f.from.empty()) input_error("a job file needs --from megatron|deepspeed");
+    run_imported(f, report);
+    return;
+  }
   const models::ModelSpec model = load_model_flag(f.mc, &report.defaults);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
   const costmodel::SoftwareStack stack = load_stack_flag(f.mc, cluster);
@@ -100,58 +216,7 @@ void run_simulate(SimulateFlags& f) {
   s.schedule = !f.schedule.empty() ? planner::schedule_from_string(f.schedule)
                : f.vpp > 1         ? planner::ScheduleKind::Interleaved
                                    : planner::ScheduleKind::OneFOneB;
-  if (auto v = planner::validate(s, model); !v.empty())
-    throw InputError(fmt::format("invalid strategy for {}: {}", model.name, join(v)));
-  if (world > cluster.total_gpus())
-    input_error("dp x tp x pp x cp ({}) exceeds cluster {} ({} GPUs = {} nodes x {})", world,
-                f.mc.cluster, cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
-
-  planner::SimulateOptions so;
-
-  so.stack = &stack;
-  so.timeline = !f.trace.empty();
-  planner::SimulationResult sim = planner::simulate(model, cluster, s, so);
-
-  planner::Plan plan;
-  plan.model = model;
-  plan.cluster = f.mc.cluster;
-  plan.strategy = s;
-  plan.stage_layers = sim.stage_layers;
-  plan.prediction = sim.prediction;
-
-  report.model = model.name;
-  report.cluster = f.mc.cluster;
-  report.device = cluster.device.name;
-  report.gpus = static_cast<int>(world);
-  report.global_batch = s.global_batch;
-  report.memory_capacity_gib = cluster.device.memory_gib;
-  report.reserve_gib = cluster.device.reserve_gib;
-  report.notes = provenance_notes(cluster);
-  for (const auto& n : sim.prediction.notes)
-    if (std::find(report.notes.begin(), report.notes.end(), n) == report.notes.end())
-      report.notes.push_back(n);
-  report.plans.push_back(plan);
-
-  if (!plan.prediction.fits_memory)
-    warn(fmt::format("this strategy does not fit: {:.1f} GiB per GPU needed, {} has {:.0f} GiB",
-                     plan.prediction.peak_memory_gib, cluster.device.name,
-                     cluster.device.memory_gib));
-  if (!f.trace.empty())
-    write_output(
-        f.trace,
-        planner::chrome_trace_json(sim, fmt::format("strata simulate: {} tp={} pp={} dp={}",
-                                                    model.name, s.tp, s.pp, s.dp)),
-        "--trace");
-  if (!f.out.empty()) {
-    write_output(f.out, planner::plan_to_yaml(plan), "--out");
-    if (f.out == "-") return;
-  }
-  if (f.format == "json")
-    print_stdout(format_simulation_json(report));
-  else if (f.format == "yaml")
-    print_stdout(format_simulation_yaml(report));
-  else
-    print_stdout(format_simulation_table(report));
+  predict(f, report, model, cluster, stack, s, {});
 }
 
 }  // namespace
@@ -167,42 +232,62 @@ void add_simulate_command(CLI::App& app) {
   f.gpus_opt =
       add_positive(*cmd, "--gpus,-g", f.gpus,
                    "total GPUs; must equal dp x tp x pp (dp defaults to gpus/(tp x pp))", INT_MAX);
-  add_positive(*cmd, "--tp", f.tp, "tensor-parallel size", 1 << 20)->capture_default_str();
-  add_positive(*cmd, "--pp", f.pp, "pipeline-parallel size", 1 << 20)->capture_default_str();
-  add_positive(*cmd, "--cp", f.cp,
-               "context-parallel size (each sequence split over cp ranks; K/V exchange per the "
-               "stack's cp_comm_type)",
-               1 << 20)
-      ->capture_default_str();
-  add_positive(*cmd, "--ep", f.ep,
-               "expert-parallel size (MoE): splits the experts over ep of the tp x dp ranks of a stage",
-               1 << 20)
-      ->capture_default_str();
-  add_positive(*cmd, "--etp", f.etp, "expert tensor-parallel size (MoE): splits each expert", 1 << 20)
-      ->capture_default_str();
+  f.layout_opts.push_back(
+      add_positive(*cmd, "--tp", f.tp, "tensor-parallel size", 1 << 20)->capture_default_str());
+  f.layout_opts.push_back(
+      add_positive(*cmd, "--pp", f.pp, "pipeline-parallel size", 1 << 20)->capture_default_str());
+  f.layout_opts.push_back(
+      add_positive(*cmd, "--cp", f.cp,
+                   "context-parallel size (each sequence split over cp ranks; K/V exchange per "
+                   "the stack's cp_comm_type)",
+                   1 << 20)
+          ->capture_default_str());
+  f.layout_opts.push_back(
+      add_positive(*cmd, "--ep", f.ep,
+                   "expert-parallel size (MoE): splits the experts over ep of the tp x dp ranks of "
+                   "a stage",
+                   1 << 20)
+          ->capture_default_str());
+  f.layout_opts.push_back(
+      add_positive(*cmd, "--etp", f.etp, "expert tensor-parallel size (MoE): splits each expert",
+                   1 << 20)
+          ->capture_default_str());
   f.dp_opt = add_positive(*cmd, "--dp", f.dp, "data-parallel size", INT_MAX);
-  add_positive(*cmd, "--vpp", f.vpp, "virtual stages (model chunks) per pipeline rank", 1 << 20)
-      ->capture_default_str();
-  add_positive<std::int64_t>(*cmd, "--micro-batch", f.micro_batch, "sequences per micro-batch",
-                             std::int64_t{1} << 40)
-      ->capture_default_str();
+  f.layout_opts.push_back(
+      add_positive(*cmd, "--vpp", f.vpp, "virtual stages (model chunks) per pipeline rank", 1 << 20)
+          ->capture_default_str());
+  f.layout_opts.push_back(add_positive<std::int64_t>(*cmd, "--micro-batch", f.micro_batch,
+                                                     "sequences per micro-batch",
+                                                     std::int64_t{1} << 40)
+                              ->capture_default_str());
   f.batch_opt = add_positive<std::int64_t>(
       *cmd, "--global-batch", f.global_batch,
       "sequences per optimizer step (default: 1536 for the default model, else 512, rounded up "
       "to a multiple of micro-batch x dp)",
       std::int64_t{1} << 40);
-  cmd->add_option("--zero", f.zero,
-                  "ZeRO stage: 0, 1 (distributed optimizer), 2 (+ sharded gradients), 3 (+ sharded "
-                  "parameters, FSDP)")
-      ->check(CLI::Range(0, 3))
-      ->capture_default_str();
-  cmd->add_option("--recompute", f.recompute, "activation recompute")
-      ->check(CLI::IsMember(recompute_names()))
-      ->capture_default_str();
-  cmd->add_option("--schedule", f.schedule,
-                  "pipeline schedule (default: interleaved if --vpp > 1, else 1f1b)")
-      ->check(CLI::IsMember(schedule_names()));
-  cmd->add_flag("--sequence-parallel", f.sequence_parallel, "shard norms/dropout over tp");
+  f.layout_opts.push_back(f.batch_opt);
+  f.layout_opts.push_back(
+      cmd->add_option("--zero", f.zero,
+                      "ZeRO stage: 0, 1 (distributed optimizer), 2 (+ sharded gradients), 3 (+ "
+                      "sharded parameters, FSDP)")
+          ->check(CLI::Range(0, 3))
+          ->capture_default_str());
+  f.layout_opts.push_back(cmd->add_option("--recompute", f.recompute, "activation recompute")
+                              ->check(CLI::IsMember(recompute_names()))
+                              ->capture_default_str());
+  f.layout_opts.push_back(
+      cmd->add_option("--schedule", f.schedule,
+                      "pipeline schedule (default: interleaved if --vpp > 1, else 1f1b)")
+          ->check(CLI::IsMember(schedule_names())));
+  f.layout_opts.push_back(
+      cmd->add_flag("--sequence-parallel", f.sequence_parallel, "shard norms/dropout over tp"));
+  cmd->add_option("--from", f.from,
+                  "predict the job of a Megatron-LM command line (megatron: a file holding the "
+                  "pretrain_gpt.py arguments, torchrun prefix allowed) or a DeepSpeed config "
+                  "(deepspeed: config JSON, with --model and --tp); --gpus gives the world size "
+                  "when the file does not")
+      ->check(CLI::IsMember({"megatron", "deepspeed"}));
+  cmd->add_option("job_file", f.job_file, "the file --from reads")->check(non_empty_path());
   add_format_flag(*cmd, f.format);
   cmd->add_option("--out,-o", f.out,
                   "write the strategy as a plan YAML file (- for stdout, instead of the table)")

@@ -1,38 +1,75 @@
-// Exports of a plan to the frameworks people already run: Megatron-LM launch arguments,
-// a DeepSpeed config JSON and a TorchTitan TOML fragment. Pure functions Plan -> text;
-// `strata export` (cli/cmd_export.cpp) writes the text. Every name used is one the
-// framework documents (see the citations in export_formats.cpp and tests/export/export_test.cpp);
-// where a framework cannot express part of the plan the output says so in a comment.
+// Exports of a plan to the frameworks people already run: a Megatron-LM launch command, a
+// DeepSpeed config JSON with the Megatron-DeepSpeed arguments for its model-parallel half,
+// and a TorchTitan v0.2.2 job-config TOML. Pure functions (Plan, SoftwareStack) -> text;
+// `strata export` (cli/cmd_export.cpp) writes the text. Every flag or key emitted is listed,
+// with its type, in the framework's name table (export/frameworks/*.yaml, extracted from the
+// framework's code at a pinned commit); tests/export checks each output against its table.
+// Where a framework cannot express part of the plan the output says so in a comment.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "costmodel/software_stack.h"
 #include "planner/plan.h"
 
 namespace strata::exports {
 
-enum class ExportTarget { Megatron, DeepSpeed, TorchTitan };
+enum class ExportTarget { Megatron, DeepSpeed, MegatronDeepSpeed, TorchTitan };
 
-// "megatron" | "deepspeed" | "torchtitan"; InputError names --to and the choices.
+// "megatron" | "deepspeed" | "megatron-deepspeed" | "torchtitan"; InputError names --to.
 ExportTarget export_target_from_string(const std::string& s);
 const char* to_string(ExportTarget t);
 std::vector<std::string> export_target_names();
 
-// Megatron-LM (pretrain_gpt.py) arguments, one per line with shell continuations, after a
-// comment header. Data parallel size is implied by the launcher's world size.
-std::string export_megatron(const planner::Plan& p);
-// DeepSpeed config JSON (batch, ZeRO, bf16, pipeline, AutoTP, activation checkpointing)
-// plus a "strata_plan" section with what the config file cannot hold (PipelineModule
-// arguments, notes).
-std::string export_deepspeed(const planner::Plan& p);
-// TorchTitan job-config TOML: [training], [parallelism], [activation_checkpoint].
-std::string export_torchtitan(const planner::Plan& p);
+// The framework versions the exports were checked against (README "Exports").
+inline constexpr const char* kMegatronVersion = "Megatron-LM main d98e8a64 (2026-08-22)";
+inline constexpr const char* kTorchTitanVersion = "TorchTitan v0.2.2";
+inline constexpr const char* kDeepSpeedVersion = "DeepSpeed v0.19.5";
+inline constexpr const char* kMegatronDeepSpeedVersion = "Megatron-DeepSpeed main 4efb479d";
 
-std::string export_plan(const planner::Plan& p, ExportTarget t);
+// One command-line argument: flag and value ("" for a flag that takes none).
+using Arg = std::pair<std::string, std::string>;
+
+// Megatron-LM pretrain_gpt.py arguments reproducing the plan under the stack: model shape,
+// precision, every parallel dimension, batch, recompute, distributed optimizer and the
+// stack's overlap options. The one table from plan fields to Megatron flags; the import
+// (export/import_megatron.h) reads the same flags back.
+std::vector<Arg> megatron_args(const planner::Plan& p, const costmodel::SoftwareStack& stack);
+// Megatron-FSDP's --data-parallel-sharding-strategy for ZeRO stage 0..3: no_shard, optim,
+// optim_grads, optim_grads_params (Megatron-LM megatron/training/arguments.py choices at the
+// pinned commit of export/frameworks/megatron_args.yaml).
+const char* megatron_sharding_strategy(int zero);
+// The inverse: the ZeRO stage of a sharding strategy, -1 for a name that is none of them.
+int zero_from_megatron_sharding_strategy(const std::string& s);
+// The launch command: comment header, `torchrun ... pretrain_gpt.py` and one argument per
+// line with shell continuations.
+std::string export_megatron(const planner::Plan& p, const costmodel::SoftwareStack& stack);
+// DeepSpeed config JSON: batch sizes (train = micro x accumulation x dp), the plan's ZeRO
+// stage, precision, fp32 gradient accumulation, pipeline stages and activation
+// checkpointing; only keys DeepSpeed reads. InputError for what DeepSpeed cannot run as
+// planned: context parallelism (its config has none) and ZeRO-2/3 with pipeline parallelism.
+std::string export_deepspeed(const planner::Plan& p, const costmodel::SoftwareStack& stack);
+// Megatron-DeepSpeed pretrain_gpt.py arguments (model shape, tp, pp, batch, recompute,
+// --deepspeed --deepspeed_config ds_config.json --zero-stage), after a comment header with
+// what DeepSpeed cannot express.
+std::vector<Arg> megatron_deepspeed_args(const planner::Plan& p,
+                                         const costmodel::SoftwareStack& stack);
+std::string export_megatron_deepspeed(const planner::Plan& p,
+                                      const costmodel::SoftwareStack& stack);
+// TorchTitan v0.2.2 job-config TOML: [training], [parallelism] (FSDP shard / DDP replicate
+// degree from the ZeRO stage, context parallel degree and K/V rotation,
+// module_fqns_per_model_part for the stage map), [activation_checkpoint].
+std::string export_torchtitan(const planner::Plan& p, const costmodel::SoftwareStack& stack);
+
+std::string export_plan(const planner::Plan& p, const costmodel::SoftwareStack& stack,
+                        ExportTarget t);
 
 // Megatron-LM --pipeline-model-parallel-layout string for the plan's stage map:
 // virtual stages in Megatron order separated by '|', E = embedding, t = decoder layer,
 // L = loss (final norm + output layer); e.g. "E,t*3|t*4|t*4|t*3,L".
 std::string megatron_layout(const planner::Plan& p);
+// TorchTitan module names per virtual stage (tok_embeddings, layers.<i>, norm, output).
+std::vector<std::vector<std::string>> torchtitan_module_fqns(const planner::Plan& p);
 
 }  // namespace strata::exports

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/errors.h"
+#include "common/one_line.h"
 #include "planner/strategy.h"
 
 namespace strata::report {
@@ -99,7 +100,8 @@ std::vector<Part> parts(const planner::Breakdown& b) {
 std::string header_lines(const PlanReport& r) {
   std::string out;
   out += fmt::format("# strata {}: model {} on cluster {} ({}), {} GPUs, global batch {}", r.command,
-                     r.model, r.cluster, r.device, r.gpus, r.global_batch);
+                     one_line(r.model), one_line(r.cluster), one_line(r.device), r.gpus,
+                     r.global_batch);
   if (!r.plans.empty()) out += fmt::format(" x seq {}", r.plans.front().model.seq_len);
   if (!r.plans.empty() && !r.plans.front().prediction.precision.empty())
     out += fmt::format(", precision {}", r.plans.front().prediction.precision);
@@ -119,7 +121,7 @@ std::string header_lines(const PlanReport& r) {
   }
   out += fmt::format("# memory per GPU: {:g} GiB ({:g} GiB reserved for workspace)\n",
                      r.memory_capacity_gib, r.reserve_gib);
-  for (const auto& n : r.notes) out += fmt::format("# note: {}\n", n);
+  for (const auto& n : r.notes) out += fmt::format("# note: {}\n", one_line(n));
   return out;
 }
 

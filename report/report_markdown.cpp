@@ -4,14 +4,18 @@
 
 #include <fmt/format.h>
 
+#include "common/one_line.h"
+
 namespace strata::report {
 
 std::string report_markdown(const ReportData& d) {
   const bool measured = std::any_of(d.entries.begin(), d.entries.end(),
                                     [](const ReportEntry& e) { return e.measured.has_value(); });
   const int best = best_entry(d);
-  std::string out = fmt::format("### strata compare: {} on {} ({} GPUs{})\n\n", d.model, d.cluster,
-                                d.gpus, d.device.empty() ? "" : ", " + d.device);
+  // Names may come from user files: one_line keeps a newline in them inside the heading.
+  std::string out = fmt::format("### strata compare: {} on {} ({} GPUs{})\n\n", one_line(d.model),
+                                one_line(d.cluster), d.gpus,
+                                d.device.empty() ? "" : ", " + one_line(d.device));
   if (!d.origin.empty()) out += fmt::format("Strategies: {}.", d.origin);
   if (!d.entries.empty())
     out += fmt::format(" Global batch {} × seq {}.", d.entries.front().strategy.global_batch, d.seq_len);

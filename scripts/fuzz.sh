@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 total=${1:-60}
 jobs=${FUZZ_BUILD_JOBS:-$(nproc)}
-targets=(model_yaml hf_config hf_mapping cluster device_profile plan checkpoint_manifest)
+targets=(model_yaml hf_config hf_mapping cluster device_profile plan checkpoint_manifest megatron_args)
 
 build=${FUZZ_BUILD_DIR:-build-fuzz}   # the `fuzz` preset's folder unless overridden
 

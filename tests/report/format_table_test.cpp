@@ -87,6 +87,16 @@ TEST(FormatSimulationTable, ListsBreakdownSharesThatSumToTheStep) {
   EXPECT_NE(format_simulation_table(r).find("does NOT fit"), std::string::npos);
 }
 
+TEST(FormatSimulationTable, ANewlineInAModelNameStaysInsideTheHeaderComment) {
+  auto r = testing::make_report();
+  r.command = "simulate";
+  r.plans.resize(1);
+  r.model = "gpt\nstep time 0 s";
+  const std::string out = format_simulation_table(r);
+  EXPECT_NE(out.find("model gpt\\nstep time 0 s on cluster"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\nstep time 0 s"), std::string::npos) << out;
+}
+
 TEST(FormatModelsTable, OneRowPerModelWithParamsInBillions) {
   ModelRow row{models::load_model("gpt3-175b"), 174.6e9};
   std::string out = format_models_table({row});

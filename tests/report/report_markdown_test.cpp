@@ -29,6 +29,19 @@ TEST(ReportMarkdown, OneRowPerEntryWithTheHeaderColumnCount) {
   EXPECT_EQ(rows[0].find("measured"), std::string::npos);
 }
 
+TEST(ReportMarkdown, ANewlineInAModelNameStaysInsideTheHeading) {
+  auto d = testing::make_report();
+  d.model = "gpt\n# injected heading\n| x |";
+  d.cluster = "c\r";
+  const std::string md = report_markdown(d);
+  EXPECT_EQ(md.find("\n# injected"), std::string::npos) << md;
+  EXPECT_EQ(md.find('\r'), std::string::npos);
+  EXPECT_NE(md.find("### strata compare: gpt\\n# injected heading\\n| x | on c\\r"),
+            std::string::npos) << md;
+  const auto rows = table_rows(md);
+  EXPECT_EQ(rows.size(), 2 + d.entries.size());  // the name added no table row
+}
+
 TEST(ReportMarkdown, MeasuredColumnsWhenGiven) {
   auto d = testing::make_report();
   d.entries[0].measured = MeasuredStep{"ok", 1.0, ""};

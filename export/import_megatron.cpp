@@ -1,0 +1,532 @@
+// Megatron-LM command line -> ImportedJob. Flag names and meanings: Megatron-LM main at
+// d98e8a64 (export/frameworks/megatron_args.yaml lists every flag with its type).
+#include "export/import_megatron.h"
+
+#include <algorithm>
+#include <charconv>
+#include <climits>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/checked_math.h"
+#include "common/errors.h"
+#include "export/export_formats.h"
+#include "export/safe_text.h"
+#include "planner/plan.h"
+
+namespace strata::exports {
+
+using costmodel::AttentionKernel;
+using costmodel::DType;
+
+std::vector<std::string> shell_words(const std::string& text, const std::string& source) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool in_word = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size()) {
+      if (text[i + 1] == '\n') { ++i; continue; }                       // continuation
+      if (text[i + 1] == '\r' && i + 2 < text.size() && text[i + 2] == '\n') { i += 2; continue; }
+      cur += text[++i];
+      in_word = true;
+    } else if (c == '\'' || c == '"') {
+      const std::size_t end = text.find(c, i + 1);
+      if (end == std::string::npos)
+        input_error("{}: unterminated {} quote", source, c == '\'' ? "single" : "double");
+      cur += text.substr(i + 1, end - i - 1);
+      i = end;
+      in_word = true;
+    } else if (c == '#' && !in_word) {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      if (in_word) words.push_back(cur);
+      cur.clear();
+      in_word = false;
+    } else {
+      cur += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(cur);
+  return words;
+}
+
+namespace {
+
+enum class Kind { Int, Float, Str, Flag };
+
+// Every flag the import reads: the model shape, layout, batch, precision and overlaps that
+// the prediction depends on (the same names megatron_args writes).
+const std::map<std::string, Kind>& modelled_flags() {
+  static const std::map<std::string, Kind> m = {
+      {"--num-layers", Kind::Int}, {"--hidden-size", Kind::Int}, {"--ffn-hidden-size", Kind::Int},
+      {"--num-attention-heads", Kind::Int}, {"--group-query-attention", Kind::Flag},
+      {"--num-query-groups", Kind::Int}, {"--seq-length", Kind::Int},
+      {"--max-position-embeddings", Kind::Int}, {"--vocab-size", Kind::Int},
+      {"--tokenizer-type", Kind::Str}, {"--position-embedding-type", Kind::Str},
+      {"--swiglu", Kind::Flag}, {"--normalization", Kind::Str},
+      {"--untie-embeddings-and-output-weights", Kind::Flag}, {"--disable-bias-linear", Kind::Flag},
+      {"--attention-dropout", Kind::Float}, {"--hidden-dropout", Kind::Float},
+      {"--bf16", Kind::Flag}, {"--fp16", Kind::Flag},
+      {"--accumulate-allreduce-grads-in-fp32", Kind::Flag}, {"--attention-backend", Kind::Str},
+      {"--use-flash-attn", Kind::Flag}, {"--tensor-model-parallel-size", Kind::Int},
+      {"--pipeline-model-parallel-size", Kind::Int}, {"--sequence-parallel", Kind::Flag},
+      {"--use-tp-pp-dp-mapping", Kind::Flag},
+      {"--num-layers-per-virtual-pipeline-stage", Kind::Int},
+      {"--num-virtual-stages-per-pipeline-rank", Kind::Int},
+      {"--decoder-first-pipeline-num-layers", Kind::Int},
+      {"--decoder-last-pipeline-num-layers", Kind::Int},
+      {"--pipeline-model-parallel-layout", Kind::Str}, {"--micro-batch-size", Kind::Int},
+      {"--global-batch-size", Kind::Int}, {"--recompute-granularity", Kind::Str},
+      {"--recompute-method", Kind::Str}, {"--recompute-num-layers", Kind::Int},
+      {"--recompute-activations", Kind::Flag}, {"--use-distributed-optimizer", Kind::Flag},
+      {"--overlap-grad-reduce", Kind::Flag}, {"--overlap-param-gather", Kind::Flag},
+      {"--tp-comm-overlap", Kind::Flag}, {"--make-vocab-size-divisible-by", Kind::Int},
+      {"--context-parallel-size", Kind::Int}, {"--cp-comm-type", Kind::Str},
+      {"--use-megatron-fsdp", Kind::Flag}, {"--data-parallel-sharding-strategy", Kind::Str},
+      {"--expert-model-parallel-size", Kind::Int},
+      {"--use-mcore-models", Kind::Flag}, {"--transformer-impl", Kind::Str},
+      {"--rotary-base", Kind::Float}, {"--rotary-percent", Kind::Float},
+      {"--norm-epsilon", Kind::Float}};
+  return m;
+}
+
+// Flags that do not change the modelled step: data, checkpoints, logging, the learning-rate
+// schedule and optimizer hyper-parameters, initialisation, seeds. Their value (if any) is
+// the next word unless it starts with "--".
+bool operational(const std::string& f) {
+  static const std::set<std::string> exact = {
+      "--data-path", "--data-cache-path", "--split", "--mock-data", "--train-iters",
+      "--train-samples", "--lr", "--min-lr", "--lr-decay-style", "--lr-decay-iters",
+      "--lr-decay-samples", "--lr-warmup-iters", "--lr-warmup-samples", "--lr-warmup-fraction",
+      "--weight-decay", "--clip-grad", "--adam-beta1", "--adam-beta2", "--adam-eps",
+      "--init-method-std", "--seed", "--save", "--load", "--save-interval", "--eval-interval",
+      "--eval-iters", "--exit-interval", "--exit-duration-in-mins", "--tensorboard-dir",
+      "--wandb-project", "--wandb-exp-name", "--wandb-save-dir", "--tokenizer-model",
+      "--vocab-file", "--merge-file", "--distributed-backend", "--distributed-timeout-minutes",
+      "--no-load-optim", "--no-load-rng", "--ckpt-format", "--use-checkpoint-args",
+      "--num-workers", "--dataloader-type", "--no-mmap-bin-files", "--timing-log-level",
+      "--timing-log-option", "--finetune", "--no-save-optim", "--no-save-rng",
+      "--use-dist-ckpt", "--auto-detect-ckpt-format", "--dist-ckpt-format", "--async-save",
+      "--manual-gc", "--manual-gc-interval", "--profile", "--profile-step-start",
+      "--profile-step-end", "--use-pytorch-profiler", "--tensorboard-queue-size",
+      "--rerun-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan-in-loss-and-grad",
+      // Megatron-FSDP requires it; strata's compute model charges no gradient-accumulation
+      // fusion either way.
+      "--no-gradient-accumulation-fusion"};
+  if (exact.count(f)) return true;
+  return f.rfind("--log-", 0) == 0 || f.rfind("--no-log-", 0) == 0;
+}
+
+std::int64_t to_int(const std::string& flag, const std::string& v, const std::string& source) {
+  std::int64_t out = 0;
+  const auto r = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (r.ec != std::errc() || r.ptr != v.data() + v.size() || out < 1)
+    input_error("{}: {} '{}' is not a positive integer", source, flag, one_line(v));
+  return out;
+}
+
+double to_float(const std::string& flag, const std::string& v, const std::string& source) {
+  try {
+    std::size_t used = 0;
+    const double d = std::stod(v, &used);
+    if (used == v.size()) return d;
+  } catch (const std::exception&) {
+  }
+  input_error("{}: {} '{}' is not a number", source, flag, one_line(v));
+}
+
+int to_int32(const std::string& flag, const std::string& v, const std::string& source) {
+  const std::int64_t x = to_int(flag, v, source);
+  if (x > (1 << 20)) input_error("{}: {} ({}) is larger than {}", source, flag, x, 1 << 20);
+  return static_cast<int>(x);
+}
+
+// Layer groups (0 = embedding, 1..L blocks, L+1 head) for a count of blocks per virtual stage.
+std::vector<std::vector<int>> groups_from_blocks(const std::vector<std::int64_t>& blocks,
+                                                 std::int64_t layers) {
+  std::vector<std::vector<int>> out(blocks.size());
+  int next = 1;
+  for (std::size_t v = 0; v < blocks.size(); ++v) {
+    if (v == 0) out[v].push_back(0);
+    for (std::int64_t i = 0; i < blocks[v]; ++i) out[v].push_back(next++);
+    if (v + 1 == blocks.size()) out[v].push_back(static_cast<int>(layers) + 1);
+  }
+  return out;
+}
+
+// --pipeline-model-parallel-layout "E,t*3|t*4|...|t*3,L": embedding only first, loss only
+// last (the layouts strata plans); anything else (mtp, empty stages...) is refused by name.
+std::vector<std::vector<int>> groups_from_layout(const std::string& layout, std::int64_t layers,
+                                                 const std::string& source) {
+  std::vector<std::int64_t> blocks;
+  std::size_t start = 0;
+  const auto bad = [&](const std::string& why) {
+    input_error("{}: --pipeline-model-parallel-layout '{}': {}", source, one_line(layout), why);
+  };
+  std::vector<std::string> stages;
+  while (true) {
+    const std::size_t bar = layout.find('|', start);
+    stages.push_back(layout.substr(start, bar == std::string::npos ? bar : bar - start));
+    if (bar == std::string::npos) break;
+    start = bar + 1;
+  }
+  for (std::size_t v = 0; v < stages.size(); ++v) {
+    std::int64_t count = 0;
+    std::size_t s = 0;
+    const std::string& st = stages[v];
+    while (s <= st.size()) {
+      const std::size_t comma = st.find(',', s);
+      std::string part = st.substr(s, comma == std::string::npos ? comma : comma - s);
+      part.erase(std::remove(part.begin(), part.end(), ' '), part.end());
+      if (part == "E") {
+        if (v != 0 || s != 0) bad("strata places the embedding (E) first on the first stage");
+      } else if (part == "L") {
+        if (v + 1 != stages.size() || comma != std::string::npos)
+          bad("strata places the loss (L) last on the last stage");
+      } else if (part == "t") {
+        count += 1;
+        if (count > layers) bad(fmt::format("it holds more layers than --num-layers ({})", layers));
+      } else if (part.rfind("t*", 0) == 0) {
+        const std::int64_t n = to_int("--pipeline-model-parallel-layout", part.substr(2), source);
+        if (n > layers) bad(fmt::format("t*{} holds more layers than --num-layers ({})", n, layers));
+        count += n;
+      } else {
+        bad(fmt::format("'{}' is not E, L, t or t*N (strata models dense decoder layers only)",
+                        one_line(part)));
+      }
+      if (comma == std::string::npos) break;
+      s = comma + 1;
+    }
+    if (count == 0) bad(fmt::format("virtual stage {} holds no decoder layer", v));
+    blocks.push_back(count);
+  }
+  if (stages.front().rfind("E", 0) != 0) bad("the first stage must start with E");
+  if (stages.back().size() < 1 || stages.back().back() != 'L') bad("the last stage must end with L");
+  std::int64_t total = 0;
+  for (auto b : blocks) total += b;
+  if (total != layers) bad(fmt::format("it holds {} decoder layers, --num-layers is {}", total, layers));
+  return groups_from_blocks(blocks, layers);
+}
+
+}  // namespace
+
+ImportedJob import_megatron_args(const std::string& text, const std::string& source) {
+  const std::vector<std::string> words = shell_words(text, source);
+  ImportedJob job;
+  std::size_t i = 0;
+
+  // Launcher prefix: VAR=value assignments, torchrun (or python -m torch.distributed.run)
+  // options, the interpreter; the arguments start after the training script (*.py).
+  const bool has_script = std::any_of(words.begin(), words.end(), [](const std::string& w) {
+    return w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0;
+  });
+  if (has_script) {
+    std::int64_t nnodes = 0, per_node = 0;
+    for (; i < words.size(); ++i) {
+      const std::string& w = words[i];
+      if (w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0) { ++i; break; }
+      std::string key = w, value;
+      if (const auto eq = w.find('='); eq != std::string::npos && w.rfind("--", 0) == 0) {
+        key = w.substr(0, eq);
+        value = w.substr(eq + 1);
+      }
+      std::replace(key.begin(), key.end(), '_', '-');
+      if (key == "--nnodes" || key == "--nproc-per-node") {
+        if (value.empty() && i + 1 < words.size()) value = words[++i];
+        if (value.find(':') != std::string::npos)
+          input_error("{}: torchrun {} '{}' is an elastic range; strata needs a fixed world size "
+                      "(or pass --gpus)", source, key, one_line(value));
+        if (value == "gpu" || value == "auto") continue;  // per-node count from the machine
+        (key == "--nnodes" ? nnodes : per_node) = to_int("torchrun " + key, value, source);
+      }
+    }
+    if (nnodes > 0 && per_node > 0) {
+      const std::int64_t world = checked_mul(nnodes, per_node, "torchrun --nnodes x --nproc_per_node");
+      if (world > INT_MAX)
+        input_error("{}: torchrun world size {} exceeds {} GPUs", source, world, INT_MAX);
+      job.world_size = static_cast<int>(world);
+    }
+  }
+
+  std::map<std::string, std::string> v;  // modelled flag -> value ("" for a flag)
+  std::vector<std::string> refused;
+  for (; i < words.size(); ++i) {
+    std::string flag = words[i], value;
+    bool inline_value = false;
+    if (flag.rfind("--", 0) != 0)
+      input_error("{}: '{}' is not a flag (expected --name [value] after the script)", source,
+                  one_line(flag));
+    if (const auto eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      inline_value = true;
+    }
+    const auto it = modelled_flags().find(flag);
+    if (it == modelled_flags().end()) {
+      // Skip a value word for flags that take one.
+      if (!inline_value && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) ++i;
+      if (operational(flag)) job.ignored.push_back(flag);
+      else refused.push_back(flag);
+      continue;
+    }
+    if (it->second != Kind::Flag && !inline_value) {
+      if (i + 1 >= words.size() || words[i + 1].rfind("--", 0) == 0)
+        input_error("{}: {} needs a value", source, flag);
+      value = words[++i];
+    }
+    if (it->second == Kind::Flag && inline_value)
+      input_error("{}: {} takes no value", source, flag);
+    v[flag] = value;
+  }
+  if (!refused.empty()) {
+    std::string names;
+    for (const auto& r : refused) names += (names.empty() ? "" : ", ") + one_line(r);
+    input_error("{}: strata does not model {} (unknown to the import, or changing the job in a "
+                "way strata cannot predict); remove {} to predict the rest",
+                source, names, refused.size() == 1 ? "it" : "them");
+  }
+  const auto has = [&](const char* f) { return v.count(f) > 0; };
+  const auto get_int = [&](const char* f) { return to_int(f, v.at(f), source); };
+  const auto need = [&](const char* f) {
+    if (!has(f)) input_error("{}: {} is missing (strata needs it to build the model)", source, f);
+    return get_int(f);
+  };
+
+  // Parallel dimensions strata does not model yet.
+  if (has("--expert-model-parallel-size") && get_int("--expert-model-parallel-size") != 1)
+    input_error("{}: --expert-model-parallel-size {} is not modelled by strata (only 1)", source,
+                v.at("--expert-model-parallel-size"));
+  if (has("--transformer-impl") && v.at("--transformer-impl") != "transformer_engine" &&
+      v.at("--transformer-impl") != "local")
+    input_error("{}: --transformer-impl '{}' is not one of transformer_engine, local", source,
+                one_line(v.at("--transformer-impl")));
+  if (has("--make-vocab-size-divisible-by") && get_int("--make-vocab-size-divisible-by") != 128)
+    input_error("{}: --make-vocab-size-divisible-by {} is not modelled (strata pads the "
+                "vocabulary to a multiple of 128 x tp, Megatron-LM's default)",
+                source, v.at("--make-vocab-size-divisible-by"));
+  if (has("--rotary-percent") && to_float("--rotary-percent", v.at("--rotary-percent"), source) != 1.0)
+    input_error("{}: --rotary-percent {} is not modelled (only 1.0)", source,
+                one_line(v.at("--rotary-percent")));
+
+  // Model shape.
+  models::ModelSpec& m = job.model;
+  const auto slash = source.find_last_of('/');
+  m.name = "megatron:" + (slash == std::string::npos ? source : source.substr(slash + 1));
+  m.layers = need("--num-layers");
+  m.hidden = need("--hidden-size");
+  m.heads = need("--num-attention-heads");
+  m.ffn = has("--ffn-hidden-size") ? get_int("--ffn-hidden-size") : 4 * m.hidden;
+  m.kv_heads = m.heads;
+  if (has("--group-query-attention")) m.kv_heads = need("--num-query-groups");
+  else if (has("--num-query-groups"))
+    input_error("{}: --num-query-groups needs --group-query-attention (Megatron-LM ignores it "
+                "otherwise)", source);
+  m.seq_len = need("--seq-length");
+  if (has("--max-position-embeddings") && get_int("--max-position-embeddings") < m.seq_len)
+    input_error("{}: --max-position-embeddings ({}) is smaller than --seq-length ({})", source,
+                get_int("--max-position-embeddings"), m.seq_len);
+  if (!has("--vocab-size"))
+    input_error("{}: --vocab-size is missing: strata cannot read tokenizer files; add "
+                "--vocab-size <the tokenizer's vocabulary size>", source);
+  m.vocab = get_int("--vocab-size");
+  if (has("--swiglu")) m.activation = models::Activation::SwiGlu;
+  if (has("--normalization")) {
+    const std::string& n = v.at("--normalization");
+    if (n == "RMSNorm") m.norm = models::Norm::RmsNorm;
+    else if (n != "LayerNorm")
+      input_error("{}: --normalization '{}' is not LayerNorm or RMSNorm", source, one_line(n));
+  }
+  m.positions = models::Positions::Learned;
+  if (has("--position-embedding-type")) {
+    const std::string& t = v.at("--position-embedding-type");
+    if (t == "rope") m.positions = models::Positions::Rope;
+    else if (t != "learned_absolute")
+      input_error("{}: --position-embedding-type '{}' is not modelled (learned_absolute, rope)",
+                  source, one_line(t));
+  }
+  m.tied_embeddings = !has("--untie-embeddings-and-output-weights");
+  // strata's models have biases exactly when they use GELU (models::has_bias).
+  if (has("--disable-bias-linear") != (m.activation == models::Activation::SwiGlu))
+    input_error("{}: {} is not modelled: strata's GELU models have linear biases and its SwiGLU "
+                "models none (use --disable-bias-linear exactly with --swiglu)",
+                source, has("--disable-bias-linear") ? "--disable-bias-linear without --swiglu"
+                                                      : "--swiglu without --disable-bias-linear");
+  models::validate(m, source);
+  job.model_read = true;
+
+  // Precision, kernels, overlaps.
+  if (has("--bf16") && has("--fp16")) input_error("{}: --bf16 and --fp16 both given", source);
+  job.stack.precision = has("--bf16") ? DType::Bf16 : has("--fp16") ? DType::Fp16 : DType::Fp32;
+  if (has("--bf16") || has("--accumulate-allreduce-grads-in-fp32") || !has("--fp16"))
+    job.stack.grad_reduce_dtype = DType::Fp32;
+  else
+    job.stack.grad_reduce_dtype = DType::Fp16;
+  if (has("--attention-backend")) {
+    const std::string& a = v.at("--attention-backend");
+    if (a == "flash") job.stack.attention = AttentionKernel::Flash2;
+    else if (a == "fused") job.stack.attention = AttentionKernel::Cudnn;
+    else if (a == "unfused" || a == "local") job.stack.attention = AttentionKernel::Unfused;
+    else if (a != "auto")
+      input_error("{}: --attention-backend '{}' is not flash, fused, unfused, local or auto",
+                  source, one_line(a));
+  } else if (has("--use-flash-attn")) {
+    job.stack.attention = AttentionKernel::Flash2;
+  }
+  for (const char* f : {"--attention-dropout", "--hidden-dropout"})
+    if (has(f)) {
+      const double d = to_float(f, v.at(f), source);
+      if (!(d >= 0 && d < 1)) input_error("{}: {} ({}) must be in [0, 1)", source, f, one_line(v.at(f)));
+    }
+  if (has("--attention-dropout"))
+    job.stack.attention_dropout = to_float("--attention-dropout", v.at("--attention-dropout"), source);
+  job.stack.overlap_grad_reduce = has("--overlap-grad-reduce");
+  job.stack.overlap_param_gather = has("--overlap-param-gather");
+  job.stack.overlap_tp_comm = has("--tp-comm-overlap");
+  job.stack.distributed_optimizer = has("--use-distributed-optimizer");
+
+  // Layout.
+  planner::Strategy& s = job.strategy;
+  s.dp = 0;
+  s.tp = has("--tensor-model-parallel-size") ? to_int32("--tensor-model-parallel-size",
+                                                        v.at("--tensor-model-parallel-size"), source)
+                                             : 1;
+  s.pp = has("--pipeline-model-parallel-size")
+             ? to_int32("--pipeline-model-parallel-size", v.at("--pipeline-model-parallel-size"), source)
+             : 1;
+  s.cp = has("--context-parallel-size")
+             ? to_int32("--context-parallel-size", v.at("--context-parallel-size"), source)
+             : 1;
+  if (has("--cp-comm-type")) {
+    // One value for all layers (a per-layer list reaches here as extra words and is refused
+    // by the parser); Megatron-Core's "a2a" and "a2a+p2p" are not modelled.
+    const std::string& c = v.at("--cp-comm-type");
+    if (c != "p2p" && c != "all_gather" && c != "allgather")
+      input_error("{}: --cp-comm-type '{}' is not modelled (p2p, all_gather)", source,
+                  one_line(c));
+    job.stack.cp_comm = costmodel::cp_comm_type_from_string(c);
+  }
+  s.sequence_parallel = has("--sequence-parallel");
+  if (s.sequence_parallel && s.tp == 1) s.sequence_parallel = false;  // Megatron-LM turns it off
+  if (has("--tp-comm-overlap") && !s.sequence_parallel)
+    input_error("{}: --tp-comm-overlap needs --sequence-parallel and tp > 1 (Megatron-LM asserts it)",
+                source);
+  if (has("--overlap-param-gather") &&
+      !(has("--use-distributed-optimizer") && has("--overlap-grad-reduce")))
+    input_error("{}: --overlap-param-gather needs --use-distributed-optimizer and "
+                "--overlap-grad-reduce (Megatron-LM asserts it)", source);
+  s.rank_order = has("--use-tp-pp-dp-mapping") ? "tp-pp-dp" : "tp-dp-pp";
+  s.zero = has("--use-distributed-optimizer") ? 1 : 0;
+  // Megatron-FSDP: its sharding strategy is the ZeRO stage (default no_shard).
+  if (has("--data-parallel-sharding-strategy") && !has("--use-megatron-fsdp"))
+    input_error("{}: --data-parallel-sharding-strategy needs --use-megatron-fsdp", source);
+  if (has("--use-megatron-fsdp")) {
+    const std::string strategy = has("--data-parallel-sharding-strategy")
+                                     ? v.at("--data-parallel-sharding-strategy")
+                                     : "no_shard";
+    const int z = zero_from_megatron_sharding_strategy(strategy);
+    if (z < 0)
+      input_error("{}: --data-parallel-sharding-strategy '{}' is not no_shard, optim, optim_grads "
+                  "or optim_grads_params", source, one_line(strategy));
+    if (z >= 2 && !has("--use-distributed-optimizer"))
+      input_error("{}: --data-parallel-sharding-strategy {} needs --use-distributed-optimizer "
+                  "(Megatron-FSDP's required flags)", source, strategy);
+    s.zero = std::max(s.zero, z);
+  }
+  s.micro_batch = has("--micro-batch-size") ? get_int("--micro-batch-size") : 1;
+  // Same bound as `strata simulate --micro-batch/--global-batch`.
+  constexpr std::int64_t kMaxBatch = std::int64_t{1} << 40;
+  for (const char* f : {"--micro-batch-size", "--global-batch-size"})
+    if (has(f) && get_int(f) > kMaxBatch)
+      input_error("{}: {} ({}) is larger than {}", source, f, get_int(f), kMaxBatch);
+  s.global_batch = has("--global-batch-size") ? get_int("--global-batch-size") : 0;  // 0: micro x dp
+
+  const int ways = has("--pipeline-model-parallel-layout") + has("--decoder-first-pipeline-num-layers") +
+                   has("--decoder-last-pipeline-num-layers") +
+                   (has("--num-layers-per-virtual-pipeline-stage") ||
+                    has("--num-virtual-stages-per-pipeline-rank"));
+  if (has("--pipeline-model-parallel-layout") && ways > 1)
+    input_error("{}: --pipeline-model-parallel-layout cannot be combined with other stage-size "
+                "flags", source);
+  if (has("--num-layers-per-virtual-pipeline-stage") && has("--num-virtual-stages-per-pipeline-rank"))
+    input_error("{}: give --num-layers-per-virtual-pipeline-stage or "
+                "--num-virtual-stages-per-pipeline-rank, not both", source);
+  s.vpp = 1;
+  if (has("--pipeline-model-parallel-layout")) {
+    job.stage_layers = groups_from_layout(v.at("--pipeline-model-parallel-layout"), m.layers, source);
+    if (job.stage_layers.size() % s.pp != 0)
+      input_error("{}: --pipeline-model-parallel-layout has {} stages, not a multiple of pp {}",
+                  source, job.stage_layers.size(), s.pp);
+    s.vpp = static_cast<int>(job.stage_layers.size() / s.pp);
+  } else if (has("--decoder-first-pipeline-num-layers") || has("--decoder-last-pipeline-num-layers")) {
+    if (s.pp < 2) input_error("{}: --decoder-first/last-pipeline-num-layers need pp > 1", source);
+    if (ways > 2)
+      input_error("{}: uneven first/last stages with virtual stages are not modelled; use "
+                  "--pipeline-model-parallel-layout", source);
+    const std::int64_t first = has("--decoder-first-pipeline-num-layers")
+                                   ? get_int("--decoder-first-pipeline-num-layers") : -1;
+    const std::int64_t last = has("--decoder-last-pipeline-num-layers")
+                                  ? get_int("--decoder-last-pipeline-num-layers") : -1;
+    if (first > m.layers || last > m.layers)
+      input_error("{}: --decoder-first/last-pipeline-num-layers ({}, {}) exceed --num-layers ({})",
+                  source, first, last, m.layers);
+    const int middle_stages = s.pp - (first >= 0) - (last >= 0);
+    const std::int64_t rest = m.layers - std::max<std::int64_t>(first, 0) - std::max<std::int64_t>(last, 0);
+    if (rest < middle_stages || (middle_stages > 0 && rest % middle_stages != 0) ||
+        (middle_stages == 0 && rest != 0))
+      input_error("{}: --num-layers {} minus the first/last stage layers ({}) does not split evenly "
+                  "over the other {} stages", source, m.layers, m.layers - rest, middle_stages);
+    const std::int64_t each = middle_stages > 0 ? rest / middle_stages : 0;
+    std::vector<std::int64_t> blocks(s.pp, each);
+    if (first >= 0) blocks.front() = first;
+    if (last >= 0) blocks.back() = last;
+    job.stage_layers = groups_from_blocks(blocks, m.layers);
+  } else {
+    if (has("--num-layers-per-virtual-pipeline-stage")) {
+      const std::int64_t per = get_int("--num-layers-per-virtual-pipeline-stage");
+      if (per > m.layers || m.layers % (per * s.pp) != 0)
+        input_error("{}: --num-layers ({}) is not a multiple of pp ({}) x "
+                    "--num-layers-per-virtual-pipeline-stage ({})", source, m.layers, s.pp, per);
+      s.vpp = static_cast<int>(m.layers / (per * s.pp));
+    } else if (has("--num-virtual-stages-per-pipeline-rank")) {
+      s.vpp = to_int32("--num-virtual-stages-per-pipeline-rank",
+                       v.at("--num-virtual-stages-per-pipeline-rank"), source);
+    }
+    const std::int64_t nv = std::int64_t{s.pp} * s.vpp;
+    if (m.layers % nv != 0)
+      input_error("{}: --num-layers ({}) must be divisible by pp x vpp = {} (Megatron-LM's even "
+                  "split); use --decoder-first/last-pipeline-num-layers or a layout", source,
+                  m.layers, nv);
+    job.stage_layers = groups_from_blocks(std::vector<std::int64_t>(nv, m.layers / nv), m.layers);
+  }
+  if (s.vpp > 1 && s.pp < 2) input_error("{}: virtual pipeline stages need pp > 1", source);
+  s.schedule = s.vpp > 1 ? planner::ScheduleKind::Interleaved : planner::ScheduleKind::OneFOneB;
+
+  // Recompute.
+  const std::string gran = has("--recompute-granularity") ? v.at("--recompute-granularity")
+                           : has("--recompute-activations") ? "selective" : "";
+  if (gran.empty()) {
+    if (has("--recompute-method") || has("--recompute-num-layers"))
+      input_error("{}: --recompute-method/--recompute-num-layers need --recompute-granularity full",
+                  source);
+    s.recompute = planner::Recompute::None;
+  } else if (gran == "selective") {
+    s.recompute = planner::Recompute::Selective;
+  } else if (gran == "full") {
+    const std::string method = has("--recompute-method") ? v.at("--recompute-method") : "";
+    const std::int64_t n = has("--recompute-num-layers") ? get_int("--recompute-num-layers") : 0;
+    if (method != "uniform" || n != 1)
+      input_error("{}: full recompute is modelled for every layer (--recompute-method uniform "
+                  "--recompute-num-layers 1); got method '{}', num-layers {}", source,
+                  one_line(method), n);
+    s.recompute = planner::Recompute::Full;
+  } else {
+    input_error("{}: --recompute-granularity '{}' is not full or selective", source, one_line(gran));
+  }
+  return job;
+}
+
+}  // namespace strata::exports

@@ -1,0 +1,21 @@
+// Reads the Megatron-LM command line a user runs (pretrain_gpt.py arguments, optionally after
+// a torchrun / python -m torch.distributed.run prefix and environment assignments, with `\`
+// continuations and `#` comments) into an ImportedJob: model shape, parallel layout, batch
+// sizes, recompute, distributed optimizer, precision and overlap flags. The flags are those
+// export_megatron writes (export/export_formats.h), so export -> import gives the plan back.
+// A flag that changes the job in a way strata does not model is refused by name (InputError);
+// purely operational flags (paths, logging, learning rate, ...) are listed in job.ignored.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "export/imported_job.h"
+
+namespace strata::exports {
+
+ImportedJob import_megatron_args(const std::string& text, const std::string& source);
+// Shell words of `text`: quotes, backslash escapes and line continuations resolved, `#`
+// comments dropped. InputError on an unterminated quote.
+std::vector<std::string> shell_words(const std::string& text, const std::string& source);
+
+}  // namespace strata::exports

@@ -1,0 +1,50 @@
+// ImportedJob: a training job read from the configuration a user already runs (a Megatron-LM
+// command line, a DeepSpeed config JSON), as strata's plan inputs: model shape, strategy,
+// stage map and the stack settings the job turns on. `strata simulate --from` predicts it.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/software_stack.h"
+#include "models/model_spec.h"
+#include "planner/strategy.h"
+
+namespace strata::exports {
+
+// Stack settings a job's configuration states; unset ones keep the base stack's value.
+struct StackOverrides {
+  std::optional<costmodel::DType> precision;
+  std::optional<costmodel::DType> grad_reduce_dtype;
+  std::optional<costmodel::AttentionKernel> attention;
+  std::optional<double> attention_dropout;
+  std::optional<bool> overlap_grad_reduce;
+  std::optional<bool> overlap_param_gather;
+  std::optional<bool> overlap_tp_comm;
+  std::optional<bool> distributed_optimizer;
+  std::optional<costmodel::CpCommType> cp_comm;  // context-parallel K/V exchange
+  std::optional<bool> zero_prefetch;             // ZeRO-3 gathers ahead of use
+  bool operator==(const StackOverrides&) const = default;
+};
+
+struct ImportedJob {
+  models::ModelSpec model;
+  bool model_read = false;        // the configuration held the model shape (Megatron-LM)
+  planner::Strategy strategy;     // dp = 0 while the world size is unknown (cp, zero as read)
+  int world_size = 0;             // from a torchrun prefix; 0 = not stated
+  // Layer groups per virtual stage as the framework splits them (planner::Plan::stage_layers);
+  // empty when the split is only known once dp is (filled by resolve_world_size).
+  std::vector<std::vector<int>> stage_layers;
+  StackOverrides stack;
+  // Settings read that do not change the modelled job (paths, logging, learning rate, ...):
+  // "--lr", "--data-path", ...; the CLI lists them.
+  std::vector<std::string> ignored;
+};
+
+// The base stack with the job's stated settings applied.
+costmodel::SoftwareStack apply_overrides(costmodel::SoftwareStack base, const StackOverrides& o);
+// Fills strategy.dp from the world size (`world`, or the job's own when world = 0) and checks
+// the batch arithmetic; InputError names what is missing or inconsistent.
+void resolve_world_size(ImportedJob& job, int world, const std::string& source);
+
+}  // namespace strata::exports

@@ -1,0 +1,449 @@
+// Every flag or key an export writes exists in that framework's configuration at a pinned
+// commit, with the right type: the tables in export/frameworks/*.yaml were extracted from the
+// frameworks' code (repository + commit in each header), independently of the exporters.
+// Values are checked by hand against the plan (tp, pp, vpp, batch sizes, recompute, ZeRO,
+// model shape, overlaps).
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.h"
+#include "export/export_formats.h"
+#include "export/safe_text.h"
+#include "tests/export/test_plans.h"
+
+using namespace strata::exports;
+using namespace strata::exports::testing;
+using strata::planner::Plan;
+using strata::planner::Recompute;
+
+namespace {
+
+YAML::Node table(const std::string& file) {
+  return YAML::LoadFile(std::string(STRATA_SOURCE_DIR) + "/export/frameworks/" + file);
+}
+
+bool is_int(const std::string& v) {
+  long long x = 0;
+  auto r = std::from_chars(v.data(), v.data() + v.size(), x);
+  return r.ec == std::errc() && r.ptr == v.data() + v.size();
+}
+bool is_number(const std::string& v) {
+  try {
+    std::size_t n = 0;
+    std::stod(v, &n);
+    return n == v.size();
+  } catch (...) {
+    return false;
+  }
+}
+
+// A command-line argument against a table type (int, float, str, flag, other, list[...]).
+void expect_arg_type(const YAML::Node& args, const std::string& flag, const std::string& value) {
+  ASSERT_TRUE(args[flag]) << flag << " is not an argument of the framework at the pinned commit";
+  const std::string type = args[flag].as<std::string>();
+  if (type == "flag") EXPECT_TRUE(value.empty()) << flag << " takes no value, got " << value;
+  else EXPECT_FALSE(value.empty()) << flag << " needs a value";
+  if (type == "int") EXPECT_TRUE(is_int(value)) << flag << " " << value;
+  if (type == "float") EXPECT_TRUE(is_number(value)) << flag << " " << value;
+}
+
+// Flag -> value of the rendered launch command: comments, then `torchrun ... script.py \`,
+// then one `  --flag [value] \` per line.
+std::map<std::string, std::string> rendered_flags(const std::string& text) {
+  std::map<std::string, std::string> flags;
+  std::istringstream in(text);
+  std::string line;
+  bool seen_command = false;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') {
+      EXPECT_FALSE(seen_command) << "comment after the command: " << line;
+      continue;
+    }
+    if (line.size() >= 2 && line.compare(line.size() - 2, 2, " \\") == 0) line.resize(line.size() - 2);
+    if (!seen_command) {
+      EXPECT_EQ(line.rfind("torchrun ", 0), 0u) << line;
+      seen_command = true;
+      continue;
+    }
+    EXPECT_EQ(line.rfind("  --", 0), 0u) << "not an argument line: " << line;
+    line = line.substr(2);
+    const auto sp = line.find(' ');
+    const std::string name = line.substr(0, sp);
+    EXPECT_EQ(flags.count(name), 0u) << "repeated " << name;
+    std::string value = sp == std::string::npos ? "" : line.substr(sp + 1);
+    if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'')
+      value = value.substr(1, value.size() - 2);  // shell-quoted (no quote inside for our values)
+    flags[name] = value;
+  }
+  return flags;
+}
+
+std::vector<Plan> plans() {
+  std::vector<Plan> out;
+  Plan a = make_plan(gpt(24), 2, 4, 2, 1, 2, 64);  // GPT, full recompute, ZeRO-1, SP
+  a.strategy.zero = 1;
+  a.strategy.recompute = Recompute::Full;
+  a.strategy.sequence_parallel = true;
+  out.push_back(a);
+  Plan b = make_plan(llama(32), 2, 2, 4, 2, 1, 64);  // GQA Llama, interleaved, selective
+  b.strategy.recompute = Recompute::Selective;
+  out.push_back(b);
+  Plan c = make_plan(gpt(10), 1, 1, 4, 1, 1, 8);  // uneven first/last
+  c.stage_layers = stage_map({1, 4, 4, 1});
+  out.push_back(c);
+  Plan d = make_plan(gpt(10), 1, 1, 2, 2, 1, 8);  // uneven interleaved: layout
+  d.stage_layers = stage_map({2, 3, 3, 2});
+  out.push_back(d);
+  Plan e = make_plan(llama(8), 8, 1, 1, 1, 2, 64);  // pure data parallel
+  e.strategy.rank_order = "tp-pp-dp";
+  out.push_back(e);
+  return out;
+}
+
+// Context parallel and ZeRO-2/3 plans (Megatron-LM and TorchTitan; DeepSpeed refuses cp and
+// ZeRO-2/3 with pp).
+std::vector<Plan> cp_zero_plans() {
+  std::vector<Plan> out;
+  Plan f = with_cp_zero(make_plan(llama(8), 2, 2, 2, 1, 1, 16), 2, 3);  // 16 GPUs
+  f.strategy.sequence_parallel = true;
+  out.push_back(f);
+  out.push_back(with_cp_zero(make_plan(gpt(8), 4, 1, 1, 1, 2, 64), 2, 2));  // 8 GPUs
+  out.push_back(with_cp_zero(make_plan(gpt(8), 4, 1, 1, 1, 2, 64), 1, 3));
+  return out;
+}
+
+std::vector<Plan> all_plans() {
+  std::vector<Plan> out = plans();
+  for (auto& p : cp_zero_plans()) out.push_back(p);
+  return out;
+}
+
+}  // namespace
+
+TEST(MegatronNames, EveryExportedFlagExistsWithItsTypeAtThePinnedCommit) {
+  const YAML::Node t = table("megatron_args.yaml");
+  EXPECT_EQ(t["source"]["repository"].as<std::string>(), "NVIDIA/Megatron-LM");
+  EXPECT_EQ(t["source"]["commit"].as<std::string>().size(), 40u);
+  const YAML::Node args = t["args"];
+  for (const auto& stack : {overlap_stack(), plain_stack(), all_gather_stack()})
+    for (const Plan& p : all_plans()) {
+      for (const auto& [flag, value] : megatron_args(p, stack)) expect_arg_type(args, flag, value);
+      // The rendered command holds the same arguments (values shell-quoted only when needed).
+      const auto rendered = rendered_flags(export_megatron(p, stack));
+      EXPECT_EQ(rendered.size(), megatron_args(p, stack).size());
+      for (const auto& [flag, value] : megatron_args(p, stack)) EXPECT_EQ(rendered.at(flag), value);
+    }
+}
+
+TEST(MegatronNames, ValuesReproduceTheInterleavedGqaPlanAndTheStackOverlaps) {
+  Plan p = make_plan(llama(32), 2, 2, 4, 2, 1, 64);
+  p.strategy.zero = 1;
+  p.strategy.sequence_parallel = true;
+  p.strategy.recompute = Recompute::Selective;
+  std::map<std::string, std::string> f;
+  for (const auto& [k, v] : megatron_args(p, overlap_stack())) f[k] = v;
+  const std::map<std::string, std::string> expected = {
+      {"--num-layers", "32"}, {"--hidden-size", "1024"}, {"--ffn-hidden-size", "2816"},
+      {"--num-attention-heads", "16"}, {"--group-query-attention", ""},
+      {"--num-query-groups", "4"}, {"--seq-length", "4096"},
+      {"--max-position-embeddings", "4096"}, {"--tokenizer-type", "NullTokenizer"},
+      {"--vocab-size", "32000"}, {"--position-embedding-type", "rope"}, {"--swiglu", ""},
+      {"--normalization", "RMSNorm"}, {"--untie-embeddings-and-output-weights", ""},
+      {"--disable-bias-linear", ""}, {"--attention-dropout", "0.0"}, {"--hidden-dropout", "0.0"},
+      {"--bf16", ""}, {"--attention-backend", "fused"},
+      {"--tensor-model-parallel-size", "2"}, {"--pipeline-model-parallel-size", "4"},
+      {"--sequence-parallel", ""}, {"--num-layers-per-virtual-pipeline-stage", "4"},  // 32/(4x2)
+      {"--micro-batch-size", "1"}, {"--global-batch-size", "64"},
+      {"--recompute-granularity", "selective"}, {"--use-distributed-optimizer", ""},
+      {"--overlap-grad-reduce", ""}, {"--overlap-param-gather", ""}, {"--tp-comm-overlap", ""}};
+  EXPECT_EQ(f, expected);
+}
+
+TEST(MegatronNames, OverlapFlagsOnlyWhereMegatronAcceptsThemAndTheStackHasThem) {
+  Plan p = make_plan(gpt(24), 2, 4, 2, 1, 2, 64);  // ZeRO 0, no SP
+  std::set<std::string> flags;
+  for (const auto& [k, v] : megatron_args(p, overlap_stack())) flags.insert(k);
+  EXPECT_TRUE(flags.count("--overlap-grad-reduce"));
+  EXPECT_FALSE(flags.count("--overlap-param-gather"));  // needs the distributed optimizer
+  EXPECT_FALSE(flags.count("--tp-comm-overlap"));       // needs sequence parallelism
+  EXPECT_NE(export_megatron(p, overlap_stack()).find("--tp-comm-overlap is left out"),
+            std::string::npos);
+  flags.clear();
+  p.strategy.zero = 1;
+  p.strategy.sequence_parallel = true;
+  for (const auto& [k, v] : megatron_args(p, plain_stack())) flags.insert(k);
+  for (const char* f : {"--overlap-grad-reduce", "--overlap-param-gather", "--tp-comm-overlap", "--bf16"})
+    EXPECT_FALSE(flags.count(f)) << f;
+  EXPECT_TRUE(flags.count("--fp16"));
+  EXPECT_TRUE(flags.count("--accumulate-allreduce-grads-in-fp32"));
+  EXPECT_TRUE(flags.count("--decoder-first-pipeline-num-layers") == 0);
+  // A Llama-style model runs without dropout; with an unfused-attention stack that charged
+  // dropout, the command says the prediction included it.
+  Plan l = make_plan(llama(8), 1, 1, 1, 1, 1, 4);
+  EXPECT_NE(export_megatron(l, plain_stack()).find("charged the stack's attention dropout (0.1)"),
+            std::string::npos);
+  EXPECT_EQ(export_megatron(l, overlap_stack()).find("attention dropout"), std::string::npos);
+}
+
+TEST(MegatronNames, ContextParallelAndZeroStagesByHand) {
+  // Megatron-FSDP's sharding strategies, stage by stage.
+  EXPECT_STREQ(megatron_sharding_strategy(0), "no_shard");
+  EXPECT_STREQ(megatron_sharding_strategy(1), "optim");
+  EXPECT_STREQ(megatron_sharding_strategy(2), "optim_grads");
+  EXPECT_STREQ(megatron_sharding_strategy(3), "optim_grads_params");
+  EXPECT_EQ(zero_from_megatron_sharding_strategy("optim_grads_params"), 3);
+  EXPECT_EQ(zero_from_megatron_sharding_strategy("full_shard"), -1);
+
+  const Plan f = cp_zero_plans()[0];  // llama dp 2 x tp 2 x pp 2 x cp 2, ZeRO-3, SP
+  std::map<std::string, std::string> a;
+  for (const auto& [k, v] : megatron_args(f, overlap_stack())) a[k] = v;
+  EXPECT_EQ(a["--context-parallel-size"], "2");
+  EXPECT_EQ(a["--cp-comm-type"], "p2p");
+  EXPECT_EQ(a["--tensor-model-parallel-size"], "2");
+  EXPECT_EQ(a["--pipeline-model-parallel-size"], "2");
+  EXPECT_EQ(a.count("--use-megatron-fsdp"), 1u);
+  EXPECT_EQ(a["--data-parallel-sharding-strategy"], "optim_grads_params");
+  EXPECT_EQ(a.count("--use-distributed-optimizer"), 1u);
+  EXPECT_EQ(a.count("--overlap-param-gather"), 1u);  // dp 2, ZeRO >= 1, both overlaps on
+  const std::string cmd = export_megatron(f, overlap_stack());
+  // 16 GPUs: 2 nodes of 8; Megatron derives dp = 16 / (tp 2 x pp 2 x cp 2) = 2.
+  EXPECT_NE(cmd.find("torchrun --nnodes 2 --nproc_per_node 8"), std::string::npos);
+  EXPECT_NE(cmd.find("data parallel size 2 = world size 16 / (tp 2 x pp 2 x cp 2)"),
+            std::string::npos);
+  std::map<std::string, std::string> g;
+  for (const auto& [k, v] : megatron_args(f, all_gather_stack())) g[k] = v;
+  EXPECT_EQ(g["--cp-comm-type"], "all_gather");
+
+  std::map<std::string, std::string> z2;
+  for (const auto& [k, v] : megatron_args(cp_zero_plans()[1], plain_stack())) z2[k] = v;
+  EXPECT_EQ(z2["--data-parallel-sharding-strategy"], "optim_grads");
+  // ZeRO-0/1 plans run without Megatron-FSDP, and cp 1 writes no cp flags.
+  std::set<std::string> flags;
+  for (const auto& [k, v] : megatron_args(plans()[0], overlap_stack())) flags.insert(k);
+  for (const char* absent : {"--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+                             "--context-parallel-size", "--cp-comm-type"})
+    EXPECT_EQ(flags.count(absent), 0u) << absent;
+}
+
+TEST(MegatronNames, StageMapsUseFirstLastFlagsOrTheLayout) {
+  std::map<std::string, std::string> f;
+  Plan c = plans()[2];
+  for (const auto& [k, v] : megatron_args(c, plain_stack())) f[k] = v;
+  EXPECT_EQ(f["--decoder-first-pipeline-num-layers"], "1");
+  EXPECT_EQ(f["--decoder-last-pipeline-num-layers"], "1");
+  EXPECT_EQ(f.count("--pipeline-model-parallel-layout"), 0u);
+  f.clear();
+  for (const auto& [k, v] : megatron_args(plans()[3], plain_stack())) f[k] = v;
+  EXPECT_EQ(f["--pipeline-model-parallel-layout"], "E,t*2|t*3|t*3|t*2,L");
+  EXPECT_EQ(f.count("--num-layers-per-virtual-pipeline-stage"), 0u);
+  // Rendered with shell quotes: the layout holds '|' and '*'.
+  EXPECT_NE(export_megatron(plans()[3], plain_stack()).find("'E,t*2|t*3|t*3|t*2,L'"),
+            std::string::npos);
+}
+
+TEST(MegatronDeepSpeedNames, EveryExportedFlagExistsWithItsType) {
+  const YAML::Node t = table("megatron_deepspeed_args.yaml");
+  EXPECT_EQ(t["source"]["repository"].as<std::string>(), "deepspeedai/Megatron-DeepSpeed");
+  for (const Plan& p : plans())
+    for (const auto& [flag, value] : megatron_deepspeed_args(p, overlap_stack()))
+      expect_arg_type(t["args"], flag, value);
+  std::map<std::string, std::string> f;
+  Plan a = plans()[0];
+  for (const auto& [k, v] : megatron_deepspeed_args(a, overlap_stack())) f[k] = v;
+  EXPECT_EQ(f["--tensor-model-parallel-size"], "4");
+  EXPECT_EQ(f["--pipeline-model-parallel-size"], "2");
+  EXPECT_EQ(f["--zero-stage"], "1");
+  EXPECT_EQ(f["--deepspeed_config"], "ds_config.json");
+  EXPECT_EQ(f["--recompute-granularity"], "full");
+}
+
+TEST(DeepSpeedNames, EveryKeyIsReadByDeepSpeedWithItsTypeAndBatchesAreConsistent) {
+  const YAML::Node t = table("deepspeed_config.yaml");
+  const YAML::Node sec = t["sections"];
+  const auto check_type = [](const std::string& type, const nlohmann::json& v, const std::string& k) {
+    if (type == "int") EXPECT_TRUE(v.is_number_integer()) << k;
+    else if (type == "bool") EXPECT_TRUE(v.is_boolean()) << k;
+    else if (type == "str") EXPECT_TRUE(v.is_string()) << k;
+    else if (type == "float") EXPECT_TRUE(v.is_number()) << k;
+    else if (type == "table") EXPECT_TRUE(v.is_object()) << k;
+  };
+  for (const auto& stack : {overlap_stack(), plain_stack()})
+    for (const Plan& p : plans()) {
+      const auto j = nlohmann::json::parse(export_deepspeed(p, stack));
+      for (const auto& [key, value] : j.items()) {
+        ASSERT_TRUE(sec["top_level"][key]) << key << " is not a DeepSpeed config key";
+        check_type(sec["top_level"][key].as<std::string>(), value, key);
+        if (!value.is_object()) continue;
+        ASSERT_TRUE(sec[key]) << key;
+        for (const auto& [k2, v2] : value.items()) {
+          ASSERT_TRUE(sec[key][k2]) << key << "." << k2 << " is not read by DeepSpeed";
+          check_type(sec[key][k2].as<std::string>(), v2, key + "." + k2);
+        }
+      }
+      const auto& s = p.strategy;
+      EXPECT_EQ(j["train_batch_size"].get<std::int64_t>(),
+                j["train_micro_batch_size_per_gpu"].get<std::int64_t>() *
+                    j["gradient_accumulation_steps"].get<std::int64_t>() * s.dp);
+      EXPECT_EQ(j["zero_optimization"]["stage"], s.zero);
+      EXPECT_EQ(j["data_types"]["grad_accum_dtype"], "fp32");
+      EXPECT_FALSE(j.contains("tensor_parallel"));
+    }
+  // By hand: plan a is gb 64 = mb 2 x 16 accumulation x dp 2, ZeRO-1, pp 2, full recompute.
+  const auto j = nlohmann::json::parse(export_deepspeed(plans()[0], overlap_stack()));
+  EXPECT_EQ(j["train_batch_size"], 64);
+  EXPECT_EQ(j["train_micro_batch_size_per_gpu"], 2);
+  EXPECT_EQ(j["gradient_accumulation_steps"], 16);
+  EXPECT_EQ(j["zero_optimization"]["stage"], 1);
+  EXPECT_EQ(j["pipeline"]["stages"], 2);
+  EXPECT_EQ(j["pipeline"]["activation_checkpoint_interval"], 1);
+  EXPECT_EQ(j["bf16"]["enabled"], true);
+}
+
+TEST(DeepSpeedNames, ZeroStages2And3AndRefusalsOfWhatDeepSpeedCannotRun) {
+  const YAML::Node zero = table("deepspeed_config.yaml")["sections"]["zero_optimization"];
+  const Plan z3 = cp_zero_plans()[2];  // gpt dp 4, pp 1, ZeRO-3
+  for (const auto& stack : {overlap_stack(), all_gather_stack()}) {
+    const auto j = nlohmann::json::parse(export_deepspeed(z3, stack));
+    for (const auto& [k, v] : j["zero_optimization"].items())
+      EXPECT_TRUE(zero[k]) << k << " is not read by DeepSpeed";
+    EXPECT_EQ(j["zero_optimization"]["stage"], 3);
+    // Prefetch is DeepSpeed's default; a stack without it gets a bucket of 0.
+    EXPECT_EQ(j["zero_optimization"].contains("stage3_prefetch_bucket_size"), !stack.zero_prefetch);
+    if (!stack.zero_prefetch) EXPECT_EQ(j["zero_optimization"]["stage3_prefetch_bucket_size"], 0);
+  }
+  const auto error = [](const Plan& p, ExportTarget t) {
+    try {
+      export_plan(p, overlap_stack(), t);
+    } catch (const strata::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (auto t : {ExportTarget::DeepSpeed, ExportTarget::MegatronDeepSpeed}) {
+    EXPECT_NE(error(cp_zero_plans()[1], t).find("context parallelism (cp 2)"), std::string::npos);
+    EXPECT_NE(error(with_cp_zero(plans()[0], 1, 2), t).find("ZeRO-2 with pipeline parallelism (pp 2)"),
+              std::string::npos);
+    EXPECT_EQ(error(z3, t), "no error");
+  }
+}
+
+namespace {
+// [section] and `key = value` lines; an array value may continue over lines until `]`.
+std::map<std::string, std::map<std::string, std::string>> toml_sections(const std::string& text) {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  std::istringstream in(text);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[') {
+      section = line.substr(1, line.find(']') - 1);
+      EXPECT_EQ(out.count(section), 0u) << "repeated section " << section;
+      out[section];
+      continue;
+    }
+    const auto eq = line.find(" = ");
+    EXPECT_NE(eq, std::string::npos) << line;
+    if (eq == std::string::npos) continue;
+    std::string value = line.substr(eq + 3);
+    if (value == "[") {
+      std::string more;
+      while (std::getline(in, more) && more != "]") value += more;
+      value += "]";
+    }
+    if (auto c = value.find("  #"); c != std::string::npos) value.resize(c);
+    out[section][line.substr(0, eq)] = value;
+  }
+  return out;
+}
+}  // namespace
+
+TEST(TorchTitanNames, EveryKeyExistsInTheReleaseWithItsType) {
+  const YAML::Node t = table("torchtitan_config.yaml");
+  EXPECT_EQ(t["source"]["release"].as<std::string>(), "v0.2.2");
+  for (const auto& stack : {overlap_stack(), all_gather_stack()})
+    for (const Plan& p : all_plans())
+      for (const auto& [section, kv] : toml_sections(export_torchtitan(p, stack))) {
+        ASSERT_TRUE(t["sections"][section]) << section;
+        for (const auto& [k, v] : kv) {
+          ASSERT_TRUE(t["sections"][section][k]) << section << "." << k;
+          const std::string type = t["sections"][section][k].as<std::string>();
+          if (type == "int") EXPECT_TRUE(is_int(v)) << k << " = " << v;
+          else if (type == "str") EXPECT_EQ(v.front(), '"') << k;
+          else if (type.rfind("list", 0) == 0) EXPECT_EQ(v.front(), '[') << k;
+        }
+      }
+}
+
+TEST(TorchTitanNames, ModelPartsFollowThePlansStageMapAndSchedule) {
+  Plan p = make_plan(llama(8), 2, 2, 2, 2, 1, 32);  // 4 virtual stages of 2 layers
+  auto t = toml_sections(export_torchtitan(p, overlap_stack()));
+  EXPECT_EQ(t["parallelism"]["pipeline_parallel_schedule"], "\"Interleaved1F1B\"");
+  EXPECT_EQ(t["parallelism"]["pipeline_parallel_degree"], "2");
+  EXPECT_EQ(t["parallelism"]["module_fqns_per_model_part"],
+            "[  [\"tok_embeddings\", \"layers.0\", \"layers.1\"],  [\"layers.2\", \"layers.3\"],"
+            "  [\"layers.4\", \"layers.5\"],  [\"layers.6\", \"layers.7\", \"norm\", \"output\"],]");
+  EXPECT_EQ(t["parallelism"].count("pipeline_parallel_split_points"), 0u);
+  EXPECT_EQ(t["training"]["local_batch_size"], "16");  // 32 / dp 2, split into micro-batches of 1
+  Plan u = plans()[2];  // 1, 4, 4, 1 blocks
+  EXPECT_EQ(torchtitan_module_fqns(u).front(),
+            (std::vector<std::string>{"tok_embeddings", "layers.0"}));
+  EXPECT_EQ(torchtitan_module_fqns(u).back(),
+            (std::vector<std::string>{"layers.9", "norm", "output"}));
+  EXPECT_NE(export_torchtitan(u, overlap_stack()).find("TorchTitan v0.2.2"), std::string::npos);
+}
+
+TEST(TorchTitanNames, ZeroThreeShardsZeroZeroReplicatesAndCpSetsItsDegree) {
+  const Plan f = cp_zero_plans()[0];  // llama dp 2 x tp 2 x pp 2 x cp 2, ZeRO-3
+  auto t = toml_sections(export_torchtitan(f, overlap_stack()))["parallelism"];
+  EXPECT_EQ(t["data_parallel_shard_degree"], "2");
+  EXPECT_EQ(t["data_parallel_replicate_degree"], "1");
+  EXPECT_EQ(t["context_parallel_degree"], "2");
+  EXPECT_EQ(t["context_parallel_rotate_method"], "\"alltoall\"");  // the ring: strata's p2p
+  EXPECT_EQ(t["fsdp_reshard_after_forward"], "\"always\"");       // pp 2 would keep them
+  auto g = toml_sections(export_torchtitan(f, all_gather_stack()))["parallelism"];
+  EXPECT_EQ(g["context_parallel_rotate_method"], "\"allgather\"");
+  // ZeRO-0, data parallel only: DDP replicas.
+  auto d = toml_sections(export_torchtitan(plans()[4], overlap_stack()))["parallelism"];
+  EXPECT_EQ(d["data_parallel_replicate_degree"], "8");
+  EXPECT_EQ(d["data_parallel_shard_degree"], "1");
+  EXPECT_EQ(d.count("context_parallel_degree"), 0u);
+  EXPECT_EQ(d.count("fsdp_reshard_after_forward"), 0u);
+  // ZeRO-2 has no TorchTitan equivalent: FSDP, and the file says so.
+  const std::string z2 = export_torchtitan(cp_zero_plans()[1], overlap_stack());
+  EXPECT_NE(z2.find("# TorchTitan has no ZeRO-2"), std::string::npos);
+  EXPECT_EQ(toml_sections(z2)["parallelism"]["data_parallel_shard_degree"], "4");
+  EXPECT_EQ(export_torchtitan(f, overlap_stack()).find("has no ZeRO"), std::string::npos);
+}
+
+TEST(ExportEscaping, ANameWithANewlineStaysInsideItsCommentInEveryOutput) {
+  Plan p = make_plan(gpt(8), 2, 1, 2, 1, 1, 8);
+  p.model.name = "evil\n--inject 1\n[training]\nx = \"\\";
+  p.cluster = "c\r\x01";
+  for (auto target : {ExportTarget::Megatron, ExportTarget::MegatronDeepSpeed,
+                      ExportTarget::TorchTitan, ExportTarget::DeepSpeed}) {
+    const std::string out = export_plan(p, overlap_stack(), target);
+    if (const auto pos = out.find("--inject"); pos != std::string::npos)
+      EXPECT_EQ(out.substr(pos - 2, 2), "\\n") << out;  // only as an escaped newline
+    EXPECT_EQ(out.find('\r'), std::string::npos);
+    EXPECT_EQ(out.find('\x01'), std::string::npos);
+    std::istringstream in(out);
+    std::string line;
+    int training_sections = 0;
+    while (std::getline(in, line)) training_sections += line == "[training]";
+    EXPECT_LE(training_sections, 1);
+  }
+  const auto f = rendered_flags(export_megatron(p, overlap_stack()));
+  EXPECT_EQ(f.count("--inject"), 0u);
+}
+
+TEST(ExportEscaping, TomlStringsEscapeQuotesBackslashesAndControlCharacters) {
+  EXPECT_EQ(toml_string("a\"b\\c\nd\x01"), "\"a\\\"b\\\\c\\nd\\u0001\"");
+  EXPECT_EQ(toml_string("layers.0"), "\"layers.0\"");
+}

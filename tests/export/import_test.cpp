@@ -1,0 +1,265 @@
+// Import of the jobs users already run: a Megatron-LM command line and a DeepSpeed config.
+// Round trips (export -> import gives the plan back) over plans covering interleaved, uneven
+// stages, ZeRO-1/2/3, context parallel, GQA Llama, SP and recompute; hand-written command
+// lines; refusals by name.
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "export/export_formats.h"
+#include "export/import_deepspeed.h"
+#include "export/import_megatron.h"
+#include "tests/export/test_plans.h"
+
+using namespace strata::exports;
+using namespace strata::exports::testing;
+using strata::InputError;
+using strata::planner::Plan;
+using strata::planner::Recompute;
+using strata::planner::ScheduleKind;
+
+namespace {
+
+struct Case {
+  const char* what;
+  Plan plan;
+};
+
+std::vector<Case> round_trip_plans() {
+  std::vector<Case> out;
+  out.push_back({"gpt data parallel", make_plan(gpt(12), 8, 1, 1, 1, 4, 256)});
+  Plan zero1 = make_plan(gpt(24), 2, 4, 2, 1, 2, 64);
+  zero1.strategy.zero = 1;
+  zero1.strategy.sequence_parallel = true;
+  zero1.strategy.recompute = Recompute::Full;
+  out.push_back({"gpt zero-1 sp full recompute", zero1});
+  Plan gqa = make_plan(llama(32), 2, 2, 4, 2, 1, 64);
+  gqa.strategy.recompute = Recompute::Selective;
+  out.push_back({"gqa llama interleaved", gqa});
+  Plan uneven = make_plan(gpt(10), 2, 1, 4, 1, 1, 16);
+  uneven.stage_layers = stage_map({1, 4, 4, 1});
+  out.push_back({"uneven first/last", uneven});
+  Plan layout = make_plan(llama(10), 1, 2, 2, 2, 1, 8);
+  layout.stage_layers = stage_map({2, 3, 3, 2});
+  layout.strategy.zero = 1;
+  out.push_back({"uneven interleaved layout", layout});
+  Plan arbitrary = make_plan(gpt(10), 1, 1, 4, 1, 2, 8);
+  arbitrary.stage_layers = stage_map({3, 2, 4, 1});
+  arbitrary.strategy.rank_order = "tp-pp-dp";
+  out.push_back({"arbitrary stages, tp-pp-dp", arbitrary});
+  Plan cp_zero3 = with_cp_zero(make_plan(llama(8), 2, 2, 1, 1, 1, 16), 2, 3);
+  cp_zero3.strategy.sequence_parallel = true;
+  out.push_back({"gqa llama cp 2, zero-3, sp", cp_zero3});
+  out.push_back({"gpt cp 2 x pp 2, zero-2", with_cp_zero(make_plan(gpt(8), 2, 1, 2, 1, 1, 16), 2, 2)});
+  return out;
+}
+
+}  // namespace
+
+TEST(ImportMegatron, ExportThenImportGivesThePlanBackForEightPlansAndThreeStacks) {
+  for (const auto& stack : {overlap_stack(), plain_stack(), all_gather_stack()})
+    for (const auto& [what, p] : round_trip_plans()) {
+      SCOPED_TRACE(std::string(what) + " / " + stack.name);
+      ImportedJob job = import_megatron_args(export_megatron(p, stack), "args.sh");
+      resolve_world_size(job, 0, "args.sh");  // from the torchrun prefix
+      auto model = job.model;
+      model.name = p.model.name;
+      EXPECT_EQ(model, p.model);
+      EXPECT_EQ(job.strategy, p.strategy);
+      EXPECT_EQ(job.stage_layers, p.stage_layers);
+      EXPECT_EQ(job.world_size, p.strategy.gpus());
+      // The stack settings that the command states come back.
+      EXPECT_EQ(*job.stack.precision, stack.precision);
+      EXPECT_EQ(*job.stack.attention, stack.attention);
+      const bool dp = p.strategy.dp > 1;
+      EXPECT_EQ(*job.stack.overlap_grad_reduce, stack.overlap_grad_reduce && dp);
+      EXPECT_EQ(*job.stack.overlap_param_gather,
+                stack.overlap_param_gather && p.strategy.zero >= 1 && dp);
+      EXPECT_EQ(*job.stack.overlap_tp_comm, stack.overlap_tp_comm && p.strategy.sequence_parallel);
+      if (p.strategy.cp > 1) EXPECT_EQ(*job.stack.cp_comm, stack.cp_comm);
+      else EXPECT_FALSE(job.stack.cp_comm.has_value());
+      // Megatron-FSDP's required flags that do not change the prediction.
+      const std::vector<std::string> fsdp_only = {"--no-gradient-accumulation-fusion", "--ckpt-format"};
+      EXPECT_EQ(job.ignored, p.strategy.zero >= 2 ? fsdp_only : std::vector<std::string>());
+    }
+}
+
+TEST(ImportMegatron, ReadsAHandWrittenTorchrunScriptWithContinuationsAndComments) {
+  const std::string script = R"(#!/bin/bash
+# Llama-2 7B-like job
+CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nproc_per_node=8 --nnodes 2 --node_rank 0 \
+    --master_addr "$MASTER" pretrain_gpt.py \
+    --num-layers 32 --hidden-size 4096 --num-attention-heads 32 \
+    --ffn-hidden-size 11008 --seq-length 4096 --max-position-embeddings 4096 \
+    --swiglu --normalization RMSNorm --position-embedding-type rope \
+    --disable-bias-linear --untie-embeddings-and-output-weights \
+    --tokenizer-type Llama2Tokenizer --tokenizer-model /data/tok.model --vocab-size=32000 \
+    --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --sequence-parallel \
+    --micro-batch-size 1 --global-batch-size 128 --bf16 --use-flash-attn \
+    --use-distributed-optimizer --overlap-grad-reduce \
+    --lr 3e-4 --data-path '/data/my corpus' --log-interval 10 --save /ckpt   # operational
+)";
+  ImportedJob job = import_megatron_args(script, "llama.sh");
+  EXPECT_EQ(job.world_size, 16);
+  ImportedJob other = job;
+  EXPECT_THROW(resolve_world_size(other, 8, "llama.sh"), InputError);  // --gpus disagrees
+  resolve_world_size(job, 16, "llama.sh");
+  EXPECT_EQ(job.model.layers, 32);
+  EXPECT_EQ(job.model.hidden, 4096);
+  EXPECT_EQ(job.model.heads, 32);
+  EXPECT_EQ(job.model.kv_heads, 32);
+  EXPECT_EQ(job.model.ffn, 11008);
+  EXPECT_EQ(job.model.vocab, 32000);
+  EXPECT_EQ(job.model.activation, strata::models::Activation::SwiGlu);
+  EXPECT_FALSE(job.model.tied_embeddings);
+  EXPECT_EQ(job.strategy.dp, 4);  // 16 / (2 x 2)
+  EXPECT_EQ(job.strategy.tp, 2);
+  EXPECT_EQ(job.strategy.pp, 2);
+  EXPECT_EQ(job.strategy.zero, 1);
+  EXPECT_TRUE(job.strategy.sequence_parallel);
+  EXPECT_EQ(job.strategy.global_batch, 128);
+  EXPECT_EQ(job.strategy.schedule, ScheduleKind::OneFOneB);
+  EXPECT_EQ(job.stage_layers, stage_map({16, 16}));
+  EXPECT_EQ(*job.stack.attention, strata::costmodel::AttentionKernel::Flash2);
+  EXPECT_TRUE(*job.stack.overlap_grad_reduce);
+  EXPECT_FALSE(*job.stack.overlap_param_gather);
+  EXPECT_EQ(job.ignored, (std::vector<std::string>{"--tokenizer-model", "--lr", "--data-path",
+                                                   "--log-interval", "--save"}));
+}
+
+TEST(ImportMegatron, RefusesWhatStrataDoesNotModelByName) {
+  const std::string base =
+      "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
+      "--vocab-size 1000 --micro-batch-size 1 ";
+  EXPECT_NO_THROW(import_megatron_args(base, "a"));
+  const auto message = [&](const std::string& extra) {
+    try {
+      import_megatron_args(base + extra, "a");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("--num-experts 8 --moe-router-topk 2").find("--num-experts, --moe-router-topk"),
+            std::string::npos);
+  EXPECT_EQ(message("--context-parallel-size 2"), "no error");
+  EXPECT_NE(message("--context-parallel-size 2 --cp-comm-type a2a").find("--cp-comm-type 'a2a'"),
+            std::string::npos);
+  EXPECT_NE(message("--context-parallel-size 2 --cp-comm-type p2p a2a").find("'a2a' is not a flag"),
+            std::string::npos);  // a per-layer list
+  EXPECT_NE(message("--data-parallel-sharding-strategy optim_grads")
+                .find("--data-parallel-sharding-strategy needs --use-megatron-fsdp"),
+            std::string::npos);
+  EXPECT_NE(message("--use-megatron-fsdp --use-distributed-optimizer "
+                    "--data-parallel-sharding-strategy zero3")
+                .find("'zero3' is not no_shard"),
+            std::string::npos);
+  EXPECT_NE(message("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params")
+                .find("needs --use-distributed-optimizer"),
+            std::string::npos);
+  EXPECT_NE(message("--recompute-granularity full --recompute-method block --recompute-num-layers 2")
+                .find("--recompute-method uniform"),
+            std::string::npos);
+  EXPECT_NE(message("--swiglu").find("--swiglu without --disable-bias-linear"), std::string::npos);
+  EXPECT_NE(message("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'E,t*2|t*2,mtp,L'")
+                .find("mtp"),
+            std::string::npos);
+  EXPECT_NE(message("--tensor-model-parallel-size x").find("--tensor-model-parallel-size 'x'"),
+            std::string::npos);
+  EXPECT_NE(message("--pipeline-model-parallel-size 3").find("divisible by pp x vpp = 3"),
+            std::string::npos);
+  EXPECT_NE(message("--micro-batch-size").find("--micro-batch-size needs a value"), std::string::npos);
+  EXPECT_THROW(import_megatron_args("--num-layers 4 --hidden-size 256 --num-attention-heads 4 "
+                                    "--seq-length 128", "a"),
+               InputError);  // no --vocab-size
+  EXPECT_THROW(import_megatron_args(base + "--data-path 'unterminated", "a"), InputError);
+  // Sizes that would overflow are refused, not wrapped.
+  EXPECT_THROW(import_megatron_args("torchrun --nnodes 4611686018427387904 --nproc_per_node 4 "
+                                    "pretrain_gpt.py " + base, "a"),
+               InputError);
+  EXPECT_THROW(import_megatron_args(base + "--pipeline-model-parallel-size 2 "
+                                    "--decoder-first-pipeline-num-layers 9223372036854775807",
+                                    "a"),
+               InputError);
+  EXPECT_THROW(import_megatron_args(base + "--pipeline-model-parallel-size 2 "
+                                    "--pipeline-model-parallel-layout 'E,t*9223372036854775807|t,L'",
+                                    "a"),
+               InputError);
+  ImportedJob huge = import_megatron_args(base + "--micro-batch-size 1099511627776", "a");
+  EXPECT_THROW(resolve_world_size(huge, 1 << 30, "a"), InputError);  // micro x dp overflows
+  ImportedJob no_world = import_megatron_args(base, "a");
+  EXPECT_THROW(resolve_world_size(no_world, 0, "a"), InputError);  // no torchrun, no --gpus
+  resolve_world_size(no_world, 4, "a");
+  EXPECT_EQ(no_world.strategy.dp, 4);
+  EXPECT_EQ(no_world.strategy.global_batch, 4);  // Megatron-LM's default: micro x dp
+}
+
+TEST(ImportMegatron, ShellWordsResolveQuotesEscapesAndContinuations) {
+  EXPECT_EQ(shell_words("a 'b c' \"d e\" f\\ g \\\n h # comment\n i#j", "s"),
+            (std::vector<std::string>{"a", "b c", "d e", "f g", "h", "i#j"}));
+}
+
+TEST(ImportDeepSpeed, ExportThenImportGivesTheDataAndPipelineLayoutBack) {
+  std::vector<Case> plans;
+  for (auto& c : round_trip_plans())  // DeepSpeed refuses cp and ZeRO-2/3 with pp (export_test)
+    if (c.plan.strategy.cp == 1 && !(c.plan.strategy.zero >= 2 && c.plan.strategy.pp > 1))
+      plans.push_back(c);
+  plans.push_back({"llama zero-3", with_cp_zero(make_plan(llama(8), 4, 2, 1, 1, 2, 64), 1, 3)});
+  plans.push_back({"gpt zero-2", with_cp_zero(make_plan(gpt(8), 8, 1, 1, 1, 1, 64), 1, 2)});
+  ASSERT_EQ(plans.size(), 8u);
+  for (const auto& [what, p] : plans) {
+    SCOPED_TRACE(what);
+    ImportedJob job = import_deepspeed_config(export_deepspeed(p, overlap_stack()), "ds.json");
+    EXPECT_EQ(job.strategy.dp, p.strategy.dp);
+    EXPECT_EQ(job.strategy.pp, p.strategy.pp);
+    EXPECT_EQ(job.strategy.micro_batch, p.strategy.micro_batch);
+    EXPECT_EQ(job.strategy.global_batch, p.strategy.global_batch);
+    EXPECT_EQ(job.strategy.zero, p.strategy.zero);
+    EXPECT_EQ(job.strategy.recompute == Recompute::None, p.strategy.recompute == Recompute::None);
+    EXPECT_EQ(*job.stack.precision, strata::costmodel::DType::Bf16);
+    EXPECT_EQ(*job.stack.grad_reduce_dtype, strata::costmodel::DType::Fp32);
+    EXPECT_FALSE(job.stack.zero_prefetch.has_value());  // DeepSpeed's default: prefetch
+    if (p.strategy.zero == 3) {
+      // A stack without prefetch: bucket 0, read back as no prefetch.
+      ImportedJob off = import_deepspeed_config(export_deepspeed(p, all_gather_stack()), "ds.json");
+      EXPECT_EQ(off.strategy.zero, 3);
+      EXPECT_EQ(off.stack.zero_prefetch, std::optional<bool>(false));
+    }
+  }
+}
+
+TEST(ImportDeepSpeed, RefusesUnmodelledKeysAndInconsistentBatches) {
+  const auto message = [](const std::string& text) {
+    try {
+      import_deepspeed_config(text, "ds.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string batch = R"("train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4)";
+  EXPECT_EQ(message("{" + batch + "}"), "no error");
+  EXPECT_EQ(message("{" + batch + R"(, "zero_optimization": {"stage": 3}})"), "no error");
+  EXPECT_NE(message("{" + batch + R"(, "zero_optimization": {"stage": 2}, "pipeline": {"stages": 2}})")
+                .find("refuses ZeRO-2/3 with pipeline parallelism"),
+            std::string::npos);
+  EXPECT_NE(message("{" + batch + R"(, "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": -1}})")
+                .find("stage3_prefetch_bucket_size"),
+            std::string::npos);
+  EXPECT_NE(message("{" + batch + R"(, "sequence_parallel_size": 2})").find("sequence_parallel_size"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"train_batch_size": 63, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4})")
+                .find("63"),
+            std::string::npos);
+  EXPECT_NE(message("{" + batch).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(message(R"({"train_batch_size": 9223372036854775807, "train_micro_batch_size_per_gpu": 4611686018427387904, "gradient_accumulation_steps": 4})")
+                .find("train_batch_size must be an integer in [1, "),
+            std::string::npos);
+  EXPECT_NE(message("{" + batch + R"(, "pipeline": {"stages": 2147483648}})").find("pipeline.stages"),
+            std::string::npos);
+  // bf16 without data_types accumulates in bf16 (DeepSpeed's default).
+  ImportedJob j = import_deepspeed_config(
+      "{" + batch + R"(, "bf16": {"enabled": true}, "optimizer": {"type": "AdamW"}})", "ds.json");
+  EXPECT_EQ(*j.stack.grad_reduce_dtype, strata::costmodel::DType::Bf16);
+  EXPECT_EQ(j.strategy.dp, 8);  // 64 / (2 x 4)
+  EXPECT_EQ(j.ignored, std::vector<std::string>{"optimizer"});
+}

@@ -1,0 +1,120 @@
+// Plans and stacks shared by the export/import tests: small GPT and GQA Llama models, a plan
+// builder with the even stage map, an explicit stage map, and a stack with every overlap on.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "costmodel/software_stack.h"
+#include "models/model_spec.h"
+#include "planner/plan.h"
+#include "planner/strategy.h"
+
+namespace strata::exports::testing {
+
+inline models::ModelSpec gpt(int layers) {
+  models::ModelSpec m;
+  m.name = "gpt-test";
+  m.layers = layers;
+  m.hidden = 1024;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.ffn = 4096;
+  m.vocab = 50257;
+  m.seq_len = 2048;
+  return m;
+}
+
+// Llama-style: GQA (4 query groups), SwiGLU, RMSNorm, RoPE, untied, no biases.
+inline models::ModelSpec llama(int layers) {
+  models::ModelSpec m = gpt(layers);
+  m.name = "llama-test";
+  m.kv_heads = 4;
+  m.ffn = 2816;
+  m.vocab = 32000;
+  m.seq_len = 4096;
+  m.activation = models::Activation::SwiGlu;
+  m.norm = models::Norm::RmsNorm;
+  m.positions = models::Positions::Rope;
+  m.tied_embeddings = false;
+  return m;
+}
+
+inline planner::Plan make_plan(models::ModelSpec m, int dp, int tp, int pp, int vpp,
+                               std::int64_t mb, std::int64_t gb) {
+  planner::Plan p;
+  p.model = std::move(m);
+  p.cluster = "dgx-a100";
+  p.strategy.dp = dp;
+  p.strategy.tp = tp;
+  p.strategy.pp = pp;
+  p.strategy.vpp = vpp;
+  p.strategy.micro_batch = mb;
+  p.strategy.global_batch = gb;
+  p.strategy.schedule =
+      vpp > 1 ? planner::ScheduleKind::Interleaved : planner::ScheduleKind::OneFOneB;
+  p.stage_layers = planner::even_stage_layers(p.model, pp, vpp);
+  planner::require_valid(p.strategy, p.model);
+  planner::check_stage_layers(p.stage_layers, p.model, pp, vpp);
+  return p;
+}
+
+// The plan with context parallel size cp and ZeRO stage zero, validated again.
+inline planner::Plan with_cp_zero(planner::Plan p, int cp, int zero) {
+  p.strategy.cp = cp;
+  p.strategy.zero = zero;
+  planner::require_valid(p.strategy, p.model);
+  return p;
+}
+
+// Stage map with the given blocks per virtual stage (embedding first, head last).
+inline std::vector<std::vector<int>> stage_map(const std::vector<int>& blocks) {
+  std::vector<std::vector<int>> out;
+  int next = 1;
+  for (std::size_t v = 0; v < blocks.size(); ++v) {
+    std::vector<int> s;
+    if (v == 0) s.push_back(0);
+    for (int i = 0; i < blocks[v]; ++i) s.push_back(next++);
+    if (v + 1 == blocks.size()) s.push_back(next);
+    out.push_back(s);
+  }
+  return out;
+}
+
+// bf16, cuDNN attention, every overlap on (as Megatron-Core's README runs).
+inline costmodel::SoftwareStack overlap_stack() {
+  costmodel::SoftwareStack s;
+  s.name = "test-overlap";
+  s.precision = costmodel::DType::Bf16;
+  s.grad_reduce_dtype = costmodel::DType::Fp32;
+  s.attention = costmodel::AttentionKernel::Cudnn;
+  s.attention_dropout = 0.1;
+  s.overlap_grad_reduce = true;
+  s.overlap_param_gather = true;
+  s.overlap_tp_comm = true;
+  return s;
+}
+
+// The overlap stack with context parallel K/V all-gathered and no ZeRO-3 prefetch.
+inline costmodel::SoftwareStack all_gather_stack() {
+  costmodel::SoftwareStack s = overlap_stack();
+  s.name = "test-all-gather";
+  s.cp_comm = costmodel::CpCommType::AllGather;
+  s.zero_prefetch = false;
+  return s;
+}
+
+// fp16, unfused attention, no overlap (as Megatron-LM in 2021).
+inline costmodel::SoftwareStack plain_stack() {
+  costmodel::SoftwareStack s;
+  s.name = "test-plain";
+  s.precision = costmodel::DType::Fp16;
+  s.grad_reduce_dtype = costmodel::DType::Fp32;
+  s.attention = costmodel::AttentionKernel::Unfused;
+  s.attention_dropout = 0.1;
+  s.overlap_grad_reduce = false;
+  s.overlap_param_gather = false;
+  s.overlap_tp_comm = false;
+  return s;
+}
+
+}  // namespace strata::exports::testing
