@@ -4,6 +4,7 @@
 #include "export/export_formats.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,16 @@ using planner::Recompute;
 using planner::ScheduleKind;
 
 namespace {
+
+// The RoPE base as the integer both Megatron flags take (--rotary-base,
+// --rotary-position-embeddings-theta); a fractional base cannot be written, so it is refused.
+std::string rope_base_arg(const models::ModelSpec& m) {
+  const double b = m.rope_base;
+  if (!(b >= 1 && b <= 1e15) || b != std::floor(b))
+    input_error("model '{}': rope_base {} is not an integer, which Megatron's --rotary-base cannot take",
+                one_line(m.name), b);
+  return fmt::format("{}", static_cast<long long>(b));
+}
 
 struct StageShape {
   std::vector<std::int64_t> blocks;  // transformer blocks per virtual stage
@@ -171,6 +182,7 @@ std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& stack) {
   flag("--vocab-size", num(m.vocab));
   flag("--position-embedding-type",
        m.positions == models::Positions::Rope ? "rope" : "learned_absolute");
+  if (m.positions == models::Positions::Rope) flag("--rotary-base", rope_base_arg(m));
   if (m.activation == models::Activation::SwiGlu) flag("--swiglu");
   flag("--normalization", m.norm == models::Norm::RmsNorm ? "RMSNorm" : "LayerNorm");
   if (!m.tied_embeddings) flag("--untie-embeddings-and-output-weights");
@@ -262,9 +274,6 @@ std::string export_megatron(const Plan& p, const SoftwareStack& stack) {
                           "replace NullTokenizer by the model's tokenizer and add the data "
                           "arguments (--data-path, ...)",
                           p.model.vocab, planner::padded_vocab(p.model.vocab, s.tp)));
-  if (p.model.positions == models::Positions::Rope)
-    c.push_back("strata's model spec does not record the RoPE base: add --rotary-base <theta> "
-                "if the model's is not Megatron-LM's default 10000");
   if (s.schedule == ScheduleKind::GPipe && s.pp > 1)
     c.push_back("note: Megatron-LM has no GPipe schedule; it runs 1F1B (same bubble, less "
                 "activation memory than planned)");
@@ -349,7 +358,10 @@ std::vector<Arg> megatron_deepspeed_args(const Plan& p, const SoftwareStack& sta
   if (m.kv_heads != m.heads) flag("--num-key-value-heads", num(m.kv_heads));
   flag("--seq-length", num(m.seq_len));
   flag("--max-position-embeddings", num(m.seq_len));
-  if (m.positions == models::Positions::Rope) flag("--use-rotary-position-embeddings");
+  if (m.positions == models::Positions::Rope) {
+    flag("--use-rotary-position-embeddings");
+    flag("--rotary-position-embeddings-theta", rope_base_arg(m));
+  }
   if (m.activation == models::Activation::SwiGlu) flag("--swiglu");
   flag("--normalization", m.norm == models::Norm::RmsNorm ? "rmsnorm" : "layernorm");
   if (!m.tied_embeddings) flag("--untie-embeddings-and-output-weights");

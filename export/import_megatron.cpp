@@ -348,6 +348,12 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
       input_error("{}: --position-embedding-type '{}' is not modelled (learned_absolute, rope)",
                   source, one_line(t));
   }
+  // Megatron-LM's --rotary-base default is 10000 (the ModelSpec default).
+  if (m.positions == models::Positions::Rope && has("--rotary-base")) {
+    m.rope_base = to_float("--rotary-base", v.at("--rotary-base"), source);
+    if (!(m.rope_base > 0))
+      input_error("{}: --rotary-base {} must be > 0", source, one_line(v.at("--rotary-base")));
+  }
   m.tied_embeddings = !has("--untie-embeddings-and-output-weights");
   // strata's models have biases exactly when they use GELU (models::has_bias).
   if (has("--disable-bias-linear") != (m.activation == models::Activation::SwiGlu))

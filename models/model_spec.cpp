@@ -137,6 +137,13 @@ class HfConfig {
       input_error("{}: config.json key '{}' must be a string, got {}", source_, key, v.dump());
     return v.get<std::string>();
   }
+  double get_positive_double(const char* key, double dflt) const {
+    if (!has(key)) return dflt;
+    const json& v = j_.at(key);
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+      input_error("{}: config.json key '{}' must be a positive number, got {}", source_, key, v.dump());
+    return v.get<double>();
+  }
   bool get_bool(const char* key, bool dflt) const {
     if (!has(key)) return dflt;
     const json& v = j_.at(key);
@@ -264,6 +271,7 @@ ModelSpec parse_llama_like(const HfConfig& c) {
   else if (c.has("layer_norm_eps")) m.norm = Norm::LayerNorm;
   else m.norm = m.activation == Activation::SwiGlu ? Norm::RmsNorm : Norm::LayerNorm;
   m.positions = Positions::Rope;
+  m.rope_base = c.get_positive_double("rope_theta", 10000.0);  // LlamaConfig default 10000
   m.tied_embeddings = c.get_bool("tie_word_embeddings", false);  // LlamaConfig default
   // An explicit head_dim (Qwen3, Gemma, Mistral-NeMo) sets the per-head width of Q, K, V.
   if (auto hd = c.get_int_opt("head_dim"))
@@ -356,6 +364,7 @@ ModelSpec parse_deepseek(const HfConfig& c, bool v3) {
                 c.source(), c.get_string("hidden_act", "silu"));
   m.norm = Norm::RmsNorm;
   m.positions = Positions::Rope;
+  m.rope_base = c.get_positive_double("rope_theta", 10000.0);
   m.tied_embeddings = c.get_bool("tie_word_embeddings", false);
   refuse_if_true(c, "attention_bias", "a bias on the latent-attention projections");
   if (auto n = c.get_int_opt("num_nextn_predict_layers"); n && *n > 0)
@@ -445,7 +454,7 @@ void validate(const ModelSpec& spec, const std::string& source) {
 
 ModelSpec read_model(const YamlReader& r) {
   r.expect_keys({"name", "source", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
-                 "seq_len", "activation", "norm", "positions", "tied_embeddings", "head_dim",
+                 "seq_len", "activation", "norm", "positions", "rope_base", "tied_embeddings", "head_dim",
                  "attention", "mla", "moe"});
   ModelSpec m;
   m.name = r.get_string("name", file_stem(r.source()));
@@ -467,6 +476,10 @@ ModelSpec read_model(const YamlReader& r) {
   m.positions = r.get_enum("positions", {"learned", "rope"}, dflt_pos) == "learned"
                     ? Positions::Learned
                     : Positions::Rope;
+  if (r.has("rope_base")) {
+    if (m.positions != Positions::Rope) r.fail("rope_base", "needs positions: rope");
+    m.rope_base = r.get_positive("rope_base");
+  }
   m.tied_embeddings = r.get_bool("tied_embeddings", true);
   m.explicit_head_dim = r.get_int("head_dim", 0);
   if (r.has("mla")) m.mla = read_mla(r.child("mla"));
@@ -634,6 +647,7 @@ std::string to_yaml(const ModelSpec& m) {
   e << YAML::Key << "activation" << YAML::Value << to_string(m.activation);
   e << YAML::Key << "norm" << YAML::Value << to_string(m.norm);
   e << YAML::Key << "positions" << YAML::Value << to_string(m.positions);
+  if (m.positions == Positions::Rope) e << YAML::Key << "rope_base" << YAML::Value << m.rope_base;
   e << YAML::Key << "tied_embeddings" << YAML::Value << m.tied_embeddings;
   if (m.explicit_head_dim != 0) e << YAML::Key << "head_dim" << YAML::Value << m.explicit_head_dim;
   if (m.mla || m.moe) e << YAML::Key << "attention" << YAML::Value << to_string(m.attention());

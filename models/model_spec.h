@@ -35,6 +35,10 @@ struct ModelSpec {
   Norm norm = Norm::LayerNorm;
   Positions positions = Positions::Learned;  // gelu/layernorm models default Learned, llama Rope
   bool tied_embeddings = true;
+  // RoPE base (theta) when positions is rope: 10000 is RoFormer's / Llama 1-2's and
+  // Megatron-LM's --rotary-base default; Llama 3 uses 500000 (config.json rope_theta).
+  // Does not change costs; the exports and the runtime must reproduce it.
+  double rope_base = 10000;
   std::int64_t explicit_head_dim = 0;  // per-head width where it is not hidden/heads
                                        // (Qwen3, Gemma); 0 = hidden/heads
   std::optional<MlaSpec> mla;          // set: multi-head latent attention

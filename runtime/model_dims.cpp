@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/errors.h"
+#include "runtime/rope.h"
 
 namespace strata::runtime {
 
@@ -25,6 +26,10 @@ ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batc
   if (spec.mla)
     input_error("model '{}' uses multi-head latent attention (model.mla); the strata runtime "
                 "implements mha/gqa attention only", spec.name);
+  // runtime/rope.h rotates with base kRopeBase; another base would train a different model.
+  if (spec.positions == models::Positions::Rope && spec.rope_base != kRopeBase)
+    input_error("model '{}': rope_base {} is not supported by the CPU runtime (its RoPE uses base {})",
+                spec.name, spec.rope_base, kRopeBase);
   if (spec.explicit_head_dim != 0 && spec.explicit_head_dim * spec.heads != spec.hidden)
     input_error("model.head_dim ({}) differs from hidden / heads ({} / {}); the strata runtime "
                 "needs head_dim = hidden / heads", spec.explicit_head_dim, spec.hidden, spec.heads);

@@ -144,6 +144,7 @@ TEST(MegatronNames, EveryExportedFlagExistsWithItsTypeAtThePinnedCommit) {
 
 TEST(MegatronNames, ValuesReproduceTheInterleavedGqaPlanAndTheStackOverlaps) {
   Plan p = make_plan(llama(32), 2, 2, 4, 2, 1, 64);
+  p.model.rope_base = 500000;  // Llama 3's rope_theta: Megatron would build 10000 without the flag
   p.strategy.zero = 1;
   p.strategy.sequence_parallel = true;
   p.strategy.recompute = Recompute::Selective;
@@ -154,7 +155,8 @@ TEST(MegatronNames, ValuesReproduceTheInterleavedGqaPlanAndTheStackOverlaps) {
       {"--num-attention-heads", "16"}, {"--group-query-attention", ""},
       {"--num-query-groups", "4"}, {"--seq-length", "4096"},
       {"--max-position-embeddings", "4096"}, {"--tokenizer-type", "NullTokenizer"},
-      {"--vocab-size", "32000"}, {"--position-embedding-type", "rope"}, {"--swiglu", ""},
+      {"--vocab-size", "32000"}, {"--position-embedding-type", "rope"}, {"--rotary-base", "500000"},
+      {"--swiglu", ""},
       {"--normalization", "RMSNorm"}, {"--untie-embeddings-and-output-weights", ""},
       {"--disable-bias-linear", ""}, {"--attention-dropout", "0.0"}, {"--hidden-dropout", "0.0"},
       {"--bf16", ""}, {"--attention-backend", "fused"},

@@ -140,10 +140,14 @@ TEST(HfMoeConfig, Mixtral8x7bMatchesPublishedCounts) {
   // 3*4096*14336, norms 2*4096) + 2 x 32000*4096 + 4096.
   const double layer = 4096.0 * 6144 + 4096.0 * 4096 + 8 * 4096 + 8 * 3 * 4096.0 * 14336 + 2 * 4096;
   EXPECT_EQ(total_params(m), 32 * layer + 2 * 32000.0 * 4096 + 4096);
+  // rope_theta 1e6 is kept (exports write it as --rotary-base); the YAML round trip keeps it.
+  EXPECT_EQ(m.rope_base, 1e6);
+  EXPECT_EQ(parse_model_yaml(to_yaml(m), "m.yaml").rope_base, 1e6);
 }
 
 TEST(HfMoeConfig, DeepSeekV3MatchesPublishedCounts) {
   const ModelSpec m = parse_hf_config(deepseek_v3(), "deepseek-v3/config.json");
+  EXPECT_EQ(m.rope_base, 10000);
   ASSERT_TRUE(m.moe);
   ASSERT_TRUE(m.mla);
   EXPECT_EQ(m.moe->first_dense_layers, 3);
