@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "tests/models/model_test_util.h"
 #include "models/model_graph.h"
 #include "models/model_spec.h"
 #include "models/model_stats.h"
@@ -16,19 +17,9 @@ using strata::InputError;
 
 namespace {
 
-std::string message_of(auto&& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no InputError>";
-}
+using strata::models::testing::message_of;
 
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
-
-double rel(double a, double b) { return std::fabs(a - b) / b; }
+using strata::models::testing::rel;
 
 // mistralai/Mixtral-8x7B-v0.1 config.json.
 const char* kMixtral = R"({"architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0,

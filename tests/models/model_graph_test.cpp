@@ -8,6 +8,8 @@
 #include <boost/graph/topological_sort.hpp>
 #include <gtest/gtest.h>
 
+#include "tests/models/model_test_util.h"
+
 #include "common/errors.h"
 #include "models/catalog.h"
 #include "models/model_stats.h"
@@ -16,7 +18,7 @@ using namespace strata::models;
 
 namespace {
 
-double rel(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(b), 1e-300); }
+using strata::models::testing::rel;
 
 const ModelGraph& gpt3(std::int64_t micro_batch) {
   static std::map<std::int64_t, ModelGraph> cache;

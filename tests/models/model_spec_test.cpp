@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "tests/models/model_test_util.h"
 #include "models/catalog.h"
 
 using namespace strata::models;
@@ -15,17 +16,7 @@ using strata::InputError;
 
 namespace {
 
-std::string message_of(auto&& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no InputError>";
-}
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+using strata::models::testing::message_of;
 
 const char* kGood =
     "name: small\n"

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "tests/models/model_test_util.h"
 #include "models/model_graph.h"
 #include "models/model_spec.h"
 #include "models/model_stats.h"
@@ -15,17 +16,7 @@ using strata::InputError;
 
 namespace {
 
-std::string message_of(auto&& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no InputError>";
-}
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+using strata::models::testing::message_of;
 
 // 3 blocks (the first dense), h = 64, 4 heads, SwiGLU, 4 experts of 32, top-2, one
 // shared expert of 48, untied vocab of 100.
