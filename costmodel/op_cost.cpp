@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/errors.h"
+#include "costmodel/cross_entropy_cost.h"
 #include "costmodel/fp8_linear.h"
 
 namespace strata::costmodel {
@@ -39,6 +40,7 @@ OpCostOptions op_cost_options(const SoftwareStack& stack, const DeviceProfile& d
   o.fused_bias_gelu = stack.fused_bias_gelu;
   o.fused_bias_dropout_add = stack.fused_bias_dropout_add;
   o.fused_layernorm = stack.fused_layernorm;
+  o.fused_cross_entropy = stack.fused_cross_entropy;
   o.kernel_overhead_s =
       (stack.kernel_overhead_us >= 0 ? stack.kernel_overhead_us : device.kernel_overhead_us) * 1e-6;
   return o;
@@ -60,7 +62,10 @@ KernelCount kernel_count(const models::Op& op, const OpCostOptions& o) {
     }
     case OpKind::Activation: return o.fused_bias_gelu ? KernelCount{1, 1} : KernelCount{2, 2};
     case OpKind::Residual: return o.fused_bias_dropout_add ? KernelCount{1, 1} : KernelCount{3, 2};
-    case OpKind::Loss: return {3, 1};  // max, sum of exp + target, loss; one fused backward
+    case OpKind::Loss: {  // costmodel/cross_entropy_cost.h (bf16 logits: with the casts)
+      const CrossEntropyWork w = cross_entropy_work(o.fused_cross_entropy, 2);
+      return {w.fwd_kernels, w.bwd_kernels};
+    }
     default: return {0, 0};            // GEMMs
   }
 }
@@ -130,6 +135,15 @@ OpTime OpCost::time(const models::Op& op, int tp, bool sequence_parallel, DType 
     double flops = op.flops_fwd * kCausalAttentionFraction / tp;
     t.fwd_s = flops / it->second + over_fwd;
     t.bwd_s = kFlashBackwardFlopsRatio * (flops / it->second) + over_bwd;
+    t.source = TimeSource::Roofline;
+    return t;
+  }
+
+  if (op.kind == models::OpKind::Loss && op.logits > 0) {
+    const CrossEntropyWork w = cross_entropy_work(options_.fused_cross_entropy, std::max<double>(2, dtype_bytes(dtype)));
+    const double logits = op.logits / tp;  // vocab-parallel: V/tp logits per token
+    t.fwd_s = logits * w.fwd_bytes_per_logit / memory_bytes_per_s_ + w.fwd_kernels * options_.kernel_overhead_s;
+    t.bwd_s = logits * w.bwd_bytes_per_logit / memory_bytes_per_s_ + w.bwd_kernels * options_.kernel_overhead_s;
     t.source = TimeSource::Roofline;
     return t;
   }

@@ -23,6 +23,9 @@
 //   softmax kernels when not fused: 12 B), backward read y, dy + write dx (6 B); dropout
 //   (p > 0) forward read + write + 1-byte mask (5 B), backward the same (5 B); and the
 //   context's [b, np, s, d] -> [s, b, h] copy (read + write b*s*h/tp) each way.
+// Loss (Op::logits > 0): the stack's cross-entropy passes over the V/tp logits of each
+//   token (costmodel/cross_entropy_cost.h: unfused Megatron 38 B per bf16 logit forward,
+//   14 B backward), as a memory-bound op.
 // Every op also pays OpCostOptions::kernel_overhead_s per non-GEMM kernel it launches
 //   (kernel_count()): with bytes / bandwidth this makes an alpha-beta model, so small
 //   elementwise kernels reach a lower fraction of the bandwidth than large ones.
@@ -69,6 +72,7 @@ struct OpCostOptions {
   bool fused_bias_gelu = true;
   bool fused_bias_dropout_add = true;
   bool fused_layernorm = true;
+  bool fused_cross_entropy = false;
   double kernel_overhead_s = 0;
 };
 // The stack's kernels, with its kernel overhead or else the device profile's.

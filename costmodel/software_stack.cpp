@@ -96,16 +96,18 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
 
   if (r.has("fusions")) {
     YamlReader f = r.child("fusions");
-    f.expect_keys({"bias_gelu", "bias_dropout_add", "layernorm", "grad_accumulation"});
+    f.expect_keys({"bias_gelu", "bias_dropout_add", "layernorm", "grad_accumulation", "cross_entropy"});
     s.fused_grad_accumulation = f.get_bool("grad_accumulation", true);
     s.fused_bias_gelu = f.get_bool("bias_gelu", true);
     s.fused_bias_dropout_add = f.get_bool("bias_dropout_add", true);
     s.fused_layernorm = f.get_bool("layernorm", true);
+    s.fused_cross_entropy = f.get_bool("cross_entropy", false);
   }
   YamlReader o = r.child("overlap");
-  o.expect_keys({"tp_comm", "tp_backward", "grad_reduce", "param_gather", "p2p"});
+  o.expect_keys({"tp_comm", "tp_backward", "grad_reduce", "param_gather", "p2p", "tp_comm_sms"});
   s.overlap_tp_comm = o.get_bool("tp_comm");
   s.overlap_tp_backward = o.get_bool("tp_backward", false);
+  s.tp_comm_sms = static_cast<int>(o.get_int_in("tp_comm_sms", 0, 1024, 0));
   s.overlap_grad_reduce = o.get_bool("grad_reduce");
   s.overlap_param_gather = o.get_bool("param_gather");
   const std::string p2p = o.get_enum("p2p", {"blocking", "async", "async_interleaved"});

@@ -63,6 +63,7 @@ struct SoftwareStack {
   bool fused_bias_gelu = true;
   bool fused_bias_dropout_add = true;
   bool fused_layernorm = true;
+  bool fused_cross_entropy = false;  // Megatron-LM --cross-entropy-loss-fusion (off by default)
   // Weight gradients accumulated by the wgrad GEMM into the main gradient buffer; when
   // false, each micro-batch's backward writes a fresh gradient that a separate kernel
   // adds into .grad (read both, write the sum) in the parameters' dtype.
@@ -71,6 +72,10 @@ struct SoftwareStack {
   // Column-parallel backward (Megatron's async TP communication): the input gradient's
   // all-reduce / reduce-scatter beside the wgrad GEMM, SP's re-done all-gather beside dgrad.
   bool overlap_tp_backward = false;
+  // SMs a userbuffers collective kernel holds while it runs beside its GEMM (Transformer
+  // Engine's "pipeline" and "bulk" overlaps); 0 = not charged. The "ring_exchange"
+  // overlaps move data with the copy engines and are not charged.
+  int tp_comm_sms = 0;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false;
   P2pMode p2p = P2pMode::Async;

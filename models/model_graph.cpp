@@ -322,7 +322,8 @@ class Builder {
     edge(n, vl);
 
     Op loss = base("loss", OpKind::Loss, group, Sharding::VocabParallel);
-    loss.bytes_fwd = 4 * t_ * V_;  // read the logits, write the softmax
+    loss.logits = static_cast<double>(t_) * static_cast<double>(V_);
+    loss.bytes_fwd = 4 * t_ * V_;  // read the logits, write the softmax (the op-table key)
     loss.bytes_bwd = 2 * loss.bytes_fwd;
     loss.activation_bytes = 4 * t_ * V_;  // fp32 logits / softmax for the backward
     loss.tp_comm = TpComm::VocabAllReduce;

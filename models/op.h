@@ -85,6 +85,8 @@ struct Op {
   double shared_params = 0;    // parameters used but owned by another op (tied LM head uses
                                // the embedding table): a pipeline stage that holds this op
                                // without the owner keeps a copy; not in total_params()
+  double logits = 0;           // OpKind::Loss: logit elements (tokens x vocab), unsharded; the
+                               // cost model charges the stack's cross-entropy kernels on them
   double activation_bytes = 0; // bytes saved for backward (Korthikanti terms), unsharded
   double selective_recompute_bytes = 0;  // the part of activation_bytes that selective
                                          // recompute drops (attention scores: 5*a*s^2*b)

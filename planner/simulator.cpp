@@ -355,6 +355,14 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
       const double dgrad = models::is_gemm(op.kind) ? ot.bwd_s / 2 : 0.0, wgrad = dgrad;
       const bool ub = stack_.overlap_tp_comm && sp;  // userbuffers overlap needs SP
       const bool async_bwd = stack_.overlap_tp_backward;
+      // A userbuffers kernel holding SMs beside its GEMM ("pipeline": the row-parallel
+      // forward's reduce-scatter; "bulk": the column-parallel backward's all-gather and
+      // reduce-scatter) slows the GEMM for as long as both run, as the DP collectives do.
+      const double ub_share =
+          ub && cluster_.device.sm_count > 0
+              ? std::min(1.0, static_cast<double>(stack_.tp_comm_sms) / cluster_.device.sm_count)
+              : 0.0;
+      auto ub_slowdown = [&](double comm_s, double gemm_s) { return ub_share * std::min(comm_s, gemm_s); };
       switch (op.tp_comm) {
         case models::TpComm::CopyForwardAllReduceBackward:
         case models::TpComm::AllGatherForwardReduceScatterBackward:
@@ -364,9 +372,10 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
           if (sp) {
             const double ag = coll(Collective::AllGather, bytes);
             const double rs = coll(Collective::ReduceScatter, bytes);
-            c.tp_fwd_s += ub ? exposed(ag, gemm_f) : ag;
+            c.tp_fwd_s += ub ? exposed(ag, gemm_f) : ag;  // ring exchange: copy engines
             c.tp_bwd_s += (async_bwd || ub) ? exposed(ag, dgrad) : ag;
             c.tp_bwd_s += (async_bwd || ub) ? exposed(rs, wgrad) : rs;
+            c.tp_bwd_s += ub_slowdown(ag, dgrad) + ub_slowdown(rs, wgrad);  // bulk
           } else {
             const double ar = coll(Collective::AllReduce, bytes);
             c.tp_bwd_s += async_bwd ? exposed(ar, wgrad) : ar;
@@ -381,7 +390,8 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
             const double rs = coll(Collective::ReduceScatter, bytes);
             const double ag = coll(Collective::AllGather, bytes);
             c.tp_fwd_s += ub ? exposed(rs, gemm_f) : rs;
-            c.tp_bwd_s += ub ? exposed(ag, dgrad) : ag;
+            c.tp_fwd_s += ub_slowdown(rs, gemm_f);          // pipeline
+            c.tp_bwd_s += ub ? exposed(ag, dgrad) : ag;     // ring exchange: copy engines
           } else {
             c.tp_fwd_s += coll(Collective::AllReduce, bytes);
           }

@@ -112,3 +112,33 @@ TEST(OpCost, Fp8OnADeviceWithoutAnFp8PeakIsRefused) {
   auto qkv = gemm_op(sm::OpKind::Qkv, sm::Sharding::ColumnParallel, 1024, 3072, 1024);
   EXPECT_THROW(oc.time(qkv, 1, false, DType::Fp8), strata::InputError);
 }
+
+TEST(OpCost, LossChargesMegatronsCrossEntropyPassesOverTheVocabParallelLogits) {
+  const auto p = sc::testing::toy_device();  // 2000 GB/s at 90%
+  const double bw = 2000e9 * 0.9;
+  sm::Op loss;
+  loss.kind = sm::OpKind::Loss;
+  loss.sharding = sm::Sharding::VocabParallel;
+  loss.logits = 4096.0 * 131072;  // one 4096-token micro-batch, vocabulary 131072
+  loss.bytes_fwd = 4 * loss.logits;
+  sc::OpCostOptions o;
+  o.kernel_overhead_s = 2e-6;
+  // Unfused, bf16 logits (by hand from cross_entropy.py): forward upcast 2+4, max 4,
+  // subtract 4+4, exp 4+4, sum 4, divide 4+4 = 38 B in 6 kernels; backward scale 4+4 and
+  // the cast back 4+2 = 14 B in 2 kernels. tp 4: a quarter of the logits.
+  const double e = loss.logits / 4;
+  auto t = sc::OpCost(p, o).time(loss, 4, false, DType::Bf16);
+  EXPECT_NEAR(t.fwd_s, 38 * e / bw + 6 * 2e-6, 1e-12);
+  EXPECT_NEAR(t.bwd_s, 14 * e / bw + 2 * 2e-6, 1e-12);
+  // Fused (fused_cross_entropy.py): [upcast + max] 2+4, [subtract + exp] 4+4, sum 4,
+  // divide 4+4 = 26 B in 4 kernels; the backward is unchanged.
+  o.fused_cross_entropy = true;
+  t = sc::OpCost(p, o).time(loss, 4, false, DType::Bf16);
+  EXPECT_NEAR(t.fwd_s, 26 * e / bw + 4 * 2e-6, 1e-12);
+  EXPECT_NEAR(t.bwd_s, 14 * e / bw + 2 * 2e-6, 1e-12);
+  // fp32 logits (CPU runtime): no casts. Unfused forward 32 B in 5 kernels, backward 8 B in 1.
+  o.fused_cross_entropy = false;
+  t = sc::OpCost(p, o).time(loss, 1, false, DType::Fp32);
+  EXPECT_NEAR(t.fwd_s, 32 * loss.logits / bw + 5 * 2e-6, 1e-12);
+  EXPECT_NEAR(t.bwd_s, 8 * loss.logits / bw + 1 * 2e-6, 1e-12);
+}

@@ -752,5 +752,44 @@ TEST_F(SimulatorOnGpt2, OverlappedDpReductionSlowsComputeByItsSmShare) {
   EXPECT_DOUBLE_EQ(one_node.iteration_s, one_node_free.iteration_s);
 }
 
+
+// Transformer Engine's userbuffers overlaps (mcore-2024: tp_comm_sms 16 of the H100's 132)
+// slow the GEMM beside them while they run. Per layer and micro-batch the charged kernels
+// are the two row-parallel reduce-scatters of the forward ("pipeline") and the column-
+// parallel all-gather + reduce-scatter pairs of the backward ("bulk"): six collectives of
+// t x h x 2 bytes on the TP group. The step grows by at most share x their time, by more
+// than nothing, and not at all when the stack charges no SMs or does not overlap.
+TEST(Simulator, UserbuffersOverlapSlowsTheGemmBesideItBySmShare) {
+  const auto model = models::load_model("megatron-1.7b");
+  const auto cluster = costmodel::load_cluster("dgx-h100");
+  auto stack = costmodel::load_software_stack("mcore-2024");
+  ASSERT_EQ(stack.tp_comm_sms, 16);
+  ASSERT_EQ(cluster.device.sm_count, 132);
+  Strategy s = strategy(1, 8, 1, 1, 2);  // one stage, 2 micro-batches of 2048 tokens
+  s.sequence_parallel = true;
+  SimulateOptions o;
+  o.stack = &stack;
+  const auto held = simulate(model, cluster, s, o).prediction;
+  auto free_stack = stack;
+  free_stack.tp_comm_sms = 0;
+  o.stack = &free_stack;
+  const auto base = simulate(model, cluster, s, o).prediction;
+  const costmodel::CollectiveCost coll(cluster);
+  const costmodel::PlacedGroup tp8{8, 1, 8};  // one node
+  const double bytes = 2048.0 * 2304 * 2;
+  const double c = coll.time_s(costmodel::Collective::ReduceScatter, bytes, tp8);
+  const double charged = 2 /*micro-batches*/ * 24 /*layers*/ * 6 * c;
+  const double grown = held.iteration_s - base.iteration_s;
+  EXPECT_GT(grown, 0.1 * 16.0 / 132 * charged);
+  EXPECT_LE(grown, 16.0 / 132 * charged * (1 + 1e-6));
+  // Without userbuffers overlap the SM setting changes nothing.
+  stack.overlap_tp_comm = false;
+  free_stack.overlap_tp_comm = false;
+  o.stack = &stack;
+  const double a = simulate(model, cluster, s, o).prediction.iteration_s;
+  o.stack = &free_stack;
+  EXPECT_DOUBLE_EQ(a, simulate(model, cluster, s, o).prediction.iteration_s);
+}
+
 }  // namespace
 }  // namespace strata::planner
