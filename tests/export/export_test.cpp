@@ -252,15 +252,29 @@ TEST(SimulateFrom, MoeMlaAndFp8PlansPredictTheSameStepAfterAMegatronExport) {
   CmdResult ds_fp8 = run_strata("export --plan '" + plan + "' --to deepspeed", dir);
   EXPECT_EQ(ds_fp8.code, 2);
   EXPECT_NE(ds_fp8.err.find("trains in FP8"), std::string::npos) << ds_fp8.err;
-  // A DeepSpeed-expressible MoE plan: the JSON on stdout, the model-code layer on stderr.
-  CmdResult sim = run_strata("simulate --model mixtral-8x7b --tp 2 --dp 8 --ep 8 --etp 2 --seq 4096 "
-                             "--global-batch 64 --zero 1 --sequence-parallel --cluster dgx-h100 "
-                             "--stack mcore-2024 --out '" + plan + "'", dir);
+  // A DeepSpeed-expressible MoE plan (ep 8 inside dp 16, tp 1): the JSON on stdout, the
+  // model-code layer on stderr.
+  CmdResult sim = run_strata("simulate --model mixtral-8x7b --dp 16 --ep 8 --seq 4096 "
+                             "--global-batch 64 --zero 1 --cluster dgx-h100 --stack mcore-2024 "
+                             "--out '" + plan + "'", dir);
   ASSERT_EQ(sim.code, 0) << sim.err;
   CmdResult ds = run_strata("export --plan '" + plan + "' --to deepspeed", dir);
   EXPECT_EQ(ds.code, 0) << ds.err;
   EXPECT_EQ(strata::parse_json(ds.out)["train_batch_size"], 64);
   EXPECT_NE(ds.err.find("deepspeed.moe.layer.MoE("), std::string::npos) << ds.err;
+  EXPECT_NE(ds.err.find("ep_size=8"), std::string::npos) << ds.err;
+  // Read back with the expert layout DeepSpeed keeps in model code (--ep): the same step.
+  const std::string ds_json = (dir / "ds.json").string();
+  strata::write_file_atomic(ds_json, ds.out);
+  CmdResult back = run_strata("simulate --from deepspeed '" + ds_json + "' --model mixtral-8x7b "
+                              "--seq 4096 --ep 8 --gpus 16 --cluster dgx-h100 --stack mcore-2024 "
+                              "--format json", dir);
+  ASSERT_EQ(back.code, 0) << back.err;
+  const auto bj = strata::parse_json(back.out);
+  EXPECT_EQ(bj["strategy"]["ep"], 8);
+  EXPECT_EQ(bj["strategy"]["dp"], 16);
+  EXPECT_EQ(bj["prediction"]["iteration_s"].get<double>(),
+            strata::planner::load_plan(plan).prediction.iteration_s);
   fs::remove_all(dir);
 }
 #endif
