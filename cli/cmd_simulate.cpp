@@ -119,7 +119,9 @@ exports::ImportedJob import_job(const SimulateFlags& f) {
     input_error("--from {} needs the job file (strata simulate --from {} FILE)", f.from, f.from);
   // A DeepSpeed config holds no tensor or expert parallelism (both are model code there):
   // --tp, --ep and --etp complete it.
-  const auto deepspeed_flag = [](const std::string& n) { return n == "--tp" || n == "--ep" || n == "--etp"; };
+  const auto deepspeed_flag = [](const std::string& n) {
+    return n == "--tp" || n == "--ep" || n == "--etp";
+  };
   for (CLI::Option* o : f.layout_opts)
     if (o->count() > 0 && !(f.from == "deepspeed" && deepspeed_flag(o->get_name())))
       input_error("{} conflicts with --from {}: the job file sets it", o->get_name(), f.from);

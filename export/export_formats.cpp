@@ -37,7 +37,8 @@ std::string rope_base_arg(const models::ModelSpec& m) {
 // the prediction assumed.
 SoftwareStack planned_stack(const Plan& p, const SoftwareStack& stack) {
   SoftwareStack s = stack;
-  if (!p.strategy.precision.empty()) s.precision = costmodel::dtype_from_string(p.strategy.precision);
+  if (!p.strategy.precision.empty())
+    s.precision = costmodel::dtype_from_string(p.strategy.precision);
   return s;
 }
 
@@ -412,7 +413,8 @@ std::string export_megatron(const Plan& p, const SoftwareStack& plan_stack) {
                               "assumption and no Megatron-LM setting",
                               e.load_imbalance));
   }
-  return comment_lines(c) + arg_lines(torchrun(s.gpus(), "pretrain_gpt.py"), megatron_args(p, plan_stack));
+  return comment_lines(c) +
+         arg_lines(torchrun(s.gpus(), "pretrain_gpt.py"), megatron_args(p, plan_stack));
 }
 
 // What DeepSpeed cannot run as planned, refused by name (both DeepSpeed exports).

@@ -245,8 +245,8 @@ void read_attention_kind(const std::map<std::string, std::string>& v, models::Mo
     input_error("{}: --rope-type '{}' is not modelled (strata's positions are plain RoPE: "
                 "--rope-type rope)", source, one_line(v.at("--rope-type")));
   if (!has("--multi-latent-attention")) {
-    for (const char* f : {"--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
-                          "--v-head-dim"})
+    for (const char* f : {"--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
+                          "--qk-pos-emb-head-dim", "--v-head-dim"})
       if (has(f)) input_error("{}: {} needs --multi-latent-attention", source, f);
     if (has("--qk-layernorm"))
       input_error("{}: --qk-layernorm is not modelled (strata's attention has no query/key "
@@ -296,8 +296,10 @@ void read_moe(const std::map<std::string, std::string>& v, models::ModelSpec& m,
     e.shared_expert_ffn = get("--moe-shared-expert-intermediate-size");
   }
   if (has("--moe-layer-freq"))
-    e.first_dense_layers = first_dense_layers_from_moe_layer_freq(v.at("--moe-layer-freq"), m.layers, source);
-  const std::string score = has("--moe-router-score-function") ? v.at("--moe-router-score-function") : "softmax";
+    e.first_dense_layers =
+        first_dense_layers_from_moe_layer_freq(v.at("--moe-layer-freq"), m.layers, source);
+  const std::string score =
+      has("--moe-router-score-function") ? v.at("--moe-router-score-function") : "softmax";
   if (score == "sigmoid") e.router = models::RouterKind::Sigmoid;
   else if (score != "softmax")
     input_error("{}: --moe-router-score-function '{}' is not modelled (softmax, sigmoid)", source,
