@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "common/errors.h"
+#include "common/one_line.h"
 #include "costmodel/cluster_spec.h"
 #include "costmodel/software_stack.h"
 #include "export/export_formats.h"
@@ -47,12 +48,26 @@ void run_export(const ExportFlags& f) {
   } catch (const InputError& e) {
     throw InputError(fmt::format("--plan: {}", e.what()));
   }
-  // The exports carry no FP8 settings yet: refuse rather than write a bf16 job silently.
-  if (plan.strategy.precision == "fp8")
-    input_error("--plan: strategy.precision fp8 is not exported yet (the {} export has no FP8 "
-                "settings); remove the key to export the same layout in the stack's precision",
-                f.to);
+  // An FP8 plan needs FP8 tensor cores, as the simulator requires (an A100 has none): a
+  // hand-edited plan file could carry fp8 onto such a cluster.
+  if (plan.strategy.precision == "fp8") {
+    costmodel::ClusterSpec cluster;
+    try {
+      cluster = costmodel::load_cluster(plan.cluster);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--plan: strategy.precision fp8 needs the plan's cluster to "
+                                   "check its device has FP8 tensor cores: {}", e.what()));
+    }
+    if (!cluster.device.peak_tflops.count(costmodel::DType::Fp8))
+      input_error("--plan: strategy.precision fp8 needs FP8 tensor cores, but cluster '{}' has "
+                  "device '{}' with no fp8 peak; plan with --precision bf16",
+                  one_line(plan.cluster), one_line(cluster.device.name));
+  }
   write_output(f.out, export_plan(plan, export_stack(f, plan), target), "--out");
+  // A JSON config holds no comments: what DeepSpeed needs in model code goes to stderr.
+  if (target == ExportTarget::DeepSpeed)
+    if (const std::string note = exports::deepspeed_model_code_note(plan); !note.empty())
+      warn(note);
 }
 
 }  // namespace

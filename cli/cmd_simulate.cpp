@@ -117,8 +117,13 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
 exports::ImportedJob import_job(const SimulateFlags& f) {
   if (f.job_file.empty())
     input_error("--from {} needs the job file (strata simulate --from {} FILE)", f.from, f.from);
+  // A DeepSpeed config holds no tensor or expert parallelism (both are model code there):
+  // --tp, --ep and --etp complete it.
+  const auto deepspeed_flag = [](const std::string& n) {
+    return n == "--tp" || n == "--ep" || n == "--etp";
+  };
   for (CLI::Option* o : f.layout_opts)
-    if (o->count() > 0 && !(f.from == "deepspeed" && o->get_name() == "--tp"))
+    if (o->count() > 0 && !(f.from == "deepspeed" && deepspeed_flag(o->get_name())))
       input_error("{} conflicts with --from {}: the job file sets it", o->get_name(), f.from);
   if (f.dp_opt->count() > 0) input_error("--dp conflicts with --from {}: use --gpus", f.from);
   const std::string text = read_file(f.job_file);
@@ -129,7 +134,11 @@ exports::ImportedJob import_job(const SimulateFlags& f) {
     input_error("--model conflicts with --from megatron: the command line sets the model shape");
   if (!job.model_read && !f.mc.model_given())
     input_error("--from deepspeed needs --model (a DeepSpeed config holds no model shape)");
-  if (f.from == "deepspeed") job.strategy.tp = f.tp;
+  if (f.from == "deepspeed") {
+    job.strategy.tp = f.tp;
+    job.strategy.ep = f.ep;
+    job.strategy.etp = f.etp;
+  }
   exports::resolve_world_size(job, f.gpus_opt->count() > 0 ? f.gpus : 0, f.job_file);
   return job;
 }
@@ -284,8 +293,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--from", f.from,
                   "predict the job of a Megatron-LM command line (megatron: a file holding the "
                   "pretrain_gpt.py arguments, torchrun prefix allowed) or a DeepSpeed config "
-                  "(deepspeed: config JSON, with --model and --tp); --gpus gives the world size "
-                  "when the file does not")
+                  "(deepspeed: config JSON, with --model, --tp and for MoE --ep/--etp); --gpus gives "
+                  "the world size when the file does not")
       ->check(CLI::IsMember({"megatron", "deepspeed"}));
   cmd->add_option("job_file", f.job_file, "the file --from reads")->check(non_empty_path());
   add_format_flag(*cmd, f.format);

@@ -32,6 +32,31 @@ std::string rope_base_arg(const models::ModelSpec& m) {
   return fmt::format("{}", static_cast<long long>(b));
 }
 
+// The stack with the plan's strategy.precision (bf16 | fp16 | fp8) in place of its own, as
+// the simulator resolves it (planner/simulator.cpp resolve_stack): the exports write what
+// the prediction assumed.
+SoftwareStack planned_stack(const Plan& p, const SoftwareStack& stack) {
+  SoftwareStack s = stack;
+  if (!p.strategy.precision.empty())
+    s.precision = costmodel::dtype_from_string(p.strategy.precision);
+  return s;
+}
+
+// Under an FP8 recipe everything but the FP8-run linear layers stays bf16 (the simulator's
+// stack_dtype); otherwise the stack's precision.
+DType non_fp8_precision(const SoftwareStack& stack) {
+  return stack.precision == DType::Fp8 ? DType::Bf16 : stack.precision;
+}
+
+// Megatron-LM --moe-layer-freq for leading dense blocks: the Python list pattern its
+// moe_freq_type evaluates (megatron/training/arguments.py _eval_pattern: digits, commas,
+// brackets, parentheses, + and *), e.g. "([0]*3+[1]*58)" for DeepSeek-V3; its length must
+// be --num-layers.
+std::string megatron_moe_layer_freq(const models::ModelSpec& m) {
+  const std::int64_t dense = m.moe->first_dense_layers;
+  return fmt::format("([0]*{}+[1]*{})", dense, m.layers - dense);
+}
+
 struct StageShape {
   std::vector<std::int64_t> blocks;  // transformer blocks per virtual stage
   bool even = true;                  // all virtual stages hold the same number of blocks
@@ -158,7 +183,20 @@ std::string megatron_layout(const Plan& p) {
   return out;
 }
 
-std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& stack) {
+namespace {
+// What Megatron-LM cannot run as planned, refused by name.
+void check_megatron_can_run(const Plan& p) {
+  // TransformerConfig.__post_init__ at d98e8a64: "Bias in Moe is only supported when ETP==1".
+  if (p.model.moe && models::has_bias(p.model) && p.strategy.etp > 1)
+    input_error("export megatron: model '{}' has linear biases (GELU), which Megatron-LM's "
+                "experts support only with expert tensor parallel size 1; the plan has etp {}",
+                one_line(p.model.name), p.strategy.etp);
+}
+}  // namespace
+
+std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& plan_stack) {
+  check_megatron_can_run(p);
+  const SoftwareStack stack = planned_stack(p, plan_stack);
   const auto& s = p.strategy;
   const auto& m = p.model;
   const StageShape shape = stage_shape(p);
@@ -171,9 +209,56 @@ std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& stack) {
   flag("--hidden-size", num(m.hidden));
   flag("--ffn-hidden-size", num(m.ffn));
   flag("--num-attention-heads", num(m.heads));
-  if (m.kv_heads != m.heads) {
+  if (m.kv_heads != m.heads && !m.mla) {
     flag("--group-query-attention");
     flag("--num-query-groups", num(m.kv_heads));
+  }
+  // Per-head width where it is not hidden / heads (Megatron's kv_channels defaults to it).
+  if (m.explicit_head_dim != 0 && !m.mla) flag("--kv-channels", num(m.explicit_head_dim));
+  if (m.mla) {
+    // Multi-latent attention (Megatron-LM MLATransformerConfig, megatron/core/transformer/
+    // transformer_config.py at d98e8a64): --qk-head-dim is the per-head part without
+    // positions (strata's qk_nope_head_dim), --qk-pos-emb-head-dim the rotary part; no
+    // --q-lora-rank (None) projects queries without compression, as q_lora_rank 0 does.
+    const models::MlaSpec& a = *m.mla;
+    flag("--multi-latent-attention");
+    if (a.q_lora_rank > 0) flag("--q-lora-rank", num(a.q_lora_rank));
+    flag("--kv-lora-rank", num(a.kv_lora_rank));
+    flag("--qk-head-dim", num(a.qk_nope_head_dim));
+    flag("--qk-pos-emb-head-dim", num(a.qk_rope_head_dim));
+    flag("--v-head-dim", num(a.v_head_dim));
+    // The RMSNorms on the compressed latents: Megatron builds the q / kv up-projections as
+    // norm + linear only with qk_layernorm (megatron/core/models/gpt/gpt_layer_specs.py,
+    // the multi_latent_attention branch of the Transformer Engine layer spec).
+    flag("--qk-layernorm");
+    // MLA defaults to YaRN-scaled RoPE (rope_type "yarn", scaling factor 40); strata's
+    // model is plain RoPE at --rotary-base.
+    flag("--rope-type", "rope");
+  }
+  if (m.moe) {
+    // Mixture of experts (TransformerConfig moe_* fields at d98e8a64). The shared experts
+    // are one MLP of their total width (moe_shared_expert_intermediate_size = count x width).
+    const models::MoeSpec& e = *m.moe;
+    flag("--num-experts", num(e.experts));
+    flag("--moe-router-topk", num(e.top_k));
+    flag("--moe-ffn-hidden-size", num(e.expert_ffn));
+    if (e.shared_experts > 0)
+      flag("--moe-shared-expert-intermediate-size", num(e.shared_experts * e.shared_expert_ffn));
+    if (e.first_dense_layers > 0) flag("--moe-layer-freq", megatron_moe_layer_freq(m));
+    flag("--moe-router-score-function",
+         e.router == models::RouterKind::Sigmoid ? "sigmoid" : "softmax");
+    // Megatron refuses softmax after a top-1 selection (its gradient is zero):
+    // TransformerConfig.__post_init__ asks for --moe-router-pre-softmax when topk is 1.
+    if (e.top_k == 1 && e.router == models::RouterKind::Softmax) flag("--moe-router-pre-softmax");
+    if (e.capacity_factor > 0) {
+      // strata charges every expert padded to the capacity (costmodel/expert_dispatch_cost.h).
+      flag("--moe-expert-capacity-factor", num(e.capacity_factor));
+      flag("--moe-pad-expert-input-to-capacity");
+    }
+    // The exchange and kernels the cost model charges: all-to-all dispatch (Megatron's
+    // default is allgather) and grouped GEMMs over the local experts.
+    flag("--moe-token-dispatcher-type", "alltoall");
+    flag("--moe-grouped-gemm");
   }
   flag("--seq-length", num(m.seq_len));
   flag("--max-position-embeddings", num(m.seq_len));
@@ -196,10 +281,20 @@ std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& stack) {
   }
 
   // Precision and kernels.
-  if (stack.precision == DType::Bf16) flag("--bf16");
-  if (stack.precision == DType::Fp16) flag("--fp16");
-  if (stack.precision != DType::Bf16 && stack.grad_reduce_dtype == DType::Fp32)
+  const DType rest = non_fp8_precision(stack);
+  if (rest == DType::Bf16) flag("--bf16");
+  if (rest == DType::Fp16) flag("--fp16");
+  if (rest != DType::Bf16 && stack.grad_reduce_dtype == DType::Fp32)
     flag("--accumulate-allreduce-grads-in-fp32");  // bf16 turns it on by itself
+  if (stack.precision == DType::Fp8) {
+    // strata's FP8 recipe (costmodel/fp8_linear.h): Transformer Engine delayed scaling, E4M3
+    // forward and E5M2 gradients ("hybrid"), on the block's linear layers only. Megatron-LM
+    // at d98e8a64 does the same by default: attention stays bf16 without
+    // --fp8-dot-product-attention, the output layer without --fp8-output-proj (MXFP8 only),
+    // and every block is FP8 without --first-last-layers-bf16.
+    flag("--fp8-format", "hybrid");
+    flag("--fp8-recipe", "delayed");
+  }
   flag("--attention-backend", stack.attention == costmodel::AttentionKernel::Flash2   ? "flash"
                               : stack.attention == costmodel::AttentionKernel::Cudnn ? "fused"
                                                                                       : "unfused");
@@ -207,6 +302,13 @@ std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& stack) {
   // Parallel layout.
   flag("--tensor-model-parallel-size", num(std::int64_t{s.tp}));
   flag("--pipeline-model-parallel-size", num(std::int64_t{s.pp}));
+  if (m.moe) {
+    // Megatron-Core's parallel folding, as strata's: experts over the tp x cp x dp ranks of a
+    // stage as etp x ep x edp. --expert-tensor-parallel-size defaults to tp
+    // (megatron/training/arguments.py validate_args), so it is always written.
+    flag("--expert-model-parallel-size", num(std::int64_t{s.ep}));
+    flag("--expert-tensor-parallel-size", num(std::int64_t{s.etp}));
+  }
   if (s.cp > 1) {
     // The K/V exchange the cost model charged: Megatron-Core's cp_comm_type values "p2p"
     // (ring, its default) and "all_gather" are strata's names.
@@ -258,8 +360,10 @@ std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& stack) {
   return a;
 }
 
-std::string export_megatron(const Plan& p, const SoftwareStack& stack) {
+std::string export_megatron(const Plan& p, const SoftwareStack& plan_stack) {
+  const SoftwareStack stack = planned_stack(p, plan_stack);
   const auto& s = p.strategy;
+  check_megatron_can_run(p);
   std::vector<std::string> c;
   c.push_back(header(p, "Megatron-LM launch command"));
   c.push_back(fmt::format("checked against {}; stack {} ({})", kMegatronVersion, stack.name,
@@ -296,12 +400,61 @@ std::string export_megatron(const Plan& p, const SoftwareStack& stack) {
   if (stack.overlap_param_gather && s.zero == 0 && s.dp > 1)
     c.push_back("note: the stack overlaps the parameter all-gather, which needs the distributed "
                 "optimizer (ZeRO-1); the plan has ZeRO 0, so --overlap-param-gather is left out");
-  return comment_lines(c) + arg_lines(torchrun(s.gpus(), "pretrain_gpt.py"), megatron_args(p, stack));
+  if (p.model.moe) {
+    const auto& e = *p.model.moe;
+    c.push_back(fmt::format("experts: {} routed ({} per token) over ep {} x etp {} (edp {}); "
+                            "routing hyper-parameters (load-balancing loss or expert bias, "
+                            "--moe-aux-loss-coeff, group-limited routing) are not in strata's "
+                            "model: add the model's own",
+                            e.experts, e.top_k, s.ep, s.etp, s.edp()));
+    if (e.load_imbalance != 1.0 && e.capacity_factor == 0)
+      c.push_back(fmt::format("note: the prediction assumed the busiest expert-parallel rank gets "
+                              "{} x the mean tokens (model moe.load_imbalance), a planning "
+                              "assumption and no Megatron-LM setting",
+                              e.load_imbalance));
+  }
+  return comment_lines(c) +
+         arg_lines(torchrun(s.gpus(), "pretrain_gpt.py"), megatron_args(p, plan_stack));
 }
 
 // What DeepSpeed cannot run as planned, refused by name (both DeepSpeed exports).
-void check_deepspeed_can_run(const Plan& p) {
+void check_deepspeed_can_run(const Plan& p, const SoftwareStack& stack) {
   const auto& s = p.strategy;
+  // deepspeed/runtime/constants.py and precision_config.py at v0.19.5 have bf16 and fp16
+  // sections and no FP8 training key (FP8 comes from model code, e.g. Transformer Engine).
+  if (stack.precision == DType::Fp8)
+    input_error("the plan trains in FP8, which DeepSpeed's config ({}) cannot express (no FP8 "
+                "training key); export it --to megatron or --to torchtitan, or plan with "
+                "--precision bf16",
+                kDeepSpeedVersion);
+  if (p.model.moe) {
+    // DeepSpeed's MoE layer (deepspeed/moe/layer.py MoE at v0.19.5): TopKGate is a softmax
+    // router; no shared experts (use_residual is PR-MoE's mixed dense MLP, not an
+    // always-on expert added to the routed ones); expert-parallel groups are carved out of
+    // the data-parallel ranks (deepspeed/utils/groups.py _create_expert_and_data_parallel),
+    // and its experts are tensor-parallel only with enable_expert_tensor_parallelism, then
+    // over the whole tp group.
+    const auto& e = *p.model.moe;
+    if (e.router == models::RouterKind::Sigmoid)
+      input_error("model '{}' routes with a sigmoid (moe.router), which DeepSpeed's MoE gate "
+                  "(TopKGate, softmax) cannot express; export it --to megatron or --to torchtitan",
+                  one_line(p.model.name));
+    if (e.shared_experts > 0)
+      input_error("model '{}' has {} shared expert(s) (moe.shared_experts), which DeepSpeed's MoE "
+                  "layer has no setting for; export it --to megatron or --to torchtitan",
+                  one_line(p.model.name), e.shared_experts);
+    if (s.dp % s.ep != 0)
+      input_error("the plan's ep {} does not divide dp {}: DeepSpeed forms expert-parallel groups "
+                  "from data-parallel ranks only; export it --to megatron", s.ep, s.dp);
+    if (s.etp != 1 && s.etp != s.tp)
+      input_error("the plan's etp {} is neither 1 nor tp {}: DeepSpeed's experts are tensor-"
+                  "parallel over the whole tp group or not at all; export it --to megatron",
+                  s.etp, s.tp);
+    if (s.etp == 1 && s.tp > 1)
+      input_error("the plan folds experts with etp 1 over tp {} x dp ranks; DeepSpeed would "
+                  "replicate every expert over the tp group instead; export it --to megatron or "
+                  "plan with --etp {}", s.tp, s.tp);
+  }
   if (s.cp > 1)
     input_error("the plan uses context parallelism (cp {}), which DeepSpeed's config cannot "
                 "express (its Ulysses sequence parallelism splits attention heads, a different "
@@ -315,10 +468,11 @@ void check_deepspeed_can_run(const Plan& p) {
                 s.zero, s.pp);
 }
 
-std::string export_deepspeed(const Plan& p, const SoftwareStack& stack) {
+std::string export_deepspeed(const Plan& p, const SoftwareStack& plan_stack) {
   using J = nlohmann::ordered_json;
+  const SoftwareStack stack = planned_stack(p, plan_stack);
   const auto& s = p.strategy;
-  check_deepspeed_can_run(p);
+  check_deepspeed_can_run(p, stack);
   J j;
   // DeepSpeed checks train_batch_size = micro-batch x gradient accumulation x dp, where dp
   // is the world size over tp x pp (deepspeed/runtime/config.py _batch_assertion).
@@ -346,9 +500,36 @@ std::string export_deepspeed(const Plan& p, const SoftwareStack& stack) {
   return j.dump(2) + "\n";
 }
 
-std::vector<Arg> megatron_deepspeed_args(const Plan& p, const SoftwareStack& stack) {
+namespace {
+// What Megatron-DeepSpeed's arguments cannot build, beyond DeepSpeed's own limits.
+void check_megatron_deepspeed_can_run(const Plan& p) {
+  const auto& m = p.model;
+  if (m.mla)
+    input_error("model '{}' uses multi-latent attention (model.mla), which {} has no arguments "
+                "for; export it --to megatron or --to torchtitan",
+                one_line(m.name), kMegatronDeepSpeedVersion);
+  if (m.explicit_head_dim != 0)
+    input_error("model '{}' has an explicit head_dim ({}), which {} has no argument for "
+                "(--kv-channels is Megatron-LM's); export it --to megatron",
+                one_line(m.name), m.explicit_head_dim, kMegatronDeepSpeedVersion);
+  if (!m.moe) return;
+  if (m.moe->first_dense_layers > 0)
+    input_error("model '{}' starts with {} dense blocks (moe.first_dense_layers), which {} cannot "
+                "place (--expert-interval makes every n-th block sparse); export it --to megatron",
+                one_line(m.name), m.moe->first_dense_layers, kMegatronDeepSpeedVersion);
+  if (m.moe->expert_ffn != m.ffn)
+    input_error("model '{}' has experts {} wide (moe.expert_ffn) and a dense MLP {} wide; {} "
+                "builds each expert as the model's MLP (--ffn-hidden-size); export it --to megatron",
+                one_line(m.name), m.moe->expert_ffn, m.ffn, kMegatronDeepSpeedVersion);
+}
+}  // namespace
+
+std::vector<Arg> megatron_deepspeed_args(const Plan& p, const SoftwareStack& plan_stack) {
+  const SoftwareStack stack = planned_stack(p, plan_stack);
   const auto& s = p.strategy;
   const auto& m = p.model;
+  check_deepspeed_can_run(p, stack);
+  check_megatron_deepspeed_can_run(p);
   std::vector<Arg> a;
   auto flag = [&](const std::string& f, std::string v = "") { a.emplace_back(f, std::move(v)); };
   flag("--num-layers", num(m.layers));
@@ -385,15 +566,56 @@ std::vector<Arg> megatron_deepspeed_args(const Plan& p, const SoftwareStack& sta
     flag("--recompute-method", "uniform");
     flag("--recompute-num-layers", "1");
   }
+  if (m.moe) {
+    // Megatron-DeepSpeed's MoE (megatron/arguments.py, megatron/model/transformer.py
+    // get_num_experts_per_layer at 4efb479d): block i (1-based) is MoE when i is a multiple
+    // of --expert-interval (default 2), so 1 makes every block sparse; each expert is the
+    // model's MLP (--ffn-hidden-size wide).
+    const auto& e = *m.moe;
+    flag("--num-experts", num(e.experts));
+    flag("--expert-interval", "1");
+    flag("--topk", num(e.top_k));
+    flag("--moe-expert-parallel-size", num(std::int64_t{s.ep}));
+    flag("--mlp-type", "standard");
+    if (s.etp > 1) flag("--enable-expert-tensor-parallelism");
+    if (e.capacity_factor > 0) flag("--moe-train-capacity-factor", num(e.capacity_factor));
+    else flag("--disable-moe-token-dropping");  // dropless
+    // DeepSpeed samples the second expert of top-2 routing by default; strata routes to the
+    // top k.
+    if (e.top_k == 2) flag("--disable-moe-top2-2nd-expert-sampling");
+    // Its help text: separate optimizer groups for expert parameters, "necessary for
+    // techniques like ZeRO".
+    if (s.zero >= 1) flag("--create-moe-param-group");
+  }
   flag("--deepspeed");
   flag("--deepspeed_config", "ds_config.json");
   flag("--zero-stage", num(std::int64_t{s.zero}));
   return a;
 }
 
-std::string export_megatron_deepspeed(const Plan& p, const SoftwareStack& stack) {
+std::string deepspeed_model_code_note(const Plan& p) {
+  if (!p.model.moe) return "";
+  const auto& e = *p.model.moe;
   const auto& s = p.strategy;
-  check_deepspeed_can_run(p);
+  return fmt::format(
+      "DeepSpeed's config has no mixture-of-experts keys: build each MoE block in model code as "
+      "deepspeed.moe.layer.MoE(hidden_size={}, expert=<the expert MLP, {} wide>, num_experts={}, "
+      "ep_size={}, k={}, {}enable_expert_tensor_parallelism={}){}; --to megatron-deepspeed "
+      "writes the Megatron-DeepSpeed arguments that do it",
+      p.model.hidden, e.expert_ffn, e.experts, s.ep, e.top_k,
+      e.capacity_factor > 0 ? fmt::format("capacity_factor={}, ", e.capacity_factor)
+                            : std::string("drop_tokens=False, "),
+      s.etp > 1 ? "True" : "False",
+      e.first_dense_layers > 0
+          ? fmt::format(" after the first {} dense blocks", e.first_dense_layers)
+          : std::string());
+}
+
+std::string export_megatron_deepspeed(const Plan& p, const SoftwareStack& plan_stack) {
+  const SoftwareStack stack = planned_stack(p, plan_stack);
+  const auto& s = p.strategy;
+  check_deepspeed_can_run(p, stack);
+  check_megatron_deepspeed_can_run(p);
   const StageShape shape = stage_shape(p);
   std::vector<std::string> c;
   c.push_back(header(p, "Megatron-DeepSpeed launch command"));
@@ -428,7 +650,31 @@ std::vector<std::vector<std::string>> torchtitan_module_fqns(const Plan& p) {
   return out;
 }
 
-std::string export_torchtitan(const Plan& p, const SoftwareStack& stack) {
+namespace {
+// What TorchTitan v0.2.2 cannot run as planned, refused by name.
+void check_torchtitan_can_run(const Plan& p) {
+  const auto& s = p.strategy;
+  if (!p.model.moe) return;
+  // torchtitan/models/moe/moe.py MoEArgs at v0.2.2 has no capacity: its MoE is dropless.
+  if (p.model.moe->capacity_factor > 0)
+    input_error("model '{}' caps expert tokens at capacity factor {} (moe.capacity_factor); "
+                "{}'s MoE is dropless and has no capacity setting; export it --to megatron",
+                one_line(p.model.name), p.model.moe->capacity_factor, kTorchTitanVersion);
+  // torchtitan/distributed/parallel_dims.py: "Currently we only support ETP=TP or ETP=1".
+  if (s.ep > 1 && s.etp != 1 && s.etp != s.tp)
+    input_error("the plan's etp {} is neither 1 nor tp {}, the only expert tensor parallel "
+                "degrees {} supports; export it --to megatron",
+                s.etp, s.tp, kTorchTitanVersion);
+  if (s.ep == 1 && s.etp > 1)
+    input_error("the plan splits experts with etp {} and no expert parallelism; {} applies "
+                "expert_tensor_parallel_degree only with ep > 1; export it --to megatron",
+                s.etp, kTorchTitanVersion);
+}
+}  // namespace
+
+std::string export_torchtitan(const Plan& p, const SoftwareStack& plan_stack) {
+  check_torchtitan_can_run(p);
+  const SoftwareStack stack = planned_stack(p, plan_stack);
   const auto& s = p.strategy;
   const std::int64_t m = s.num_microbatches();
   std::vector<std::string> c;
@@ -441,7 +687,39 @@ std::string export_torchtitan(const Plan& p, const SoftwareStack& stack) {
                           "model {})",
                           p.model.layers, p.model.hidden, p.model.heads, p.model.kv_heads,
                           p.model.vocab, p.model.name));
+  if (p.model.moe) {
+    // The MoE shape is model code in TorchTitan (MoEArgs of the deepseek_v3 / llama4 / qwen3
+    // flavors), like the dense shape.
+    const auto& e = *p.model.moe;
+    c.push_back(fmt::format("the flavor's MoE must match: {} experts of width {}, top_k {}, {} "
+                            "shared expert(s) of width {}, score_func {}, the first {} layers "
+                            "dense{}",
+                            e.experts, e.expert_ffn, e.top_k, e.shared_experts,
+                            e.shared_experts > 0 ? e.shared_expert_ffn : 0,
+                            models::to_string(e.router), e.first_dense_layers,
+                            p.model.mla ? "; multi-latent attention as the deepseek_v3 flavors" : ""));
+  }
   std::string out = comment_lines(c);
+  if (stack.precision == DType::Fp8) {
+    // torchao float8 training on the nn.Linear layers (converter registered as
+    // "quantize.linear.float8" in torchtitan/components/quantization/float8.py at v0.2.2),
+    // the LM head ("output") left in bf16 as strata's recipe; attention's SDPA and the
+    // embedding are no nn.Linear and stay bf16.
+    out += "\n[model]\n";
+    out += "converters = [\"quantize.linear.float8\"]\n";
+    out += "\n[quantize.linear.float8]\n";
+    out += "# tensorwise: per-tensor dynamic scaling, the nearest torchao recipe to the delayed\n"
+           "# per-tensor scaling strata charges (same GEMMs; the scale comes from the current\n"
+           "# tensor instead of the amax history). Its TP all-gathers run in float8, less\n"
+           "# traffic than the bf16 gathers strata charges.\n";
+    out += "recipe_name = \"tensorwise\"\n";
+    out += "filter_fqns = [\"output\"]\n";
+    // torch.compile fuses torchao's float8 scaling / cast kernels: "required for competitive
+    // performance" (TorchTitan docs/float8.md at v0.2.2).
+    out += "\n[compile]\n";
+    out += "enable = true\n";
+    out += "components = [\"model\", \"loss\"]\n";
+  }
 
   // [training]: local_batch_size is the per-data-parallel-rank batch of one step. With
   // pipeline parallelism TorchTitan splits it into pipeline micro-batches; without, it is one
@@ -463,11 +741,13 @@ std::string export_torchtitan(const Plan& p, const SoftwareStack& stack) {
   // [parallelism]: ZeRO-3 is FSDP (data_parallel_shard_degree), ZeRO-0 is DDP
   // (data_parallel_replicate_degree). TorchTitan's DDP only runs without TP/PP/CP (with
   // cp > 1 it always applies FSDP over dp x cp), and it has no ZeRO-1/2: those run as FSDP.
-  const bool ddp = s.zero == 0 && s.tp == 1 && s.pp == 1 && s.cp == 1;
+  // With ep > 1 TorchTitan folds the experts over the FSDP ranks (ParallelDims: efsdp =
+  // dp_shard x cp x tp / (etp x ep)), so data parallelism must be the shard degree.
+  const bool ddp = s.zero == 0 && s.tp == 1 && s.pp == 1 && s.cp == 1 && s.ep == 1;
   out += "\n[parallelism]\n";
   if (!ddp && s.zero != 3 && s.dp * s.cp > 1)
     out += s.zero == 0
-               ? "# TorchTitan's DDP cannot combine with TP/PP/CP: data parallelism runs as FSDP\n"
+               ? "# TorchTitan's DDP cannot combine with TP/PP/CP/EP: data parallelism runs as FSDP\n"
                  "# (ZeRO-3), using less memory and more data-parallel traffic than planned.\n"
                : fmt::format("# TorchTitan has no ZeRO-{}: FSDP also shards the weights (ZeRO-3),\n"
                              "# using less memory and more data-parallel traffic than planned.\n",
@@ -487,6 +767,12 @@ std::string export_torchtitan(const Plan& p, const SoftwareStack& stack) {
                                                                                : "allgather"));
   }
   out += fmt::format("tensor_parallel_degree = {}\n", s.tp);
+  if (p.model.moe && s.ep > 1) {
+    // Same folding as Megatron-Core's and strata's: experts over the tp x cp x dp ranks as
+    // etp x ep x edp (job_config.py Parallelism: "etp = tp" or "etp = 1").
+    out += fmt::format("expert_parallel_degree = {}\n", s.ep);
+    out += fmt::format("expert_tensor_parallel_degree = {}\n", s.etp);
+  }
   if (s.tp > 1 && !s.sequence_parallel)
     out += "# note: TorchTitan's tensor parallelism always shards norms along the sequence\n"
            "# (sequence parallel); the plan assumed it off.\n";
@@ -516,14 +802,6 @@ std::string export_torchtitan(const Plan& p, const SoftwareStack& stack) {
 }
 
 std::string export_plan(const Plan& p, const SoftwareStack& stack, ExportTarget t) {
-  // Exports write dense-model flags; an MoE / MLA / explicit-head_dim model would come
-  // out as a different, dense model, so it is refused by name.
-  const auto& m = p.model;
-  if (m.moe || m.mla || m.explicit_head_dim != 0)
-    input_error("export {}: model '{}' uses {}, which the exports do not write yet",
-                to_string(t), m.name,
-                m.moe ? "mixture of experts (model.moe)" : m.mla ? "multi-head latent attention (model.mla)"
-                                                           : "an explicit model.head_dim");
   switch (t) {
     case ExportTarget::Megatron: return export_megatron(p, stack);
     case ExportTarget::DeepSpeed: return export_deepspeed(p, stack);

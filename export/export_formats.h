@@ -31,10 +31,13 @@ inline constexpr const char* kMegatronDeepSpeedVersion = "Megatron-DeepSpeed mai
 // One command-line argument: flag and value ("" for a flag that takes none).
 using Arg = std::pair<std::string, std::string>;
 
-// Megatron-LM pretrain_gpt.py arguments reproducing the plan under the stack: model shape,
-// precision, every parallel dimension, batch, recompute, distributed optimizer and the
-// stack's overlap options. The one table from plan fields to Megatron flags; the import
-// (export/import_megatron.h) reads the same flags back.
+// Megatron-LM pretrain_gpt.py arguments reproducing the plan under the stack: model shape
+// (with MoE and multi-latent attention), precision (the plan's strategy.precision over the
+// stack's; fp8 as Transformer Engine's delayed-scaling hybrid recipe), every parallel
+// dimension (expert parallel and expert tensor parallel included), batch, recompute,
+// distributed optimizer and the stack's overlap options. The one table from plan fields to
+// Megatron flags; the import (export/import_megatron.h) reads the same flags back.
+// InputError for what Megatron-LM cannot run (MoE with linear biases and etp > 1).
 std::vector<Arg> megatron_args(const planner::Plan& p, const costmodel::SoftwareStack& stack);
 // Megatron-FSDP's --data-parallel-sharding-strategy for ZeRO stage 0..3: no_shard, optim,
 // optim_grads, optim_grads_params (Megatron-LM megatron/training/arguments.py choices at the
@@ -48,7 +51,10 @@ std::string export_megatron(const planner::Plan& p, const costmodel::SoftwareSta
 // DeepSpeed config JSON: batch sizes (train = micro x accumulation x dp), the plan's ZeRO
 // stage, precision, fp32 gradient accumulation, pipeline stages and activation
 // checkpointing; only keys DeepSpeed reads. InputError for what DeepSpeed cannot run as
-// planned: context parallelism (its config has none) and ZeRO-2/3 with pipeline parallelism.
+// planned: context parallelism (its config has none), ZeRO-2/3 with pipeline parallelism,
+// FP8 (no config key), and MoE its layer cannot express (sigmoid router, shared experts, ep
+// not dividing dp, etp other than 1 with tp 1 or tp). The experts themselves are model code
+// (deepspeed_model_code_note).
 std::string export_deepspeed(const planner::Plan& p, const costmodel::SoftwareStack& stack);
 // Megatron-DeepSpeed pretrain_gpt.py arguments (model shape, tp, pp, batch, recompute,
 // --deepspeed --deepspeed_config ds_config.json --zero-stage), after a comment header with
@@ -57,9 +63,16 @@ std::vector<Arg> megatron_deepspeed_args(const planner::Plan& p,
                                          const costmodel::SoftwareStack& stack);
 std::string export_megatron_deepspeed(const planner::Plan& p,
                                       const costmodel::SoftwareStack& stack);
+// What a DeepSpeed job must set in model code because DeepSpeed's config has no key for it:
+// the MoE layer (deepspeed.moe.layer.MoE with num_experts, ep_size, k, ...) of an MoE plan;
+// "" for a dense plan. `strata export --to deepspeed` prints it beside the JSON.
+std::string deepspeed_model_code_note(const planner::Plan& p);
 // TorchTitan v0.2.2 job-config TOML: [training], [parallelism] (FSDP shard / DDP replicate
-// degree from the ZeRO stage, context parallel degree and K/V rotation,
-// module_fqns_per_model_part for the stage map), [activation_checkpoint].
+// degree from the ZeRO stage, context parallel degree and K/V rotation, expert parallel and
+// expert tensor parallel degrees, module_fqns_per_model_part for the stage map),
+// [activation_checkpoint]; for fp8 the float8 converter ([model] converters,
+// [quantize.linear.float8]) with torch.compile. InputError for an MoE capacity factor
+// (TorchTitan's MoE is dropless) and etp other than 1 or tp.
 std::string export_torchtitan(const planner::Plan& p, const costmodel::SoftwareStack& stack);
 
 std::string export_plan(const planner::Plan& p, const costmodel::SoftwareStack& stack,

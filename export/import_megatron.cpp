@@ -13,6 +13,7 @@
 #include "common/checked_math.h"
 #include "common/errors.h"
 #include "export/export_formats.h"
+#include "export/megatron_layer_pattern.h"
 #include "export/safe_text.h"
 #include "planner/plan.h"
 
@@ -87,7 +88,18 @@ const std::map<std::string, Kind>& modelled_flags() {
       {"--tp-comm-overlap", Kind::Flag}, {"--make-vocab-size-divisible-by", Kind::Int},
       {"--context-parallel-size", Kind::Int}, {"--cp-comm-type", Kind::Str},
       {"--use-megatron-fsdp", Kind::Flag}, {"--data-parallel-sharding-strategy", Kind::Str},
-      {"--expert-model-parallel-size", Kind::Int},
+      {"--expert-model-parallel-size", Kind::Int}, {"--expert-tensor-parallel-size", Kind::Int},
+      {"--num-experts", Kind::Int}, {"--moe-router-topk", Kind::Int},
+      {"--moe-ffn-hidden-size", Kind::Int}, {"--moe-shared-expert-intermediate-size", Kind::Int},
+      {"--moe-layer-freq", Kind::Str}, {"--moe-router-score-function", Kind::Str},
+      {"--moe-expert-capacity-factor", Kind::Float},
+      {"--moe-pad-expert-input-to-capacity", Kind::Flag},
+      {"--moe-token-dispatcher-type", Kind::Str}, {"--moe-grouped-gemm", Kind::Flag},
+      {"--moe-router-pre-softmax", Kind::Flag}, {"--multi-latent-attention", Kind::Flag},
+      {"--q-lora-rank", Kind::Int}, {"--kv-lora-rank", Kind::Int}, {"--qk-head-dim", Kind::Int},
+      {"--qk-pos-emb-head-dim", Kind::Int}, {"--v-head-dim", Kind::Int},
+      {"--qk-layernorm", Kind::Flag}, {"--rope-type", Kind::Str}, {"--kv-channels", Kind::Int},
+      {"--fp8-format", Kind::Str}, {"--fp8-recipe", Kind::Str},
       {"--use-mcore-models", Kind::Flag}, {"--transformer-impl", Kind::Str},
       {"--rotary-base", Kind::Float}, {"--rotary-percent", Kind::Float},
       {"--norm-epsilon", Kind::Float}};
@@ -116,7 +128,15 @@ bool operational(const std::string& f) {
       "--rerun-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan-in-loss-and-grad",
       // Megatron-FSDP requires it; strata's compute model charges no gradient-accumulation
       // fusion either way.
-      "--no-gradient-accumulation-fusion"};
+      "--no-gradient-accumulation-fusion",
+      // Router training hyper-parameters: the load-balancing loss or expert bias and its
+      // rates steer which experts tokens pick, not the work of a step (strata's dropless
+      // routing charges the moe.load_imbalance it is given).
+      "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-load-balancing-type",
+      "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate",
+      "--moe-router-topk-scaling-factor", "--moe-router-dtype", "--moe-per-layer-logging",
+      // FP8 delayed-scaling hyper-parameters (amax history and margin).
+      "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-margin"};
   if (exact.count(f)) return true;
   return f.rfind("--log-", 0) == 0 || f.rfind("--no-log-", 0) == 0;
 }
@@ -212,6 +232,96 @@ std::vector<std::vector<int>> groups_from_layout(const std::string& layout, std:
   return groups_from_blocks(blocks, layers);
 }
 
+// --multi-latent-attention and its head widths (Megatron-LM's argparse defaults where a
+// width is not given, as Megatron builds it), --kv-channels; --qk-layernorm and --rope-type
+// only where strata's model has what they mean.
+void read_attention_kind(const std::map<std::string, std::string>& v, models::ModelSpec& m,
+                         ImportedJob& job, const std::string& source) {
+  const auto has = [&](const char* f) { return v.count(f) > 0; };
+  const auto get = [&](const char* f, std::int64_t dflt) {
+    return has(f) ? to_int(f, v.at(f), source) : dflt;
+  };
+  if (has("--rope-type") && v.at("--rope-type") != "rope")
+    input_error("{}: --rope-type '{}' is not modelled (strata's positions are plain RoPE: "
+                "--rope-type rope)", source, one_line(v.at("--rope-type")));
+  if (!has("--multi-latent-attention")) {
+    for (const char* f : {"--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
+                          "--qk-pos-emb-head-dim", "--v-head-dim"})
+      if (has(f)) input_error("{}: {} needs --multi-latent-attention", source, f);
+    if (has("--qk-layernorm"))
+      input_error("{}: --qk-layernorm is not modelled (strata's attention has no query/key "
+                  "norms)", source);
+    if (has("--kv-channels")) m.explicit_head_dim = get("--kv-channels", 0);
+    return;
+  }
+  // Megatron-LM's multi-latent attention: argparse defaults at d98e8a64 are q-lora-rank None
+  // (no query compression), kv-lora-rank 32, qk-head-dim 128, qk-pos-emb-head-dim 64,
+  // v-head-dim 128; --kv-channels is not read by it.
+  models::MlaSpec a;
+  a.q_lora_rank = get("--q-lora-rank", 0);
+  a.kv_lora_rank = get("--kv-lora-rank", 32);
+  a.qk_nope_head_dim = get("--qk-head-dim", 128);
+  a.qk_rope_head_dim = get("--qk-pos-emb-head-dim", 64);
+  a.v_head_dim = get("--v-head-dim", 128);
+  m.mla = a;
+  if (m.positions != models::Positions::Rope)
+    input_error("{}: --multi-latent-attention needs --position-embedding-type rope (strata's "
+                "multi-latent attention is rotary)", source);
+  if (has("--kv-channels")) job.ignored.push_back("--kv-channels");
+  // Without --qk-layernorm Megatron drops the latent RMSNorms: a few thousand weights per
+  // layer that strata still counts.
+}
+
+// --num-experts and the MoE flags megatron_args writes.
+void read_moe(const std::map<std::string, std::string>& v, models::ModelSpec& m,
+              const std::string& source) {
+  const auto has = [&](const char* f) { return v.count(f) > 0; };
+  const auto get = [&](const char* f) { return to_int(f, v.at(f), source); };
+  if (!has("--num-experts")) {
+    for (const char* f : {"--moe-router-topk", "--moe-ffn-hidden-size",
+                          "--moe-shared-expert-intermediate-size", "--moe-layer-freq",
+                          "--moe-router-score-function", "--moe-expert-capacity-factor",
+                          "--moe-pad-expert-input-to-capacity", "--moe-router-pre-softmax",
+                          "--moe-grouped-gemm", "--moe-token-dispatcher-type"})
+      if (has(f)) input_error("{}: {} needs --num-experts", source, f);
+    return;
+  }
+  models::MoeSpec e;
+  e.experts = get("--num-experts");
+  e.top_k = has("--moe-router-topk") ? get("--moe-router-topk") : 2;  // Megatron's default
+  e.expert_ffn = has("--moe-ffn-hidden-size") ? get("--moe-ffn-hidden-size") : m.ffn;
+  if (has("--moe-shared-expert-intermediate-size")) {
+    // Megatron holds the shared experts as one MLP of their total width.
+    e.shared_experts = 1;
+    e.shared_expert_ffn = get("--moe-shared-expert-intermediate-size");
+  }
+  if (has("--moe-layer-freq"))
+    e.first_dense_layers =
+        first_dense_layers_from_moe_layer_freq(v.at("--moe-layer-freq"), m.layers, source);
+  const std::string score =
+      has("--moe-router-score-function") ? v.at("--moe-router-score-function") : "softmax";
+  if (score == "sigmoid") e.router = models::RouterKind::Sigmoid;
+  else if (score != "softmax")
+    input_error("{}: --moe-router-score-function '{}' is not modelled (softmax, sigmoid)", source,
+                one_line(score));
+  if (has("--moe-expert-capacity-factor")) {
+    const double cf = to_float("--moe-expert-capacity-factor", v.at("--moe-expert-capacity-factor"), source);
+    if (cf > 0) {
+      // strata charges every expert padded to its capacity.
+      if (!has("--moe-pad-expert-input-to-capacity"))
+        input_error("{}: --moe-expert-capacity-factor without --moe-pad-expert-input-to-capacity is "
+                    "not modelled: strata charges experts padded to their capacity", source);
+      e.capacity_factor = cf;
+    }  // a negative factor is dropless in Megatron-LM
+  } else if (has("--moe-pad-expert-input-to-capacity")) {
+    input_error("{}: --moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor "
+                "(Megatron-LM raises otherwise)", source);
+  }
+  if (e.top_k > e.experts)
+    input_error("{}: --moe-router-topk ({}) exceeds --num-experts ({})", source, e.top_k, e.experts);
+  m.moe = e;
+}
+
 }  // namespace
 
 ImportedJob import_megatron_args(const std::string& text, const std::string& source) {
@@ -296,10 +406,6 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
     return get_int(f);
   };
 
-  // Parallel dimensions strata does not model yet.
-  if (has("--expert-model-parallel-size") && get_int("--expert-model-parallel-size") != 1)
-    input_error("{}: --expert-model-parallel-size {} is not modelled by strata (only 1)", source,
-                v.at("--expert-model-parallel-size"));
   if (has("--transformer-impl") && v.at("--transformer-impl") != "transformer_engine" &&
       v.at("--transformer-impl") != "local")
     input_error("{}: --transformer-impl '{}' is not one of transformer_engine, local", source,
@@ -321,6 +427,9 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
   m.heads = need("--num-attention-heads");
   m.ffn = has("--ffn-hidden-size") ? get_int("--ffn-hidden-size") : 4 * m.hidden;
   m.kv_heads = m.heads;
+  if (has("--group-query-attention") && has("--multi-latent-attention"))
+    input_error("{}: --group-query-attention and --multi-latent-attention exclude each other "
+                "(Megatron-LM asserts it)", source);
   if (has("--group-query-attention")) m.kv_heads = need("--num-query-groups");
   else if (has("--num-query-groups"))
     input_error("{}: --num-query-groups needs --group-query-attention (Megatron-LM ignores it "
@@ -355,6 +464,8 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
       input_error("{}: --rotary-base {} must be > 0", source, one_line(v.at("--rotary-base")));
   }
   m.tied_embeddings = !has("--untie-embeddings-and-output-weights");
+  read_attention_kind(v, m, job, source);
+  read_moe(v, m, source);
   // strata's models have biases exactly when they use GELU (models::has_bias).
   if (has("--disable-bias-linear") != (m.activation == models::Activation::SwiGlu))
     input_error("{}: {} is not modelled: strata's GELU models have linear biases and its SwiGLU "
@@ -367,6 +478,25 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
   // Precision, kernels, overlaps.
   if (has("--bf16") && has("--fp16")) input_error("{}: --bf16 and --fp16 both given", source);
   job.stack.precision = has("--bf16") ? DType::Bf16 : has("--fp16") ? DType::Fp16 : DType::Fp32;
+  if (has("--fp8-recipe") && !has("--fp8-format"))
+    input_error("{}: --fp8-recipe needs --fp8-format (Megatron-LM trains without FP8 otherwise)",
+                source);
+  if (has("--fp8-format")) {
+    // strata's FP8 recipe (costmodel/fp8_linear.h): Transformer Engine delayed scaling (the
+    // default --fp8-recipe at d98e8a64) on the block's linear layers, the rest in bf16. Both
+    // formats run at the same FP8 tensor-core rate.
+    const std::string& f = v.at("--fp8-format");
+    if (f != "hybrid" && f != "e4m3")
+      input_error("{}: --fp8-format '{}' is not hybrid or e4m3", source, one_line(f));
+    const std::string recipe = has("--fp8-recipe") ? v.at("--fp8-recipe") : "delayed";
+    if (recipe != "delayed")
+      input_error("{}: --fp8-recipe '{}' is not modelled: strata charges Transformer Engine's "
+                  "delayed scaling (--fp8-recipe delayed)", source, one_line(recipe));
+    if (!has("--bf16"))
+      input_error("{}: --fp8-format without --bf16 is not modelled: strata's FP8 recipe keeps "
+                  "everything but the FP8 GEMMs in bf16", source);
+    job.strategy.precision = "fp8";
+  }
   if (has("--bf16") || has("--accumulate-allreduce-grads-in-fp32") || !has("--fp16"))
     job.stack.grad_reduce_dtype = DType::Fp32;
   else
@@ -414,6 +544,32 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
       input_error("{}: --cp-comm-type '{}' is not modelled (p2p, all_gather)", source,
                   one_line(c));
     job.stack.cp_comm = costmodel::cp_comm_type_from_string(c);
+  }
+  s.ep = has("--expert-model-parallel-size")
+             ? to_int32("--expert-model-parallel-size", v.at("--expert-model-parallel-size"), source)
+             : 1;
+  // Megatron-LM's --expert-tensor-parallel-size defaults to the tensor-parallel size.
+  s.etp = has("--expert-tensor-parallel-size")
+              ? to_int32("--expert-tensor-parallel-size", v.at("--expert-tensor-parallel-size"), source)
+              : s.tp;
+  if (m.moe && models::has_bias(m) && s.etp > 1)
+    input_error("{}: experts with linear biases (no --disable-bias-linear) need "
+                "--expert-tensor-parallel-size 1 (Megatron-LM asserts it; the size defaults to "
+                "tp {})", source, s.tp);
+  if (!m.moe) {
+    if (s.ep > 1)
+      input_error("{}: --expert-model-parallel-size {} needs --num-experts (Megatron-LM asserts "
+                  "it)", source, s.ep);
+    s.etp = 1;  // no experts to split
+  } else if (s.ep * s.etp > 1 && (has("--moe-token-dispatcher-type")
+                                      ? v.at("--moe-token-dispatcher-type")
+                                      : std::string("allgather")) != "alltoall") {
+    input_error("{}: --moe-token-dispatcher-type {} is not modelled with expert parallelism: "
+                "strata charges the all-to-all dispatcher (add --moe-token-dispatcher-type "
+                "alltoall)", source,
+                has("--moe-token-dispatcher-type")
+                    ? "'" + one_line(v.at("--moe-token-dispatcher-type")) + "'"
+                    : std::string("allgather (Megatron-LM's default)"));
   }
   s.sequence_parallel = has("--sequence-parallel");
   if (s.sequence_parallel && s.tp == 1) s.sequence_parallel = false;  // Megatron-LM turns it off

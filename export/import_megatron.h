@@ -1,7 +1,10 @@
 // Reads the Megatron-LM command line a user runs (pretrain_gpt.py arguments, optionally after
 // a torchrun / python -m torch.distributed.run prefix and environment assignments, with `\`
-// continuations and `#` comments) into an ImportedJob: model shape, parallel layout, batch
-// sizes, recompute, distributed optimizer, precision and overlap flags. The flags are those
+// continuations and `#` comments) into an ImportedJob: model shape (mixture of experts with
+// --moe-layer-freq patterns, multi-latent attention, --kv-channels), parallel layout (expert
+// parallel and expert tensor parallel, whose default is tp as in Megatron-LM), batch sizes,
+// recompute, distributed optimizer, precision (FP8 as strategy.precision fp8) and overlap
+// flags. Megatron-LM's own defaults apply to flags left out. The flags are those
 // export_megatron writes (export/export_formats.h), so export -> import gives the plan back.
 // A flag that changes the job in a way strata does not model is refused by name (InputError);
 // purely operational flags (paths, logging, learning rate, ...) are listed in job.ignored.

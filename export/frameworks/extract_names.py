@@ -157,24 +157,31 @@ def dataclass_fields(git_dir, commit, cls, under, seen=None):
 def torchtitan(git_dir, commit, path="torchtitan/config/job_config.py"):
     tree = ast.parse(show(git_dir, commit, path))
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    root = classes["JobConfig"]
     table = {}
-    for st in root.body:
+
+    # A section's keys, then its nested sections as dotted names ("quantize.linear.float8",
+    # the TOML table [quantize.linear.float8]).
+    def section(name, cls):
+        table[name] = {}
+        nested = []
+        for f in cls.body:
+            if isinstance(f, ast.AnnAssign):
+                t = ast.unparse(f.annotation)
+                kind = ann_type(f.annotation)
+                if t.startswith("list[list["):
+                    kind = "list[list[str]]"
+                elif kind == "list":
+                    kind = "list[str]"
+                if kind == "other" and t in classes:
+                    kind = "table"
+                    nested.append((f"{name}.{f.target.id}", classes[t]))
+                table[name][f.target.id] = kind
+        for sub, sub_cls in nested:
+            section(sub, sub_cls)
+
+    for st in classes["JobConfig"].body:
         if isinstance(st, ast.AnnAssign):
-            section = st.target.id
-            cls = classes[ast.unparse(st.annotation)]
-            table[section] = {}
-            for f in cls.body:
-                if isinstance(f, ast.AnnAssign):
-                    t = ast.unparse(f.annotation)
-                    kind = ann_type(f.annotation)
-                    if t.startswith("list[list["):
-                        kind = "list[list[str]]"
-                    elif kind == "list":
-                        kind = "list[str]"
-                    if kind == "other" and t in classes:
-                        kind = "table"
-                    table[section][f.target.id] = kind
+            section(st.target.id, classes[ast.unparse(st.annotation)])
     return table
 
 

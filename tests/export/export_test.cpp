@@ -151,10 +151,10 @@ TEST(SimulateFrom, PredictsTheJobOfAMegatronCommandLineAndRefusesByName) {
   EXPECT_EQ(tp.code, 2);
   EXPECT_NE(tp.err.find("--tp conflicts with --from megatron"), std::string::npos) << tp.err;
 
-  strata::write_file_atomic(args, export_megatron(p, stack) + "  --num-experts 8\n");
+  strata::write_file_atomic(args, export_megatron(p, stack) + "  --moe-router-num-groups 8\n");
   CmdResult moe = run_strata("simulate --from megatron '" + args + "' --cluster dgx-a100", dir);
   EXPECT_EQ(moe.code, 2);
-  EXPECT_NE(moe.err.find("--num-experts"), std::string::npos) << moe.err;
+  EXPECT_NE(moe.err.find("--moe-router-num-groups"), std::string::npos) << moe.err;
   EXPECT_EQ(std::count(moe.err.begin(), moe.err.end(), '\n'), 1) << moe.err;
 
   // DeepSpeed: the config gives dp, pp and batches; --model and --tp the rest.
@@ -214,6 +214,67 @@ TEST(SimulateFrom, AContextParallelZero3PlanPredictsTheSameStepAfterAMegatronExp
   EXPECT_EQ(ds.code, 2);
   EXPECT_EQ(ds.err.rfind("error: ", 0), 0u) << ds.err;
   EXPECT_NE(ds.err.find("context parallelism (cp 2)"), std::string::npos) << ds.err;
+  fs::remove_all(dir);
+}
+
+// simulate -> export -> simulate --from megatron predicts the same step for MoE (Mixtral,
+// DeepSeek-V3 with MLA), FP8 and an MoE layout in FP8-free bf16; DeepSpeed's JSON export of an
+// MoE plan names the model-code layer on stderr.
+TEST(SimulateFrom, MoeMlaAndFp8PlansPredictTheSameStepAfterAMegatronExport) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("strata_from_moe_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string plan = (dir / "plan.yaml").string(), args = (dir / "args.sh").string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"mixtral", "--model mixtral-8x7b --tp 2 --pp 4 --dp 4 --ep 8 --global-batch 64 --zero 1 "
+                  "--sequence-parallel --seq 4096"},
+      {"deepseek-v3", "--model deepseek-v3 --tp 2 --pp 8 --dp 32 --ep 64 --global-batch 1024 "
+                      "--zero 1 --sequence-parallel --recompute full"},
+      {"fp8", "--model llama2-7b --tp 2 --pp 2 --dp 2 --global-batch 32 --zero 1 "
+              "--sequence-parallel --precision fp8"}};
+  for (const auto& [what, flags] : cases) {
+    SCOPED_TRACE(what);
+    CmdResult sim = run_strata("simulate " + flags + " --cluster dgx-h100 --stack mcore-2024 "
+                               "--format json --out '" + plan + "'", dir);
+    ASSERT_EQ(sim.code, 0) << sim.err;
+    CmdResult exp = run_strata("export --plan '" + plan + "' --to megatron --out '" + args + "'", dir);
+    ASSERT_EQ(exp.code, 0) << exp.err;
+    CmdResult again = run_strata("simulate --from megatron '" + args +
+                                     "' --cluster dgx-h100 --stack mcore-2024 --format json", dir);
+    ASSERT_EQ(again.code, 0) << again.err;
+    const Plan original = strata::planner::load_plan(plan);
+    const auto aj = strata::parse_json(again.out);
+    EXPECT_EQ(aj["strategy"]["ep"], original.strategy.ep);
+    EXPECT_EQ(aj["prediction"]["iteration_s"].get<double>(), original.prediction.iteration_s);
+    EXPECT_EQ(aj["prediction"]["peak_memory_gib"].get<double>(), original.prediction.peak_memory_gib);
+  }
+  // The last plan trains in FP8: DeepSpeed cannot, by name.
+  CmdResult ds_fp8 = run_strata("export --plan '" + plan + "' --to deepspeed", dir);
+  EXPECT_EQ(ds_fp8.code, 2);
+  EXPECT_NE(ds_fp8.err.find("trains in FP8"), std::string::npos) << ds_fp8.err;
+  // A DeepSpeed-expressible MoE plan (ep 8 inside dp 16, tp 1): the JSON on stdout, the
+  // model-code layer on stderr.
+  CmdResult sim = run_strata("simulate --model mixtral-8x7b --dp 16 --ep 8 --seq 4096 "
+                             "--global-batch 64 --zero 1 --cluster dgx-h100 --stack mcore-2024 "
+                             "--out '" + plan + "'", dir);
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  CmdResult ds = run_strata("export --plan '" + plan + "' --to deepspeed", dir);
+  EXPECT_EQ(ds.code, 0) << ds.err;
+  EXPECT_EQ(strata::parse_json(ds.out)["train_batch_size"], 64);
+  EXPECT_NE(ds.err.find("deepspeed.moe.layer.MoE("), std::string::npos) << ds.err;
+  EXPECT_NE(ds.err.find("ep_size=8"), std::string::npos) << ds.err;
+  // Read back with the expert layout DeepSpeed keeps in model code (--ep): the same step.
+  const std::string ds_json = (dir / "ds.json").string();
+  strata::write_file_atomic(ds_json, ds.out);
+  CmdResult back = run_strata("simulate --from deepspeed '" + ds_json + "' --model mixtral-8x7b "
+                              "--seq 4096 --ep 8 --gpus 16 --cluster dgx-h100 --stack mcore-2024 "
+                              "--format json", dir);
+  ASSERT_EQ(back.code, 0) << back.err;
+  const auto bj = strata::parse_json(back.out);
+  EXPECT_EQ(bj["strategy"]["ep"], 8);
+  EXPECT_EQ(bj["strategy"]["dp"], 16);
+  EXPECT_EQ(bj["prediction"]["iteration_s"].get<double>(),
+            strata::planner::load_plan(plan).prediction.iteration_s);
   fs::remove_all(dir);
 }
 #endif

@@ -119,10 +119,33 @@ std::vector<Plan> cp_zero_plans() {
   return out;
 }
 
+// MoE, MLA and FP8 plans that Megatron-LM and TorchTitan both run.
+std::vector<Plan> moe_fp8_plans() {
+  return {mixtral_plan(), deepseek_plan(), qwen_moe_plan(),
+          with_fp8(make_plan(llama(8), 2, 2, 2, 1, 1, 16))};
+}
+
 std::vector<Plan> all_plans() {
   std::vector<Plan> out = plans();
   for (auto& p : cp_zero_plans()) out.push_back(p);
+  for (auto& p : moe_fp8_plans()) out.push_back(p);
   return out;
+}
+
+std::map<std::string, std::string> arg_map(const std::vector<Arg>& args) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : args) out[k] = v;
+  return out;
+}
+
+std::string export_error(const Plan& p, ExportTarget t,
+                         const strata::costmodel::SoftwareStack& stack = overlap_stack()) {
+  try {
+    export_plan(p, stack, t);
+  } catch (const strata::InputError& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 }  // namespace
@@ -448,4 +471,157 @@ TEST(ExportEscaping, ANameWithANewlineStaysInsideItsCommentInEveryOutput) {
 TEST(ExportEscaping, TomlStringsEscapeQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(toml_string("a\"b\\c\nd\x01"), "\"a\\\"b\\\\c\\nd\\u0001\"");
   EXPECT_EQ(toml_string("layers.0"), "\"layers.0\"");
+}
+
+TEST(MegatronNames, DeepSeekV3FlagsByHand) {
+  const auto f = arg_map(megatron_args(deepseek_plan(), overlap_stack()));
+  // config.json: n_routed_experts 256, num_experts_per_tok 8, moe_intermediate_size 2048,
+  // n_shared_experts 1 (x 2048), first_k_dense_replace 3 of 61, scoring_func sigmoid;
+  // q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128.
+  const std::map<std::string, std::string> expected = {
+      {"--num-experts", "256"}, {"--moe-router-topk", "8"}, {"--moe-ffn-hidden-size", "2048"},
+      {"--moe-shared-expert-intermediate-size", "2048"}, {"--moe-layer-freq", "([0]*3+[1]*58)"},
+      {"--moe-router-score-function", "sigmoid"}, {"--moe-token-dispatcher-type", "alltoall"},
+      {"--moe-grouped-gemm", ""}, {"--expert-model-parallel-size", "64"},
+      {"--expert-tensor-parallel-size", "1"}, {"--multi-latent-attention", ""},
+      {"--q-lora-rank", "1536"}, {"--kv-lora-rank", "512"}, {"--qk-head-dim", "128"},
+      {"--qk-pos-emb-head-dim", "64"}, {"--v-head-dim", "128"}, {"--qk-layernorm", ""},
+      {"--rope-type", "rope"}, {"--ffn-hidden-size", "18432"}, {"--num-layers", "61"},
+      {"--tensor-model-parallel-size", "2"}, {"--pipeline-model-parallel-size", "8"},
+      {"--sequence-parallel", ""}};
+  for (const auto& [k, v] : expected) {
+    ASSERT_EQ(f.count(k), 1u) << k;
+    EXPECT_EQ(f.at(k), v) << k;
+  }
+  for (const char* absent : {"--group-query-attention", "--num-query-groups", "--kv-channels",
+                             "--moe-expert-capacity-factor", "--moe-router-pre-softmax",
+                             "--fp8-format"})
+    EXPECT_EQ(f.count(absent), 0u) << absent;
+  // The layer pattern holds shell metacharacters: quoted in the command.
+  EXPECT_NE(export_megatron(deepseek_plan(), overlap_stack()).find("--moe-layer-freq '([0]*3+[1]*58)'"),
+            std::string::npos);
+}
+
+TEST(MegatronNames, MixtralQwenAndCapacityFlagsByHand) {
+  const auto x = arg_map(megatron_args(mixtral_plan(), overlap_stack()));
+  EXPECT_EQ(x.at("--num-experts"), "8");
+  EXPECT_EQ(x.at("--moe-router-topk"), "2");
+  EXPECT_EQ(x.at("--moe-ffn-hidden-size"), "14336");
+  EXPECT_EQ(x.at("--moe-router-score-function"), "softmax");
+  EXPECT_EQ(x.at("--expert-model-parallel-size"), "8");
+  EXPECT_EQ(x.at("--expert-tensor-parallel-size"), "1");  // Megatron's default would be tp 2
+  EXPECT_EQ(x.at("--num-query-groups"), "8");
+  EXPECT_EQ(x.at("--rotary-base"), "1000000");
+  for (const char* absent : {"--moe-layer-freq", "--moe-shared-expert-intermediate-size",
+                             "--multi-latent-attention", "--qk-layernorm"})
+    EXPECT_EQ(x.count(absent), 0u) << absent;
+  const auto q = arg_map(megatron_args(qwen_moe_plan(), overlap_stack()));
+  EXPECT_EQ(q.at("--moe-shared-expert-intermediate-size"), "5632");  // 1 x 5632
+  EXPECT_EQ(q.at("--num-experts"), "60");
+  EXPECT_EQ(q.at("--moe-router-topk"), "4");
+  EXPECT_EQ(q.at("--expert-model-parallel-size"), "2");
+  EXPECT_EQ(q.at("--expert-tensor-parallel-size"), "2");
+  const auto c = arg_map(megatron_args(capacity_moe_plan(), plain_stack()));
+  EXPECT_EQ(c.at("--moe-expert-capacity-factor"), "1.25");
+  EXPECT_EQ(c.count("--moe-pad-expert-input-to-capacity"), 1u);
+  EXPECT_EQ(c.count("--moe-router-pre-softmax"), 1u);  // top-1 softmax: Megatron requires it
+  // Dense plans write no expert flags.
+  const auto d = arg_map(megatron_args(plans()[1], overlap_stack()));
+  for (const char* absent : {"--num-experts", "--expert-model-parallel-size",
+                             "--expert-tensor-parallel-size", "--moe-token-dispatcher-type"})
+    EXPECT_EQ(d.count(absent), 0u) << absent;
+  // Megatron's experts take biases only with etp 1.
+  Plan biased = capacity_moe_plan();
+  biased.strategy.etp = 2;
+  biased.strategy.ep = 2;
+  EXPECT_NE(export_error(biased, ExportTarget::Megatron).find("only with expert tensor parallel size 1"),
+            std::string::npos);
+}
+
+TEST(MegatronNames, Fp8WritesTheDelayedHybridRecipeOnBf16) {
+  const Plan p = with_fp8(make_plan(llama(8), 2, 2, 2, 1, 1, 16));
+  for (const auto& stack : {overlap_stack(), plain_stack()}) {  // bf16 and fp16 stacks
+    const auto f = arg_map(megatron_args(p, stack));
+    EXPECT_EQ(f.at("--fp8-format"), "hybrid");
+    EXPECT_EQ(f.at("--fp8-recipe"), "delayed");
+    EXPECT_EQ(f.count("--bf16"), 1u);
+    EXPECT_EQ(f.count("--fp16"), 0u);
+    EXPECT_EQ(f.count("--accumulate-allreduce-grads-in-fp32"), 0u);  // bf16 does it itself
+    for (const char* absent : {"--fp8-dot-product-attention", "--fp8-output-proj",
+                               "--first-last-layers-bf16", "--fp8-param-gather"})
+      EXPECT_EQ(f.count(absent), 0u) << absent;
+  }
+  EXPECT_EQ(arg_map(megatron_args(plans()[1], overlap_stack())).count("--fp8-format"), 0u);
+}
+
+TEST(MegatronDeepSpeedNames, MoeFlagsExistAndRefusalsNameWhatDeepSpeedLacks) {
+  // Mixtral with tp 2 x dp 8, ep 8 x etp 2: DeepSpeed's expert groups inside dp 8, experts
+  // tensor-parallel over the whole tp group.
+  Plan p = moe_plan(strata::models::load_model("mixtral-8x7b"), 8, 2, 1, 1, 64, 8, 2);
+  const YAML::Node t = table("megatron_deepspeed_args.yaml");
+  for (const auto& [flag, value] : megatron_deepspeed_args(p, overlap_stack()))
+    expect_arg_type(t["args"], flag, value);
+  const auto f = arg_map(megatron_deepspeed_args(p, overlap_stack()));
+  EXPECT_EQ(f.at("--num-experts"), "8");
+  EXPECT_EQ(f.at("--expert-interval"), "1");  // every block sparse
+  EXPECT_EQ(f.at("--topk"), "2");
+  EXPECT_EQ(f.at("--moe-expert-parallel-size"), "8");
+  EXPECT_EQ(f.at("--mlp-type"), "standard");
+  EXPECT_EQ(f.count("--enable-expert-tensor-parallelism"), 1u);
+  EXPECT_EQ(f.count("--disable-moe-token-dropping"), 1u);  // dropless
+  EXPECT_EQ(f.count("--disable-moe-top2-2nd-expert-sampling"), 1u);
+  EXPECT_EQ(f.count("--create-moe-param-group"), 0u);  // ZeRO 0
+  // The DeepSpeed config itself has no expert keys; the note names the model-code layer.
+  EXPECT_EQ(export_error(p, ExportTarget::DeepSpeed), "no error");
+  const std::string note = deepspeed_model_code_note(p);
+  EXPECT_NE(note.find("deepspeed.moe.layer.MoE(hidden_size=4096"), std::string::npos);
+  EXPECT_NE(note.find("num_experts=8, ep_size=8, k=2, drop_tokens=False, "
+                      "enable_expert_tensor_parallelism=True"),
+            std::string::npos);
+  EXPECT_EQ(deepspeed_model_code_note(plans()[0]), "");
+  // Refused by name.
+  for (auto target : {ExportTarget::DeepSpeed, ExportTarget::MegatronDeepSpeed}) {
+    EXPECT_NE(export_error(deepseek_plan(), target).find("routes with a sigmoid"), std::string::npos);
+    EXPECT_NE(export_error(qwen_moe_plan(), target).find("1 shared expert(s)"), std::string::npos);
+    EXPECT_NE(export_error(mixtral_plan(), target).find("ep 8 does not divide dp 4"), std::string::npos);
+    EXPECT_NE(export_error(with_fp8(plans()[4]), target).find("trains in FP8"), std::string::npos);
+    Plan etp1 = p;
+    etp1.strategy.etp = 1;
+    EXPECT_NE(export_error(etp1, target).find("replicate every expert over the tp group"),
+              std::string::npos);
+  }
+  EXPECT_NE(export_error(capacity_moe_plan(), ExportTarget::MegatronDeepSpeed)
+                .find("experts 2048 wide (moe.expert_ffn) and a dense MLP 4096 wide"),
+            std::string::npos);
+  EXPECT_EQ(export_error(capacity_moe_plan(), ExportTarget::DeepSpeed), "no error");
+}
+
+TEST(TorchTitanNames, ExpertDegreesAndTheFloat8ConverterByHand) {
+  auto x = toml_sections(export_torchtitan(mixtral_plan(), overlap_stack()));
+  EXPECT_EQ(x["parallelism"]["expert_parallel_degree"], "8");
+  EXPECT_EQ(x["parallelism"]["expert_tensor_parallel_degree"], "1");
+  EXPECT_EQ(x["parallelism"]["data_parallel_shard_degree"], "4");
+  EXPECT_EQ(x.count("quantize.linear.float8"), 0u);
+  auto q = toml_sections(export_torchtitan(qwen_moe_plan(), overlap_stack()));
+  EXPECT_EQ(q["parallelism"]["expert_tensor_parallel_degree"], "2");  // etp = tp
+  // ZeRO-0 data parallel with experts: FSDP (TorchTitan folds experts over its shard ranks).
+  Plan ddp = moe_plan(strata::models::load_model("mixtral-8x7b"), 8, 1, 1, 1, 64, 8, 1);
+  auto d = toml_sections(export_torchtitan(ddp, overlap_stack()));
+  EXPECT_EQ(d["parallelism"]["data_parallel_shard_degree"], "8");
+  EXPECT_EQ(d["parallelism"]["data_parallel_replicate_degree"], "1");
+  EXPECT_NE(export_torchtitan(deepseek_plan(), overlap_stack()).find("the first 3 layers dense"),
+            std::string::npos);
+
+  auto f = toml_sections(export_torchtitan(with_fp8(make_plan(llama(8), 2, 2, 2, 1, 1, 16)),
+                                           plain_stack()));
+  EXPECT_EQ(f["model"]["converters"], "[\"quantize.linear.float8\"]");
+  EXPECT_EQ(f["quantize.linear.float8"]["recipe_name"], "\"tensorwise\"");
+  EXPECT_EQ(f["quantize.linear.float8"]["filter_fqns"], "[\"output\"]");  // LM head in bf16
+  EXPECT_EQ(f["compile"]["enable"], "true");
+  EXPECT_EQ(f["training"]["mixed_precision_param"], "\"bfloat16\"");  // not the fp16 stack's
+
+  EXPECT_NE(export_error(capacity_moe_plan(), ExportTarget::TorchTitan).find("dropless"),
+            std::string::npos);
+  Plan etp = moe_plan(strata::models::load_model("mixtral-8x7b"), 8, 4, 1, 1, 64, 2, 2);
+  EXPECT_NE(export_error(etp, ExportTarget::TorchTitan).find("neither 1 nor tp 4"), std::string::npos);
 }

@@ -139,7 +139,9 @@ TEST(ImportMegatron, RefusesWhatStrataDoesNotModelByName) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message("--num-experts 8 --moe-router-topk 2").find("--num-experts, --moe-router-topk"),
+  // Group-limited routing changes where tokens go (and the traffic): not modelled.
+  EXPECT_NE(message("--num-experts 8 --moe-router-num-groups 4 --moe-router-group-topk 2")
+                .find("--moe-router-num-groups, --moe-router-group-topk"),
             std::string::npos);
   EXPECT_EQ(message("--context-parallel-size 2"), "no error");
   EXPECT_NE(message("--context-parallel-size 2 --cp-comm-type a2a").find("--cp-comm-type 'a2a'"),
@@ -262,4 +264,195 @@ TEST(ImportDeepSpeed, RefusesUnmodelledKeysAndInconsistentBatches) {
   EXPECT_EQ(*j.stack.grad_reduce_dtype, strata::costmodel::DType::Bf16);
   EXPECT_EQ(j.strategy.dp, 8);  // 64 / (2 x 4)
   EXPECT_EQ(j.ignored, std::vector<std::string>{"optimizer"});
+}
+
+namespace {
+
+// Export -> import of one plan: the model (but its name), strategy, stage map and world size
+// come back.
+void expect_round_trip(const Plan& p, const strata::costmodel::SoftwareStack& stack) {
+  ImportedJob job = import_megatron_args(export_megatron(p, stack), "args.sh");
+  resolve_world_size(job, 0, "args.sh");
+  auto model = job.model;
+  model.name = p.model.name;
+  EXPECT_EQ(model, p.model);
+  if (model.moe && p.model.moe) {
+    EXPECT_EQ(*model.moe, *p.model.moe);
+  }
+  EXPECT_EQ(job.strategy, p.strategy);
+  EXPECT_EQ(job.stage_layers, p.stage_layers);
+  EXPECT_EQ(job.world_size, p.strategy.gpus());
+}
+
+}  // namespace
+
+TEST(ImportMegatron, MoeAndMlaPlansComeBackFromTheExport) {
+  for (const auto& stack : {overlap_stack(), plain_stack()}) {
+    SCOPED_TRACE(stack.name);
+    {
+      SCOPED_TRACE("mixtral-8x7b tp2 pp4 dp4 ep8");
+      expect_round_trip(mixtral_plan(), stack);
+    }
+    {
+      SCOPED_TRACE("deepseek-v3 tp2 pp8 dp32 ep64: MLA, shared expert, 3 dense blocks, sigmoid");
+      expect_round_trip(deepseek_plan(), stack);
+    }
+    {
+      SCOPED_TRACE("qwen1.5-moe ep2 x etp2");
+      expect_round_trip(qwen_moe_plan(), stack);
+    }
+    {
+      SCOPED_TRACE("gpt moe: top-1 capacity factor 1.25");
+      expect_round_trip(capacity_moe_plan(), stack);
+    }
+  }
+  // The DeepSeek-V3 model read back, by hand.
+  ImportedJob job = import_megatron_args(export_megatron(deepseek_plan(), overlap_stack()), "a");
+  ASSERT_TRUE(job.model.mla && job.model.moe);
+  EXPECT_EQ(job.model.mla->q_lora_rank, 1536);
+  EXPECT_EQ(job.model.mla->kv_lora_rank, 512);
+  EXPECT_EQ(job.model.mla->qk_nope_head_dim, 128);
+  EXPECT_EQ(job.model.mla->qk_rope_head_dim, 64);
+  EXPECT_EQ(job.model.moe->experts, 256);
+  EXPECT_EQ(job.model.moe->first_dense_layers, 3);
+  EXPECT_EQ(job.model.moe->shared_experts, 1);
+  EXPECT_EQ(job.model.moe->shared_expert_ffn, 2048);
+  EXPECT_EQ(job.model.moe->router, strata::models::RouterKind::Sigmoid);
+  EXPECT_EQ(job.strategy.ep, 64);
+  EXPECT_EQ(job.strategy.etp, 1);
+}
+
+TEST(ImportMegatron, Fp8PlansComeBackWithTheirPrecision) {
+  // FP8 on a bf16 stack and on an fp16 one: the command trains in bf16 with FP8 GEMMs.
+  for (const auto& stack : {overlap_stack(), plain_stack()}) {
+    SCOPED_TRACE(stack.name);
+    const Plan p = with_fp8(make_plan(llama(8), 2, 2, 2, 1, 1, 16));
+    expect_round_trip(p, stack);
+    ImportedJob job = import_megatron_args(export_megatron(p, stack), "a");
+    EXPECT_EQ(job.strategy.precision, "fp8");
+    EXPECT_EQ(*job.stack.precision, strata::costmodel::DType::Bf16);
+    EXPECT_EQ(*job.stack.grad_reduce_dtype, strata::costmodel::DType::Fp32);
+  }
+  // The plan's precision wins over the stack's: fp16 on a bf16 stack exports --fp16.
+  Plan fp16 = make_plan(llama(8), 2, 1, 1, 1, 1, 16);
+  fp16.strategy.precision = "fp16";
+  ImportedJob job = import_megatron_args(export_megatron(fp16, overlap_stack()), "a");
+  EXPECT_EQ(*job.stack.precision, strata::costmodel::DType::Fp16);
+  EXPECT_EQ(job.strategy.precision, "");
+}
+
+TEST(ImportMegatron, ReadsAHandWrittenDeepSeekStyleMoeScript) {
+  // Flags as Megatron-LM's own DeepSeek-V3 example writes them (pattern without parentheses,
+  // router hyper-parameters, --kv-channels that MLA does not read), on a 2-node job.
+  const std::string script = R"(torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py \
+    --num-layers 8 --hidden-size 1024 --ffn-hidden-size 4096 --num-attention-heads 16 \
+    --kv-channels 128 --seq-length 4096 --max-position-embeddings 4096 \
+    --position-embedding-type rope --rotary-base 10000 --normalization RMSNorm --swiglu \
+    --disable-bias-linear --untie-embeddings-and-output-weights --vocab-size 32000 \
+    --multi-latent-attention --q-lora-rank 384 --kv-lora-rank 128 --qk-head-dim 64 \
+    --qk-pos-emb-head-dim 32 --v-head-dim 64 --qk-layernorm \
+    --num-experts 16 --moe-layer-freq [0]*2+[1]*6 --moe-ffn-hidden-size 512 \
+    --moe-shared-expert-intermediate-size 1024 --moe-router-topk 4 \
+    --moe-router-score-function sigmoid --moe-router-enable-expert-bias \
+    --moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff 1e-4 \
+    --moe-token-dispatcher-type alltoall --moe-grouped-gemm \
+    --tensor-model-parallel-size 2 --sequence-parallel --expert-model-parallel-size 4 \
+    --expert-tensor-parallel-size 1 --micro-batch-size 1 --global-batch-size 64 \
+    --bf16 --fp8-format hybrid --fp8-amax-history-len 1024
+)";
+  ImportedJob job = import_megatron_args(script, "ds.sh");
+  resolve_world_size(job, 0, "ds.sh");
+  const auto& m = job.model;
+  ASSERT_TRUE(m.mla && m.moe);
+  EXPECT_EQ(m.explicit_head_dim, 0);  // --kv-channels: not read by MLA
+  EXPECT_EQ(m.mla->q_lora_rank, 384);
+  EXPECT_EQ(m.mla->kv_lora_rank, 128);
+  EXPECT_EQ(m.mla->qk_nope_head_dim, 64);
+  EXPECT_EQ(m.mla->qk_rope_head_dim, 32);
+  EXPECT_EQ(m.mla->v_head_dim, 64);
+  EXPECT_EQ(m.moe->experts, 16);
+  EXPECT_EQ(m.moe->top_k, 4);
+  EXPECT_EQ(m.moe->expert_ffn, 512);
+  EXPECT_EQ(m.moe->shared_experts, 1);
+  EXPECT_EQ(m.moe->shared_expert_ffn, 1024);
+  EXPECT_EQ(m.moe->first_dense_layers, 2);
+  EXPECT_EQ(m.moe->capacity_factor, 0.0);  // dropless
+  EXPECT_EQ(job.strategy.dp, 8);            // 16 / tp 2
+  EXPECT_EQ(job.strategy.ep, 4);
+  EXPECT_EQ(job.strategy.etp, 1);
+  EXPECT_EQ(job.strategy.edp(), 4);  // tp 2 x dp 8 / (ep 4 x etp 1)
+  EXPECT_EQ(job.strategy.precision, "fp8");
+  EXPECT_EQ(job.ignored, (std::vector<std::string>{"--moe-router-enable-expert-bias",
+                                                   "--moe-router-load-balancing-type",
+                                                   "--moe-aux-loss-coeff",
+                                                   "--fp8-amax-history-len", "--kv-channels"}));
+  // Megatron-LM's default expert tensor parallel size is tp.
+  ImportedJob etp_default = import_megatron_args(
+      "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size 1000 "
+      "--swiglu --disable-bias-linear --num-experts 4 --tensor-model-parallel-size 2 "
+      "--sequence-parallel --moe-token-dispatcher-type alltoall",
+      "a");
+  EXPECT_EQ(etp_default.strategy.etp, 2);
+  EXPECT_EQ(etp_default.model.moe->top_k, 2);          // --moe-router-topk default
+  EXPECT_EQ(etp_default.model.moe->expert_ffn, 1024);  // --ffn-hidden-size (4 x 256)
+}
+
+TEST(ImportMegatron, RefusesMoeMlaAndFp8SettingsStrataDoesNotModelByName) {
+  const std::string base =
+      "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
+      "--vocab-size 1000 --micro-batch-size 1 --position-embedding-type rope ";
+  const std::string moe = base + "--num-experts 4 --expert-model-parallel-size 2 ";
+  const auto message = [&](const std::string& text) {
+    try {
+      import_megatron_args(text, "a");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(moe + "--moe-token-dispatcher-type alltoall"), "no error");
+  EXPECT_NE(message(moe).find("allgather (Megatron-LM's default)"), std::string::npos);
+  EXPECT_NE(message(moe + "--moe-token-dispatcher-type flex").find("'flex' is not modelled"),
+            std::string::npos);
+  EXPECT_NE(message(base + "--expert-model-parallel-size 2").find("needs --num-experts"),
+            std::string::npos);
+  EXPECT_NE(message(base + "--moe-router-topk 2").find("--moe-router-topk needs --num-experts"),
+            std::string::npos);
+  EXPECT_NE(message(base + "--num-experts 4 --moe-layer-freq 2").find("'2' is not modelled"),
+            std::string::npos);
+  EXPECT_NE(message(base + "--num-experts 4 --moe-router-score-function sqrtsoftplus")
+                .find("'sqrtsoftplus' is not modelled"),
+            std::string::npos);
+  EXPECT_NE(message(base + "--num-experts 4 --moe-expert-capacity-factor 1.0")
+                .find("without --moe-pad-expert-input-to-capacity"),
+            std::string::npos);
+  EXPECT_EQ(message(base + "--num-experts 4 --moe-expert-capacity-factor -1"), "no error");  // dropless
+  EXPECT_NE(message(base + "--num-experts 4 --moe-router-topk 8").find("exceeds --num-experts"),
+            std::string::npos);
+  // GELU experts carry biases: Megatron-LM asserts etp 1, whose default is tp.
+  EXPECT_NE(message(base + "--num-experts 4 --tensor-model-parallel-size 2 --sequence-parallel "
+                           "--moe-token-dispatcher-type alltoall")
+                .find("need --expert-tensor-parallel-size 1"),
+            std::string::npos);
+  EXPECT_EQ(message(base + "--num-experts 4 --tensor-model-parallel-size 2 --sequence-parallel "
+                           "--moe-token-dispatcher-type alltoall --expert-tensor-parallel-size 1"),
+            "no error");
+  EXPECT_NE(message(base + "--q-lora-rank 64").find("--q-lora-rank needs --multi-latent-attention"),
+            std::string::npos);
+  EXPECT_NE(message(base + "--qk-layernorm").find("--qk-layernorm is not modelled"), std::string::npos);
+  EXPECT_NE(message(base + "--multi-latent-attention --rope-type yarn").find("'yarn' is not modelled"),
+            std::string::npos);
+  EXPECT_NE(message(base + "--multi-latent-attention --group-query-attention --num-query-groups 2")
+                .find("exclude each other"),
+            std::string::npos);
+  EXPECT_NE(message(base + "--bf16 --fp8-format hybrid --fp8-recipe mxfp8").find("'mxfp8' is not modelled"),
+            std::string::npos);
+  EXPECT_NE(message(base + "--fp16 --fp8-format hybrid").find("--fp8-format without --bf16"),
+            std::string::npos);
+  EXPECT_NE(message(base + "--bf16 --fp8-format e5m2").find("'e5m2' is not hybrid or e4m3"),
+            std::string::npos);
+  EXPECT_NE(message(base + "--bf16 --fp8-recipe delayed").find("--fp8-recipe needs --fp8-format"),
+            std::string::npos);
+  EXPECT_NE(message(base + "--bf16 --fp8-format hybrid --fp8-param-gather").find("--fp8-param-gather"),
+            std::string::npos);  // FP8 parameters: not modelled
 }

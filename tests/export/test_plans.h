@@ -66,6 +66,71 @@ inline planner::Plan with_cp_zero(planner::Plan p, int cp, int zero) {
   return p;
 }
 
+// An MoE plan: 1F1B, the even stage map, sequence parallel with tp > 1 (Megatron requires
+// it for MoE), experts folded as etp x ep over the tp x dp ranks of a stage.
+inline planner::Plan moe_plan(models::ModelSpec m, int dp, int tp, int pp, std::int64_t mb,
+                              std::int64_t gb, int ep, int etp) {
+  planner::Plan p;
+  p.model = std::move(m);
+  p.cluster = "dgx-h100";
+  p.strategy.dp = dp;
+  p.strategy.tp = tp;
+  p.strategy.pp = pp;
+  p.strategy.micro_batch = mb;
+  p.strategy.global_batch = gb;
+  p.strategy.sequence_parallel = tp > 1;
+  p.strategy.ep = ep;
+  p.strategy.etp = etp;
+  p.stage_layers = planner::even_stage_layers(p.model, pp, 1);
+  planner::require_valid(p.strategy, p.model);
+  planner::check_stage_layers(p.stage_layers, p.model, pp, 1);
+  return p;
+}
+
+// Mixtral-8x7B (catalog): tp 2 x pp 4 x dp 4 = 32 GPUs, ep 8 over the tp x dp ranks of a
+// stage, SP (required with tp > 1 for MoE), ZeRO-1.
+inline planner::Plan mixtral_plan() {
+  planner::Plan p = moe_plan(models::load_model("mixtral-8x7b"), 4, 2, 4, 1, 64, 8, 1);
+  p.strategy.zero = 1;
+  return p;
+}
+
+// DeepSeek-V3 (catalog: MLA, 1 shared expert, 3 dense blocks first, sigmoid router): tp 2 x
+// pp 8 x dp 32 = 512 GPUs, ep 64, 61 blocks over 8 stages (uneven), full recompute.
+inline planner::Plan deepseek_plan() {
+  planner::Plan p = moe_plan(models::load_model("deepseek-v3"), 32, 2, 8, 1, 1024, 64, 1);
+  p.strategy.zero = 1;
+  p.strategy.recompute = planner::Recompute::Full;
+  return p;
+}
+
+// Qwen1.5-MoE-A2.7B (catalog: 60 experts, top 4, one shared expert, softmax): tp 2 x dp 4,
+// experts split ep 2 x etp 2.
+inline planner::Plan qwen_moe_plan() {
+  return moe_plan(models::load_model("qwen1.5-moe-a2.7b"), 4, 2, 1, 2, 64, 2, 2);
+}
+
+// A small GPT-style MoE (linear biases): 4 experts, top-1 softmax routing capped at capacity
+// factor 1.25, ep 4 over dp 4, pp 2.
+inline planner::Plan capacity_moe_plan() {
+  models::ModelSpec m = gpt(8);
+  m.name = "gpt-moe-test";
+  models::MoeSpec e;
+  e.experts = 4;
+  e.top_k = 1;
+  e.expert_ffn = 2048;
+  e.capacity_factor = 1.25;
+  m.moe = e;
+  return moe_plan(m, 4, 1, 2, 2, 32, 4, 1);
+}
+
+// The plan with an FP8 recipe (strategy.precision fp8).
+inline planner::Plan with_fp8(planner::Plan p) {
+  p.strategy.precision = "fp8";
+  planner::require_valid(p.strategy, p.model);
+  return p;
+}
+
 // Stage map with the given blocks per virtual stage (embedding first, head last).
 inline std::vector<std::vector<int>> stage_map(const std::vector<int>& blocks) {
   std::vector<std::vector<int>> out;

@@ -163,7 +163,7 @@ std::vector<BadInput> cases() {
                 "  norm: layernorm", "  norm: laye", {"norm"}),
       plan_file("plan_cut_off_before_its_last_line", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
                 "\nfits_memory: true", "", {"fits_memory", "truncated"}),
-      plan_file("plan_fp8_not_exported", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
+      plan_file("plan_fp8_on_an_a100_not_exported", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
                 "  rank_order: tp-dp-pp", "  rank_order: tp-dp-pp\n  precision: fp8", {"precision", "fp8"}),
       plan_file("plan_fp8_not_trained", {"train", "--plan", "{dir}/p.yaml", "--steps", "1"},
                 "  rank_order: tp-dp-pp", "  rank_order: tp-dp-pp\n  precision: fp8", {"precision", "fp8"}),

@@ -1,0 +1,14 @@
+torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py \
+  --num-layers 8 --hidden-size 1024 --ffn-hidden-size 4096 --num-attention-heads 16 \
+  --seq-length 4096 --max-position-embeddings 4096 --tokenizer-type NullTokenizer \
+  --vocab-size 32000 --position-embedding-type rope --rotary-base 10000 --swiglu \
+  --normalization RMSNorm --untie-embeddings-and-output-weights --disable-bias-linear \
+  --multi-latent-attention --q-lora-rank 384 --kv-lora-rank 128 --qk-head-dim 64 \
+  --qk-pos-emb-head-dim 32 --v-head-dim 64 --qk-layernorm --rope-type rope \
+  --num-experts 16 --moe-router-topk 4 --moe-ffn-hidden-size 512 \
+  --moe-shared-expert-intermediate-size 1024 --moe-layer-freq '([0]*2+[1]*6)' \
+  --moe-router-score-function sigmoid --moe-token-dispatcher-type alltoall --moe-grouped-gemm \
+  --bf16 --fp8-format hybrid --fp8-recipe delayed \
+  --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --sequence-parallel \
+  --expert-model-parallel-size 4 --expert-tensor-parallel-size 1 \
+  --micro-batch-size 1 --global-batch-size 64
