@@ -62,6 +62,7 @@ struct TrainOptions {
   std::int64_t log_every = 1;
   std::int64_t grad_bucket_params = 0;
   bool no_overlap_grad_reduce = false;
+  bool no_zero_prefetch = false;
   std::string cp_kv_exchange = "ring";
   std::int64_t die_at_step = 0;  // hidden: SIGKILL rank die_rank before this step
   std::int64_t throw_at_step = 0;  // hidden: InputError on rank die_rank before this step
@@ -126,8 +127,14 @@ runtime::TrainConfig make_config(const TrainOptions& o) {
   c.resume = o.resume;
   c.grad_bucket_params = o.grad_bucket_params;
   c.overlap_grad_reduce = !o.no_overlap_grad_reduce;
+  c.zero_prefetch = !o.no_zero_prefetch;
   c.cp_kv_exchange = runtime::cp_kv_exchange_from_string(o.cp_kv_exchange, "--cp-kv-exchange");
   return c;
+}
+
+// Exact bytes, with the MiB beside them for a reader.
+std::string byte_text(std::size_t bytes) {
+  return fmt::format("{} B ({:.2f} MiB)", bytes, static_cast<double>(bytes) / (1 << 20));
 }
 
 std::string data_name(const runtime::TrainConfig& c) {
@@ -337,7 +344,14 @@ void train(const TrainOptions& o) {
                           ls.decay == runtime::LrDecay::Constant
                               ? std::string()
                               : fmt::format("{} to {} at step {}", runtime::to_string(ls.decay), ls.min, ls.decay_steps));
-    if (s.dp * s.cp > 1)
+    if (s.dp * s.cp > 1 && s.zero >= 2)
+      fmt::print("  dp{} gradient reduction: {} reduce-scatters per micro-batch on rank 0 (one per layer "
+                 "group, after its backward){}\n",
+                 s.cp > 1 ? " x cp" : "", trainer->grad_buckets(),
+                 s.zero == 3 ? fmt::format("; parameters all-gathered per layer group, {}",
+                                           cfg.zero_prefetch ? "the next one prefetched" : "not prefetched")
+                             : std::string());
+    else if (s.dp * s.cp > 1)
       fmt::print("  dp{} gradient reduction: {} {} of <= {} parameters on rank 0, {} the backward pass\n",
                  s.cp > 1 ? " x cp" : "", trainer->grad_buckets(), s.zero >= 1 ? "reduce-scatter buckets" : "all-reduce buckets",
                  cfg.grad_bucket_params > 0 ? cfg.grad_bucket_params : planner::default_grad_bucket_params(s.dp),
@@ -396,6 +410,15 @@ void train(const TrainOptions& o) {
           std::fflush(stdout);
         }
       }
+    }
+    if (root) {
+      const runtime::RankMemory m = trainer->memory();
+      fmt::print("memory per rank (rank 0, counted by the runtime): params {}, grads {}, optimizer {}, "
+                 "peak gathered params {}, peak gathered grads {}, peak total {}\n",
+                 byte_text(m.params_bytes), byte_text(m.grads_bytes), byte_text(m.optimizer_bytes),
+                 byte_text(m.peak_gathered_params_bytes), byte_text(m.peak_gathered_grads_bytes),
+                 byte_text(m.peak_total_bytes));
+      std::fflush(stdout);
     }
   } catch (const runtime::TrainingDiverged&) {
     throw;  // the same on every rank: main.cpp prints it once (rank 0), exit 2
@@ -456,6 +479,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--no-overlap-grad-reduce", opts->no_overlap_grad_reduce,
                 "reduce data-parallel gradients after the backward pass instead of bucket by "
                 "bucket during it");
+  cmd->add_flag("--no-zero-prefetch", opts->no_zero_prefetch,
+                "ZeRO-3: all-gather each layer group's parameters when it runs instead of during "
+                "the previous group's compute (the stack's zero_prefetch off)");
   cmd->add_option("--log-every", opts->log_every, "print a step line every K steps (default 1)");
   cmd->add_option("--debug-die-at-step", opts->die_at_step, "test hook: SIGKILL one rank before this step")
       ->group("");

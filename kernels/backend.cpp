@@ -68,6 +68,21 @@ std::unique_ptr<PendingRequest> Communicator::ireduce_scatter_sum(
   return completed_request();
 }
 
+std::unique_ptr<PendingRequest> Communicator::iall_gather(const float* send, float* recv,
+                                                          const std::vector<std::size_t>& counts) {
+  STRATA_CHECK(counts.size() == static_cast<std::size_t>(size()),
+               "all-gather with {} counts on a group of {}", counts.size(), size());
+  std::size_t offset = 0, total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (static_cast<int>(r) < rank()) offset += counts[r];
+    total += counts[r];
+  }
+  std::fill(recv, recv + total, 0.0f);
+  std::copy_n(send, counts[static_cast<std::size_t>(rank())], recv + offset);
+  all_reduce_sum(recv, total);  // every value has one non-zero contributor
+  return completed_request();
+}
+
 void Communicator::send_recv(const float* send_buf, int dst, float* recv_buf, int src,
                              std::size_t count) {
   if (dst == rank() && src == rank()) {  // one-rank ring: a local copy

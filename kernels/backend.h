@@ -63,6 +63,12 @@ class Communicator {
   // transport whose buffers live on a device overrides it.
   virtual std::unique_ptr<PendingRequest> ireduce_scatter_sum(const float* send, float* recv,
                                                               const std::vector<std::size_t>& counts);
+  // Non-blocking all-gather with a count per rank: `recv` receives every rank's `send`
+  // (counts[r] values from rank r) concatenated in rank order, so a ZeRO-3 layer whose
+  // range cuts across the shard boundaries is gathered straight into one buffer. The
+  // default is blocking and works on host memory (one all-reduce of a zero-filled copy).
+  virtual std::unique_ptr<PendingRequest> iall_gather(const float* send, float* recv,
+                                                      const std::vector<std::size_t>& counts);
   virtual void barrier() = 0;
   // Sends `count` floats to `dst` while receiving `count` floats from `src` (a ring
   // shift when dst = rank+1, src = rank-1), without deadlock. The default pairs

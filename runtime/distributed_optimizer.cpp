@@ -1,7 +1,6 @@
 #include "runtime/distributed_optimizer.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "common/errors.h"
 
@@ -29,6 +28,12 @@ DistributedOptimizer::DistributedOptimizer(ParameterStore<float>& store, kernels
   }
   m_.assign(end_ - begin_, 0.0f);
   v_.assign(end_ - begin_, 0.0f);
+  const StoreSharding want = sharding_for(zero_, dp_size_, dp_rank_);
+  STRATA_CHECK(store.sharded(StorePart::Params) == want.params && store.sharded(StorePart::Grads) == want.grads,
+               "store sharding does not match zero {} over {} ranks", zero_, dp_size_);
+  for (StorePart part : {StorePart::Params, StorePart::Grads})
+    STRATA_CHECK(!store.sharded(part) || store.kept_begin(part) == begin_, "store shard is not this rank's");
+  held_back_.assign(reduction.held_back.begin(), reduction.held_back.end());
 
   // Buckets from the end of the buffer; the first one also takes the padding.
   const std::size_t cap = std::max<std::size_t>(1, reduction.bucket_floats);
@@ -60,8 +65,30 @@ DistributedOptimizer::DistributedOptimizer(ParameterStore<float>& store, kernels
 
 DistributedOptimizer::~DistributedOptimizer() = default;
 
+StoreSharding DistributedOptimizer::sharding_for(int zero, int dp_size, int dp_rank) {
+  StoreSharding s;
+  s.shards = dp_size;
+  s.index = dp_rank;
+  s.grads = zero >= 2 && dp_size > 1;
+  s.params = zero >= 3 && dp_size > 1;
+  return s;
+}
+
+std::vector<std::string> DistributedOptimizer::names(const std::vector<ParamSpec>& component) {
+  std::vector<std::string> out;
+  for (const auto& spec : component) out.push_back(spec.name);
+  return out;
+}
+
 void DistributedOptimizer::begin_reduction(const std::map<std::string, int>& uses) {
   overlapped_ = 0;
+  if (shards_grads()) {  // reduced per component; the held-back gradient stays whole
+    std::vector<std::string> held;
+    for (const auto& name : held_back_)
+      if (store_.contains(name)) held.push_back(name);
+    if (!held.empty()) store_.hold(StorePart::Grads, held);
+    return;
+  }
   for (Bucket& b : buckets_) {
     STRATA_CHECK(b.request == nullptr, "gradient bucket still in flight from the last step");
     b.started = false;
@@ -74,7 +101,7 @@ void DistributedOptimizer::begin_reduction(const std::map<std::string, int>& use
 }
 
 void DistributedOptimizer::grads_ready(const std::string& name) {
-  if (dp_size_ == 1) return;
+  if (dp_size_ == 1 || shards_grads()) return;
   auto it = bucket_of_.find(name);
   STRATA_CHECK(it != bucket_of_.end(), "grads_ready({}): not a parameter of this rank", name);
   Bucket& b = buckets_[it->second];
@@ -116,11 +143,10 @@ void DistributedOptimizer::complete(Bucket& b) {
               store_.grads().begin() + static_cast<std::ptrdiff_t>(std::max(b.lo, begin_)));
     b.shard = {};
   }
-  if (zero_ >= 2) poison_unowned(store_.grads(), b.lo, b.hi);
 }
 
 void DistributedOptimizer::finish_reduction() {
-  if (dp_size_ == 1) return;
+  if (dp_size_ == 1 || shards_grads()) return;
   for (Bucket& b : buckets_)
     if (!b.held_back && !b.started) start(b);
   for (Bucket& b : buckets_) complete(b);
@@ -128,6 +154,14 @@ void DistributedOptimizer::finish_reduction() {
 
 void DistributedOptimizer::reduce_held_back() {
   if (dp_size_ == 1) return;
+  if (shards_grads()) {
+    std::vector<std::string> held;
+    for (const auto& name : held_back_)
+      if (store_.contains(name)) held.push_back(name);
+    if (held.empty()) return;
+    for (const auto& slab : store_.unhold(StorePart::Grads, held)) reduce_scatter_into_shard(*slab);
+    return;
+  }
   for (Bucket& b : buckets_)
     if (b.held_back) {
       start(b);
@@ -142,86 +176,81 @@ void DistributedOptimizer::reduce_gradients() {
 }
 
 void DistributedOptimizer::step(std::int64_t step, float grad_scale) {
-  std::vector<float>& p = store_.params();
-  const std::vector<float>& g = store_.grads();
+  // The kept buffers: whole, or the owned shard (ZeRO-2 gradients, ZeRO-3 both).
+  float* p = store_.params().data();
+  const float* g = store_.grads().data();
+  const std::size_t p_lo = store_.kept_begin(StorePart::Params), g_lo = store_.kept_begin(StorePart::Grads);
   // Each parameter's part of the owned range, with its own weight-decay flag.
   for (const auto& e : store_.entries()) {
     const std::size_t lo = std::max(begin_, e.offset), hi = std::min(end_, e.offset + e.numel);
     if (lo >= hi) continue;
-    adamw_update(p.data() + lo, g.data() + lo, m_.data() + (lo - begin_), v_.data() + (lo - begin_),
-                 hi - lo, cfg_, step, e.spec.weight_decay, grad_scale);
+    adamw_update(p + (lo - p_lo), g + (lo - g_lo), m_.data() + (lo - begin_), v_.data() + (lo - begin_), hi - lo,
+                 cfg_, step, e.spec.weight_decay, grad_scale);
   }
   if ((zero_ == 1 || zero_ == 2) && dp_size_ > 1) {
-    std::vector<float> shard(p.begin() + static_cast<std::ptrdiff_t>(begin_),
-                             p.begin() + static_cast<std::ptrdiff_t>(end_));
-    dp_->all_gather(shard.data(), p.data(), shard.size());
+    std::vector<float>& full = store_.params();
+    std::vector<float> shard(full.begin() + static_cast<std::ptrdiff_t>(begin_),
+                             full.begin() + static_cast<std::ptrdiff_t>(end_));
+    dp_->all_gather(shard.data(), full.data(), shard.size());
   }
   // zero 3: the parameters stay sharded; the layers gather them when they run.
 }
 
-void DistributedOptimizer::poison_unowned(std::vector<float>& buf, std::size_t lo, std::size_t hi) {
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (std::size_t i = lo; i < std::min(hi, begin_); ++i) buf[i] = nan;
-  for (std::size_t i = std::max(lo, end_); i < hi; ++i) buf[i] = nan;
-}
-
-void DistributedOptimizer::gather_params(const std::vector<ParamSpec>& specs) {
-  if (!shards_params()) return;
-  // An all-gather with uneven parts (each rank's overlap of every named parameter with
-  // its shard), sent as equal blocks of the largest part: the interface has no
-  // all-gatherv, and a component's parameters are small next to the rest of a step.
+std::vector<std::size_t> DistributedOptimizer::shard_counts(std::size_t lo, std::size_t hi) const {
   const std::size_t shard = end_ - begin_;
-  std::vector<const ParameterStore<float>::Entry*> entries;
-  for (const auto& spec : specs) {
-    const auto* e = &store_.entry(spec.name);
-    if (std::find(entries.begin(), entries.end(), e) == entries.end()) entries.push_back(e);
-  }
-  auto overlap = [&](int d, const ParameterStore<float>::Entry& e) {
+  std::vector<std::size_t> counts(static_cast<std::size_t>(dp_size_));
+  for (int d = 0; d < dp_size_; ++d) {
     const std::size_t s_lo = shard * static_cast<std::size_t>(d);
-    const std::size_t lo = std::max(e.offset, s_lo), hi = std::min(e.offset + e.numel, s_lo + shard);
-    return std::pair{lo, hi > lo ? hi : lo};
-  };
-  std::size_t block = 0;
-  for (int d = 0; d < dp_size_; ++d) {
-    std::size_t n = 0;
-    for (const auto* e : entries) {
-      const auto [lo, hi] = overlap(d, *e);
-      n += hi - lo;
-    }
-    block = std::max(block, n);
+    const std::size_t a = std::max(lo, s_lo), b = std::min(hi, s_lo + shard);
+    counts[static_cast<std::size_t>(d)] = b > a ? b - a : 0;
   }
-  if (block == 0) return;
-  std::vector<float>& p = store_.params();
-  std::vector<float> send(block, 0.0f), recv(block * static_cast<std::size_t>(dp_size_));
-  std::size_t at = 0;
-  for (const auto* e : entries) {
-    const auto [lo, hi] = overlap(dp_rank_, *e);
-    std::copy(p.begin() + static_cast<std::ptrdiff_t>(lo), p.begin() + static_cast<std::ptrdiff_t>(hi),
-              send.begin() + static_cast<std::ptrdiff_t>(at));
-    at += hi - lo;
-  }
-  dp_->all_gather(send.data(), recv.data(), block);
-  for (int d = 0; d < dp_size_; ++d) {
-    const float* from = recv.data() + block * static_cast<std::size_t>(d);
-    for (const auto* e : entries) {
-      const auto [lo, hi] = overlap(d, *e);
-      std::copy(from, from + (hi - lo), p.begin() + static_cast<std::ptrdiff_t>(lo));
-      from += hi - lo;
-    }
+  return counts;
+}
+
+void DistributedOptimizer::reduce_scatter_into_shard(const ParameterStore<float>::Slab& slab) {
+  const auto counts = shard_counts(slab.lo, slab.hi);
+  std::vector<float> mine(counts[static_cast<std::size_t>(dp_rank_)]);
+  dp_->ireduce_scatter_sum(slab.values.data(), mine.data(), counts)->wait();
+  if (mine.empty()) return;
+  float* g = store_.grads().data() + (std::max(slab.lo, begin_) - begin_);
+  for (std::size_t i = 0; i < mine.size(); ++i) g[i] += mine[i];
+}
+
+void DistributedOptimizer::fetch_params(const std::vector<ParamSpec>& component) {
+  if (!shards_params() || component.empty()) return;
+  const std::string& key = component.front().name;
+  STRATA_CHECK(fetching_.count(key) == 0, "fetch_params({}) while its last fetch is pending", key);
+  auto& requests = fetching_[key];
+  for (auto* slab : store_.hold(StorePart::Params, names(component))) {
+    // each rank sends its overlap with the slab; the parts arrive in flat order
+    const auto counts = shard_counts(slab->lo, slab->hi);
+    const float* send = store_.params().data() + (std::max(slab->lo, begin_) - begin_);
+    requests.push_back(dp_->iall_gather(send, slab->values.data(), counts));
   }
 }
 
-void DistributedOptimizer::release_params(const std::vector<ParamSpec>& specs) {
-  if (!shards_params()) return;
-  for (const auto& spec : specs) {
-    const auto& e = store_.entry(spec.name);
-    poison_unowned(store_.params(), e.offset, e.offset + e.numel);
-  }
+void DistributedOptimizer::wait_params(const std::vector<ParamSpec>& component) {
+  if (!shards_params() || component.empty()) return;
+  auto it = fetching_.find(component.front().name);
+  STRATA_CHECK(it != fetching_.end(), "wait_params({}) without fetch_params", component.front().name);
+  for (auto& r : it->second) r->wait();
+  fetching_.erase(it);
 }
 
-void DistributedOptimizer::release_all_params() {
+void DistributedOptimizer::release_params(const std::vector<ParamSpec>& component) {
   if (!shards_params()) return;
-  poison_unowned(store_.params(), 0, store_.params().size());
+  store_.unhold(StorePart::Params, names(component));  // the slabs no one holds are freed
+}
+
+void DistributedOptimizer::acquire_grads(const std::vector<ParamSpec>& component) {
+  if (!shards_grads()) return;
+  store_.hold(StorePart::Grads, names(component));
+}
+
+void DistributedOptimizer::release_grads(const std::vector<ParamSpec>& component) {
+  if (!shards_grads()) return;
+  for (const auto& slab : store_.unhold(StorePart::Grads, names(component)))
+    reduce_scatter_into_shard(*slab);
 }
 
 }  // namespace strata::runtime

@@ -5,16 +5,19 @@
 //   zero 1  reduce-scatter the buffer so DP rank d holds the summed gradient of shard d
 //           (padded_size / dp values); AdamW updates that shard with shard-sized moments;
 //           an all-gather brings every rank the updated parameters.
-//   zero 2  as zero 1, and a bucket's gradients outside this rank's shard are released
-//           (overwritten with NaN: nothing may read them) once it is reduce-scattered.
-//   zero 3  as zero 2, and parameters are sharded too: after init and after every step
-//           only the owned range is kept (the rest is NaN); gather_params() all-gathers a
-//           component's parameters before its forward and again before its backward,
-//           release_params() drops them after use.
-// The flat buffers keep their full size on CPU ranks (the layers point into them), so
-// ZeRO-2/3 here give the sharded numerics and collectives, not the memory saving;
-// NaN in released ranges makes any read of a value this rank does not hold show up as a
-// non-finite loss instead of a silently stale number.
+//   zero 2  gradients sharded too (ParameterStore: this rank keeps only its gradient
+//           shard): a component's full-size gradient exists from acquire_grads() before
+//           its backward to release_grads() after it, which reduce-scatters it into the
+//           shard, every micro-batch (DeepSpeed stage 2's reduction per micro-batch).
+//           Parameters stay whole; the updated shards are all-gathered after the step.
+//   zero 3  parameters sharded too: fetch_params() starts the all-gather (non-blocking,
+//           uneven counts) of a component's parameters before its forward and again
+//           before its backward, wait_params() completes it, release_params() drops the
+//           full copy after use; no all-gather after the step.
+// ZeRO-2/3 gradient reduce-scatters are blocking, one per component and micro-batch.
+// The tied embedding shared by the first and last pipeline stage (held_back) keeps its
+// whole gradient for the step: its two halves are summed over the embedding group before
+// the DP reduce-scatter (the two stages shard it differently).
 //
 // Buckets are runs of whole parameters taken from the end of the buffer (the backward
 // pass finishes the last layers first) until they hold `bucket_floats` values. A step's
@@ -33,6 +36,7 @@
 
 #include "kernels/backend.h"
 #include "runtime/adamw.h"
+#include "runtime/param_residency.h"
 #include "runtime/parameter_store.h"
 
 namespace strata::runtime {
@@ -45,10 +49,11 @@ struct GradReduction {
   std::set<std::string> held_back;
 };
 
-class DistributedOptimizer {
+class DistributedOptimizer final : public ParamResidency {
  public:
-  // `dp` may be null (one data-parallel rank). With zero 1 the store must be finalized with
-  // a padding multiple of the dp size (the shards are equal).
+  // `dp` may be null (one data-parallel rank). With zero >= 1 the store must be finalized
+  // with a padding multiple of the dp size (the shards are equal), and with
+  // sharding_for(zero, dp) (what ZeRO-2/3 shard).
   DistributedOptimizer(ParameterStore<float>& store, kernels::Communicator* dp, int zero,
                        const AdamWConfig& cfg, GradReduction reduction = {});
   ~DistributedOptimizer();
@@ -69,13 +74,20 @@ class DistributedOptimizer {
   // AdamW on [owned_begin, owned_end) with gradients times grad_scale (clipping), then
   // the all-gather of parameters (zero 1). `step` counts from 1.
   void step(std::int64_t step, float grad_scale);
-  // zero 3: all-gather over DP the parameters named (each rank sends its owned part), or
-  // overwrite their unowned part with NaN. No-ops for zero < 3 or without DP.
-  void gather_params(const std::vector<ParamSpec>& specs);
-  void release_params(const std::vector<ParamSpec>& specs);
-  // zero 3: release every parameter (after init and after a checkpoint load).
-  void release_all_params();
-  bool shards_params() const { return zero_ == 3 && dp_size_ > 1; }
+  // What the store shards under `zero` over `dp_size` ranks (this rank: `dp_rank`).
+  static StoreSharding sharding_for(int zero, int dp_size, int dp_rank);
+  // ParamResidency (ZeRO-2/3; no-ops for what the store does not shard).
+  void fetch_params(const std::vector<ParamSpec>& component) override;
+  void wait_params(const std::vector<ParamSpec>& component) override;
+  void release_params(const std::vector<ParamSpec>& component) override;
+  void acquire_grads(const std::vector<ParamSpec>& component) override;
+  void release_grads(const std::vector<ParamSpec>& component) override;
+  bool prefetch() const override { return prefetch_; }
+  void set_prefetch(bool on) { prefetch_ = on; }
+  bool shards_params() const { return store_.sharded(StorePart::Params); }
+  bool shards_grads() const { return store_.sharded(StorePart::Grads); }
+  // Bytes of the optimizer state (AdamW moments of the owned range).
+  std::size_t optimizer_bytes() const { return (m_.size() + v_.size()) * sizeof(float); }
   // The learning rate of the following steps (the trainer's schedule).
   void set_lr(double lr) { cfg_.lr = lr; }
 
@@ -100,8 +112,11 @@ class DistributedOptimizer {
     std::vector<float> shard;         // zero 1: this rank's part, until copied back
   };
   void start(Bucket& b);
-  void poison_unowned(std::vector<float>& buf, std::size_t lo, std::size_t hi);
   void complete(Bucket& b);
+  // This rank's overlap counts of flat range [lo, hi) with every shard.
+  std::vector<std::size_t> shard_counts(std::size_t lo, std::size_t hi) const;
+  void reduce_scatter_into_shard(const ParameterStore<float>::Slab& slab);
+  static std::vector<std::string> names(const std::vector<ParamSpec>& component);
 
   ParameterStore<float>& store_;
   kernels::Communicator* dp_;
@@ -112,6 +127,10 @@ class DistributedOptimizer {
   std::vector<Bucket> buckets_;
   std::map<std::string, std::size_t> bucket_of_;
   int overlapped_ = 0;
+  std::vector<std::string> held_back_;
+  bool prefetch_ = true;
+  // zero 3: all-gathers in flight, by component (its first parameter's name)
+  std::map<std::string, std::vector<std::unique_ptr<kernels::PendingRequest>>> fetching_;
 };
 
 }  // namespace strata::runtime

@@ -32,18 +32,49 @@ std::vector<ParamSpec> ModelChunk<T>::param_specs(const ModelDims& d, const Chun
 template <typename T>
 ModelChunk<T>::ModelChunk(const ModelDims& d, const ChunkLayout& layout, ParameterStore<T>& store,
                           const TpGroup& tp, const CpGroup& cp)
-    : d_(d), layout_(layout) {
-  if (layout.embedding) {
-    embedding_.emplace(d, store, tp);
-    embedding_specs_ = VocabParallelEmbedding<T>::param_specs(d);
+    : d_(d), layout_(layout), store_(store), tp_(tp), cp_(cp) {
+  if (layout.embedding) specs_.push_back(VocabParallelEmbedding<T>::param_specs(d));
+  for (int b : layout.blocks) specs_.push_back(TransformerBlock<T>::param_specs(d, b));
+  if (layout.head) specs_.push_back(LanguageModelHead<T>::param_specs(d));
+  blocks_.resize(layout.blocks.size());
+  for (std::size_t k = 0; k < components(); ++k) build(k);
+}
+
+template <typename T>
+void ModelChunk<T>::build(std::size_t k) const {
+  const std::size_t first_block = layout_.embedding ? 1 : 0;
+  if (layout_.embedding && k == 0) {
+    embedding_.emplace(d_, store_, tp_);
+  } else if (k - first_block < blocks_.size()) {
+    blocks_[k - first_block].emplace(d_, layout_.blocks[k - first_block], store_, tp_, cp_);
+  } else {
+    head_.emplace(d_, store_, tp_);
   }
-  for (int b : layout.blocks) {
-    blocks_.emplace_back(d, b, store, tp, cp);
-    block_specs_.push_back(TransformerBlock<T>::param_specs(d, b));
-  }
-  if (layout.head) {
-    head_.emplace(d, store, tp);
-    head_specs_ = LanguageModelHead<T>::param_specs(d);
+}
+
+template <typename T>
+template <typename Fn>
+void ModelChunk<T>::run_resident(const std::vector<std::size_t>& order, bool backward,
+                                 const ParamsDoneFn& done, Fn&& compute) const {
+  ParamResidency* r = residency_;
+  const bool prefetch = r != nullptr && r->prefetch();
+  if (prefetch && !order.empty()) r->fetch_params(specs_[order.front()]);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const std::size_t k = order[i];
+    if (r != nullptr) {
+      if (!prefetch) r->fetch_params(specs_[k]);
+      r->wait_params(specs_[k]);
+      // the next component's all-gather runs while this one computes
+      if (prefetch && i + 1 < order.size()) r->fetch_params(specs_[order[i + 1]]);
+      if (backward) r->acquire_grads(specs_[k]);
+      build(k);
+    }
+    compute(k);
+    if (r != nullptr) {
+      r->release_params(specs_[k]);
+      if (backward) r->release_grads(specs_[k]);
+    }
+    if (done) done(specs_[k]);
   }
 }
 
@@ -52,60 +83,50 @@ double ModelChunk<T>::forward(ChunkActivations<T>& acts, const std::int32_t* tok
                               const std::int32_t* targets, const T* x_in, T* x_out,
                               T token_weight) const {
   const std::size_t n = activation_size();
+  const std::size_t first_block = layout_.embedding ? 1 : 0;
   std::vector<T> x(n), next(n);
-  if (embedding_) {
-    acts.tokens.assign(tokens, tokens + d_.rows());
-    gather(embedding_specs_);
-    embedding_->forward(x.data(), tokens);
-    release(embedding_specs_);
-  } else {
-    std::copy_n(x_in, n, x.data());
-  }
+  if (embedding_) acts.tokens.assign(tokens, tokens + d_.rows());
+  else std::copy_n(x_in, n, x.data());
   acts.blocks.resize(blocks_.size());
-  for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    gather(block_specs_[i]);
-    blocks_[i].forward(next.data(), x.data(), acts.blocks[i]);
-    release(block_specs_[i]);
-    std::swap(x, next);
-  }
-  if (head_) {
-    gather(head_specs_);
-    const double loss = head_->forward(x.data(), targets, token_weight, acts.head);
-    release(head_specs_);
-    return loss;
-  }
-  std::copy(x.begin(), x.end(), x_out);
-  return 0.0;
+  double loss = 0.0;
+  std::vector<std::size_t> order(components());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  run_resident(order, false, {}, [&](std::size_t k) {
+    if (layout_.embedding && k == 0) {
+      embedding_->forward(x.data(), tokens);
+    } else if (k - first_block < blocks_.size()) {
+      const std::size_t i = k - first_block;
+      blocks_[i]->forward(next.data(), x.data(), acts.blocks[i]);
+      std::swap(x, next);
+    } else {
+      loss = head_->forward(x.data(), targets, token_weight, acts.head);
+    }
+  });
+  if (!head_) std::copy(x.begin(), x.end(), x_out);
+  return loss;
 }
 
 template <typename T>
 void ModelChunk<T>::backward(ChunkActivations<T>& acts, const T* dx_out, T* dx_in,
                              const ParamsDoneFn& done) const {
   const std::size_t n = activation_size();
+  const std::size_t first_block = layout_.embedding ? 1 : 0;
   std::vector<T> dx(n), prev(n);
-  if (head_) {
-    gather(head_specs_);
-    head_->backward(dx.data(), acts.head);
-    release(head_specs_);
-    if (done) done(head_specs_);
-  } else {
-    std::copy_n(dx_out, n, dx.data());
-  }
-  for (std::size_t i = blocks_.size(); i-- > 0;) {
-    gather(block_specs_[i]);
-    blocks_[i].backward(prev.data(), dx.data(), acts.blocks[i]);
-    release(block_specs_[i]);
-    std::swap(dx, prev);
-    if (done) done(block_specs_[i]);
-  }
-  if (embedding_) {
-    gather(embedding_specs_);
-    embedding_->backward(dx.data(), acts.tokens.data());
-    release(embedding_specs_);
-    if (done) done(embedding_specs_);
-  } else {
-    std::copy(dx.begin(), dx.end(), dx_in);
-  }
+  if (!head_) std::copy_n(dx_out, n, dx.data());
+  std::vector<std::size_t> order(components());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = order.size() - 1 - k;
+  run_resident(order, true, done, [&](std::size_t k) {
+    if (layout_.embedding && k == 0) {
+      embedding_->backward(dx.data(), acts.tokens.data());
+    } else if (k - first_block < blocks_.size()) {
+      const std::size_t i = k - first_block;
+      blocks_[i]->backward(prev.data(), dx.data(), acts.blocks[i]);
+      std::swap(dx, prev);
+    } else {
+      head_->backward(dx.data(), acts.head);
+    }
+  });
+  if (!embedding_) std::copy(dx.begin(), dx.end(), dx_in);
   acts = ChunkActivations<T>{};
 }
 

@@ -11,6 +11,7 @@
 
 #include "runtime/language_model_head.h"
 #include "runtime/model_dims.h"
+#include "runtime/param_residency.h"
 #include "runtime/parameter_store.h"
 #include "runtime/transformer_block.h"
 #include "runtime/vocab_parallel_embedding.h"
@@ -40,13 +41,6 @@ struct ChunkActivations {
 // to first, embedding); the tied embedding is named by both the head and the embedding.
 using ParamsDoneFn = std::function<void(const std::vector<ParamSpec>&)>;
 
-// Where parameters live while a component runs, for sharded parameters (ZeRO-3):
-// `gather` before a component's forward and before its backward, `release` after each.
-// Both empty: the parameters are always resident.
-struct ParamResidency {
-  std::function<void(const std::vector<ParamSpec>&)> gather, release;
-};
-
 template <typename T>
 class ModelChunk {
  public:
@@ -65,21 +59,34 @@ class ModelChunk {
   void backward(ChunkActivations<T>& acts, const T* dx_out, T* dx_in,
                 const ParamsDoneFn& done = {}) const;
 
-  void set_residency(ParamResidency r) { residency_ = std::move(r); }
+  // Sharded parameters or gradients (ZeRO-2/3): each component is made resident around its
+  // forward and backward (and rebuilt then: the layers keep raw pointers into the store).
+  // Null: everything is always resident.
+  void set_residency(ParamResidency* r) { residency_ = r; }
   const ChunkLayout& layout() const { return layout_; }
   std::size_t activation_size() const { return d_.local_rows() * d_.hidden; }  // Nl * C
 
  private:
+  // Component k in forward order: the embedding (if held), the blocks, the head (if held).
+  std::size_t components() const { return specs_.size(); }
+  // Runs compute(k) for the components in `order`, each resident while it runs (prefetching
+  // the next one's parameters when the residency says so).
+  template <typename Fn>
+  void run_resident(const std::vector<std::size_t>& order, bool backward, const ParamsDoneFn& done,
+                    Fn&& compute) const;
+  void build(std::size_t k) const;  // (re)binds component k's layer to the store
+
   ModelDims d_;
   ChunkLayout layout_;
-  std::optional<VocabParallelEmbedding<T>> embedding_;
-  std::vector<TransformerBlock<T>> blocks_;
-  std::optional<LanguageModelHead<T>> head_;
-  std::vector<ParamSpec> embedding_specs_, head_specs_;
-  std::vector<std::vector<ParamSpec>> block_specs_;
-  ParamResidency residency_;
-  void gather(const std::vector<ParamSpec>& s) const { if (residency_.gather) residency_.gather(s); }
-  void release(const std::vector<ParamSpec>& s) const { if (residency_.release) residency_.release(s); }
+  ParameterStore<T>& store_;
+  TpGroup tp_;
+  CpGroup cp_;
+  // The layer objects only hold pointers into the store; rebuilt when it moves them.
+  mutable std::optional<VocabParallelEmbedding<T>> embedding_;
+  mutable std::vector<std::optional<TransformerBlock<T>>> blocks_;
+  mutable std::optional<LanguageModelHead<T>> head_;
+  std::vector<std::vector<ParamSpec>> specs_;  // per component
+  ParamResidency* residency_ = nullptr;
 };
 
 }  // namespace strata::runtime

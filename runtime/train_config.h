@@ -31,6 +31,9 @@ struct TrainConfig {
   // during the last micro-batch's backward when overlap is on.
   std::int64_t grad_bucket_params = 0;
   bool overlap_grad_reduce = true;
+  // ZeRO-3: all-gather the next component's parameters while the current one computes
+  // (forward and backward), as the stack's zero_prefetch (costmodel/zero_sharding.h).
+  bool zero_prefetch = true;
   // Context parallel: ring (Megatron-Core's default) or all-gather of K/V.
   CpKvExchange cp_kv_exchange = CpKvExchange::Ring;
 };

@@ -75,7 +75,9 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
       ++grad_uses_[spec.name];
     }
   }
-  store_.finalize(s.zero >= 1 ? static_cast<std::size_t>(dp_cp) : 1);
+  const int dp_cp_rank = dp_cp > 1 ? grid.dp_cp().rank() : 0;
+  store_.finalize(s.zero >= 1 ? static_cast<std::size_t>(dp_cp) : 1,
+                  DistributedOptimizer::sharding_for(s.zero, dp_cp, dp_cp_rank));
   store_.init(cfg.seed);
   std::vector<ModelChunk<float>*> raw;
   for (const auto& l : layouts) {
@@ -92,12 +94,9 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
     reduction.held_back.insert("embedding.wte");
   optimizer_ = std::make_unique<DistributedOptimizer>(store_, dp_cp > 1 ? &grid.dp_cp() : nullptr,
                                                       s.zero, cfg.adamw, std::move(reduction));
-  if (optimizer_->shards_params()) {  // ZeRO-3: each rank keeps its shard only
-    optimizer_->release_all_params();
-    ParamResidency residency;
-    residency.gather = [this](const std::vector<ParamSpec>& specs) { optimizer_->gather_params(specs); };
-    residency.release = [this](const std::vector<ParamSpec>& specs) { optimizer_->release_params(specs); };
-    for (auto& c : chunks_) c->set_residency(residency);
+  if (optimizer_->shards_params() || optimizer_->shards_grads()) {  // ZeRO-2/3
+    optimizer_->set_prefetch(cfg.zero_prefetch);
+    for (auto& c : chunks_) c->set_residency(optimizer_.get());
   }
   schedule_ = planner::build_schedule(s.schedule, s.pp, coords.pp,
                                       static_cast<int>(s.num_microbatches()), s.vpp);
@@ -130,23 +129,28 @@ std::int64_t Trainer::tokens_per_step() const {
 
 void Trainer::sync_model_parallel_grads() {
   // Sequence parallelism: replicated parameters fed by this rank's tokens only.
+  // (Sharded gradients: the kept shard of each; TP peers keep the same shard.)
   if (dims_.sequence_parallel) {
+    std::vector<float>& g = store_.grads();
+    const std::size_t g_lo = store_.kept_begin(StorePart::Grads), g_hi = g_lo + g.size();
+    std::vector<std::pair<std::size_t, std::size_t>> parts;  // kept-buffer ranges
+    for (const auto& e : store_.entries()) {
+      const std::size_t lo = std::max(e.offset, g_lo), hi = std::min(e.offset + e.numel, g_hi);
+      if (e.spec.sp_partial_grad && lo < hi) parts.emplace_back(lo - g_lo, hi - g_lo);
+    }
     std::vector<float> packed;
-    for (const auto& e : store_.entries())
-      if (e.spec.sp_partial_grad)
-        packed.insert(packed.end(), store_.grads().begin() + static_cast<std::ptrdiff_t>(e.offset),
-                      store_.grads().begin() + static_cast<std::ptrdiff_t>(e.offset + e.numel));
+    for (const auto& [lo, hi] : parts)
+      packed.insert(packed.end(), g.begin() + static_cast<std::ptrdiff_t>(lo), g.begin() + static_cast<std::ptrdiff_t>(hi));
     tp::all_reduce_sum(tp_, packed.data(), packed.size());
     std::size_t at = 0;
-    for (const auto& e : store_.entries())
-      if (e.spec.sp_partial_grad) {
-        std::copy_n(packed.begin() + static_cast<std::ptrdiff_t>(at), e.numel,
-                    store_.grads().begin() + static_cast<std::ptrdiff_t>(e.offset));
-        at += e.numel;
-      }
+    for (const auto& [lo, hi] : parts) {
+      std::copy_n(packed.begin() + static_cast<std::ptrdiff_t>(at), hi - lo, g.begin() + static_cast<std::ptrdiff_t>(lo));
+      at += hi - lo;
+    }
   }
   // Tied embeddings across pipeline stages: the first stage's lookup gradient and the
-  // last stage's LM-head gradient are two halves of one parameter's gradient.
+  // last stage's LM-head gradient are two halves of one parameter's gradient (whole on
+  // this rank until reduce_held_back(), ZeRO-2/3 included).
   if (dims_.tied() && grid_.embedding() != nullptr && store_.contains("embedding.wte")) {
     const auto& e = store_.entry("embedding.wte");
     grid_.embedding()->all_reduce_sum(store_.grad("embedding.wte"), e.numel);
@@ -210,13 +214,17 @@ StepStats Trainer::train_step() {
   for (std::size_t i = 0; i < global_names_.size(); ++i) index[global_names_[i]] = i;
   std::vector<float> sums(global_names_.size() + 1, 0.0f);
   const bool count_dp = s.zero >= 1 || (coords.dp == 0 && coords.cp == 0);
+  const std::size_t g_lo = store_.kept_begin(StorePart::Grads);
   for (const auto& e : store_.entries()) {
     if (e.spec.name == "embedding.wte" && !holds_embedding_) continue;
     if (!count_dp || (!e.spec.tp_sharded && coords.tp != 0)) continue;
     const std::size_t lo = std::max(optimizer_->owned_begin(), e.offset);
     const std::size_t hi = std::min(optimizer_->owned_end(), e.offset + e.numel);
     double acc = 0;
-    for (std::size_t i = lo; i < hi; ++i) acc += static_cast<double>(store_.grads()[i]) * store_.grads()[i];
+    for (std::size_t i = lo; i < hi; ++i) {
+      const double g = store_.grads()[i - g_lo];
+      acc += g * g;
+    }
     sums[index.at(e.spec.name)] += static_cast<float>(acc);
   }
   if (holds_head_ && coords.tp == 0) sums.back() = static_cast<float>(local_loss);
@@ -278,18 +286,33 @@ CheckpointIdentity Trainer::identity() const {
   return id;
 }
 
-std::pair<std::size_t, std::size_t> Trainer::saved_param_range() const {
-  if (optimizer_->shards_params()) return {optimizer_->owned_begin(), optimizer_->owned_end()};
-  return {0, store_.params().size()};
+RankMemory Trainer::memory() const {
+  const auto use = store_.memory();
+  RankMemory m;
+  m.params_bytes = use.param_kept_bytes;
+  m.grads_bytes = use.grad_kept_bytes;
+  m.optimizer_bytes = optimizer_->optimizer_bytes();
+  m.peak_gathered_params_bytes = use.peak_param_slab_bytes;
+  m.peak_gathered_grads_bytes = use.peak_grad_slab_bytes;
+  m.peak_total_bytes = use.peak_total_bytes + m.optimizer_bytes;
+  return m;
+}
+
+std::size_t Trainer::grad_buckets() const {
+  if (plan_.strategy.dp * plan_.strategy.cp == 1) return 0;
+  if (!optimizer_->shards_grads()) return optimizer_->bucket_count();
+  std::size_t components = 0;  // one reduce-scatter per component and micro-batch
+  for (const auto& c : chunks_)
+    components += (c->layout().embedding ? 1 : 0) + c->layout().blocks.size() + (c->layout().head ? 1 : 0);
+  return components;
 }
 
 void Trainer::save_checkpoint() {
   // Parameters that overflowed (a huge learning rate) are not saved: all ranks agree.
-  // (ZeRO-3: the owned range only; the rest is released.)
+  // (The kept parameters: all of them, or the owned shard under ZeRO-3.)
   float bad = 0;
-  const auto [lo, hi] = saved_param_range();
-  for (std::size_t i = lo; i < hi; ++i)
-    if (!std::isfinite(store_.params()[i])) {
+  for (float p : store_.params())
+    if (!std::isfinite(p)) {
       bad = 1;
       break;
     }
@@ -302,8 +325,7 @@ void Trainer::save_checkpoint() {
   CheckpointShard shard;
   shard.step = step_;
   shard.run_id = run_id_;
-  shard.params.assign(store_.params().begin() + static_cast<std::ptrdiff_t>(lo),
-                      store_.params().begin() + static_cast<std::ptrdiff_t>(hi));
+  shard.params = store_.params();
   shard.exp_avg = optimizer_->exp_avg();
   shard.exp_avg_sq = optimizer_->exp_avg_sq();
   write_checkpoint(grid_.world(), cfg_.checkpoint_dir, identity(), shard);
@@ -314,12 +336,10 @@ std::int64_t Trainer::resume() {
   if (!latest)
     input_error("--resume: no complete checkpoint (a step_* folder with manifest.json) in "
                 "--checkpoint-dir {}", cfg_.checkpoint_dir);
-  const auto [lo, hi] = saved_param_range();
   CheckpointShard shard = read_checkpoint(grid_.world(), cfg_.checkpoint_dir, *latest, identity(),
-                                          hi - lo, optimizer_->exp_avg().size());
+                                          store_.params().size(), optimizer_->exp_avg().size());
   // copy into the existing buffers: the model chunks point into them
-  std::copy(shard.params.begin(), shard.params.end(),
-            store_.params().begin() + static_cast<std::ptrdiff_t>(lo));
+  std::copy(shard.params.begin(), shard.params.end(), store_.params().begin());
   std::copy(shard.exp_avg.begin(), shard.exp_avg.end(), optimizer_->exp_avg().begin());
   std::copy(shard.exp_avg_sq.begin(), shard.exp_avg_sq.end(), optimizer_->exp_avg_sq().begin());
   step_ = shard.step;

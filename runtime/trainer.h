@@ -6,6 +6,8 @@
 //   component all-gathers its parameters before its forward and backward), with the
 //   reduction over dp x cp (all-reduce, or reduce-scatter with ZeRO-1/2/3) of each
 //   gradient bucket started as the last micro-batch's backward completes it
+//   (ZeRO-2/3: each component's gradients reduce-scattered after its backward, every
+//   micro-batch; ModelChunk + ParamResidency)
 //   -> wait for the DP reduction
 //   -> TP all-reduce of sequence-parallel partial gradients (sums commute with the DP
 //      sum; under ZeRO-1 the TP peers own the same shard)
@@ -56,6 +58,17 @@ struct StepStats {
   double dp_wait_s = 0;         // waiting for the DP gradient reduction after the backward pass
 };
 
+// Bytes of this rank's parameter, gradient and optimizer buffers, as the parameter store
+// and the optimizer count them (activations and communication staging copies are not
+// counted). params/grads: kept for the whole run (everything, or the ZeRO shard);
+// peak_gathered_*: the most full-size copies of sharded parameters (ZeRO-3) / gradients
+// (ZeRO-2/3) resident at once; peak_total: the largest sum of all of them at one moment.
+struct RankMemory {
+  std::size_t params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0;
+  std::size_t peak_gathered_params_bytes = 0, peak_gathered_grads_bytes = 0;
+  std::size_t peak_total_bytes = 0;
+};
+
 class Trainer {
  public:
   // InputError (on every rank alike) for a plan the runtime cannot run or bad data.
@@ -77,17 +90,14 @@ class Trainer {
   // fixed order; the same on every rank and for every layout.
   const std::vector<std::pair<std::string, double>>& param_grad_norms() const { return norms_; }
   std::int64_t tokens_per_step() const;
-  // Data-parallel gradient buckets per step on this rank (0 without DP).
-  std::size_t grad_buckets() const {
-    return plan_.strategy.dp * plan_.strategy.cp > 1 ? optimizer_->bucket_count() : 0;
-  }
+  // Data-parallel gradient buckets per step on this rank (0 without DP); with sharded
+  // gradients (ZeRO-2/3) the reduce-scatters per micro-batch (one per component).
+  std::size_t grad_buckets() const;
+  RankMemory memory() const;
 
  private:
   void sync_model_parallel_grads();
   CheckpointIdentity identity() const;
-  // The part of the flat parameter buffer a checkpoint holds: all of it, or the owned
-  // shard when parameters are sharded (ZeRO-3).
-  std::pair<std::size_t, std::size_t> saved_param_range() const;
 
   planner::Plan plan_;
   TrainConfig cfg_;

@@ -202,6 +202,29 @@ std::unique_ptr<PendingRequest> MpiCommunicator::ireduce_scatter_sum(
   return req;
 }
 
+std::unique_ptr<PendingRequest> MpiCommunicator::iall_gather(const float* send, float* recv,
+                                                             const std::vector<std::size_t>& counts) {
+  STRATA_CHECK(counts.size() == static_cast<std::size_t>(size_),
+               "all-gather with {} counts on a group of {}", counts.size(), size_);
+  // counts, then displacements: MPI reads both until the operation completes
+  std::vector<int> c(2 * counts.size());
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    c[r] = to_count(counts[r], "iall_gather");
+    c[counts.size() + r] = to_count(total, "iall_gather");
+    total += counts[r];
+  }
+  to_count(total, "iall_gather");
+  const int mine = c[static_cast<std::size_t>(rank_)];
+  auto req = std::make_unique<MpiPendingRequest>(MPI_REQUEST_NULL, std::move(c));
+  float unused = 0;  // MPI wants valid addresses where a count is zero
+  STRATA_MPI_CHECK(MPI_Iallgatherv(mine > 0 ? send : &unused, mine, MPI_FLOAT,
+                                   total > 0 ? recv : &unused, req->counts_data(),
+                                   req->counts_data() + counts.size(), MPI_FLOAT, comm_,
+                                   req->request()));
+  return req;
+}
+
 void MpiCommunicator::recv(float* data, std::size_t count, int peer) {
   STRATA_MPI_CHECK(
       MPI_Recv(data, to_count(count, "recv"), MPI_FLOAT, peer, 0, comm_, MPI_STATUS_IGNORE));

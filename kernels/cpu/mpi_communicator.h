@@ -42,6 +42,8 @@ class MpiCommunicator : public Communicator {
   std::unique_ptr<PendingRequest> iall_reduce_sum(float* data, std::size_t count) override;
   std::unique_ptr<PendingRequest> ireduce_scatter_sum(const float* send, float* recv,
                                                       const std::vector<std::size_t>& counts) override;
+  std::unique_ptr<PendingRequest> iall_gather(const float* send, float* recv,
+                                              const std::vector<std::size_t>& counts) override;
   void barrier() override;
   void send_recv(const float* send_buf, int dst, float* recv_buf, int src,
                  std::size_t count) override;

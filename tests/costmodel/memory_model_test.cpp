@@ -7,6 +7,7 @@
 
 #include "common/errors.h"
 #include "models/model_graph.h"
+#include "models/model_spec.h"
 #include "test_profiles.h"
 
 namespace sc = strata::costmodel;
@@ -283,4 +284,27 @@ TEST(MemoryModel, Fp8WeightCopiesByHand) {
   const double z3_fp8 = mm.per_stage(in)[1].weights_bytes;
   in.fp8_weights = false;
   EXPECT_DOUBLE_EQ(z3_fp8 - mm.per_stage(in)[1].weights_bytes, 6291456.0 / 8);
+}
+
+// The planner's ZeRO memory for the tiny GPT that the CPU runtime trains, in the values the
+// runtime counts (tests/integration/runtime_memory_test.cpp has the same hand numbers for
+// `strata train`): P = 18432 (wte 256 x 64 + wpe 32 x 64) + 4 blocks x 49984 + 128 (final
+// norm) = 218496; a block is the largest layer group. Weights are 2 bytes, gradients 4,
+// optimizer state 12 here; the runtime keeps fp32 (4, 4 and two 4-byte moments).
+TEST(MemoryModel, TinyGptZeroShardsAsTheRuntimeCounts) {
+  auto graph = sm::ModelGraph::build(sm::load_model("tiny"), 1);
+  sc::MemoryModel mm(graph, sc::testing::toy_device());
+  const double P = 218496, block = 49984;
+  for (int dp : {2, 4}) {
+    sc::MemoryInputs in;
+    in.dp = dp;
+    for (int zero : {0, 1, 2, 3}) {
+      in.zero = zero;
+      const auto m = mm.per_stage(in)[0];
+      EXPECT_DOUBLE_EQ(m.params, P);
+      EXPECT_DOUBLE_EQ(m.weights_bytes / 2, zero == 3 ? P / dp + 2 * block : P) << zero;
+      EXPECT_DOUBLE_EQ(m.grads_bytes / 4, zero >= 2 ? P / dp : P) << zero;
+      EXPECT_DOUBLE_EQ(m.optimizer_bytes / 12, zero >= 1 ? P / dp : P) << zero;
+    }
+  }
 }

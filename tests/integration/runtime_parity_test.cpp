@@ -205,9 +205,8 @@ TEST(RuntimeParity, LlamaDataParallelZero1) {
 
 // Context parallel (the sequence in 2 x cp load-balanced chunks, K/V passed around the
 // ring or all-gathered for attention, gradients summed over dp x cp) and ZeRO-2/3
-// (gradients, then parameters, sharded over dp x cp; ZeRO-3 gathers each layer's
-// parameters before its forward and backward and releases them as NaN, so a missed
-// gather shows as a non-finite loss).
+// (gradients, then parameters, sharded over dp x cp: a rank keeps only its shards, and a
+// layer group's full parameters (ZeRO-3) and gradients exist only while it runs).
 //
 // The six layouts of issue 13 run as resume tests: checkpoint at step 5, a second job
 // resumes to step 10, and the ten losses are the one-rank curve (<= 1e-5 relative), the
@@ -304,6 +303,25 @@ TEST(RuntimeParity, Zero3DataParallel2PipelineParallel2FullRecompute) {
 
 TEST(RuntimeParity, Zero3ContextParallel2) {
   expect_parity({.name = "zero3_cp2", .cp = 2, .zero = 3});
+}
+
+// Four shards cut the blocks at other places (uneven all-gather and reduce-scatter counts,
+// ranks holding nothing of a group).
+TEST(RuntimeParity, Zero3DataParallel4) { expect_parity({.name = "zero3_dp4", .dp = 4, .zero = 3}); }
+
+TEST(RuntimeParity, Zero3DataParallel2WithoutPrefetch) {
+  expect_parity({.name = "zero3_dp2_noprefetch", .dp = 2, .zero = 3}, {"--no-zero-prefetch"});
+}
+
+TEST(RuntimeParity, Zero2DataParallel2PipelineParallel2) {
+  // the tied embedding's gradient stays whole on both end stages until its two halves
+  // are summed, then reduce-scattered; every other group per micro-batch
+  expect_parity({.name = "zero2_dp2_pp2", .dp = 2, .pp = 2, .zero = 2});
+}
+
+TEST(RuntimeParity, Zero2DataParallel2TensorParallel2SequenceParallel) {
+  // sequence-parallel partial gradients summed over TP on the kept shards
+  expect_parity({.name = "zero2_dp2_tp2_sp", .dp = 2, .tp = 2, .zero = 2, .sequence_parallel = true});
 }
 
 }  // namespace

@@ -97,6 +97,27 @@ TEST(MpiCommunicator, NonBlockingCollectivesInFlightTogether) {
   EXPECT_EQ(fallback, recv);
 }
 
+TEST(MpiCommunicator, UnevenAllGatherConcatenatesInRankOrder) {
+  auto w = MpiCommunicator::world();
+  const int n = w->size(), r = w->rank();
+  // rank q sends 5q + 2 values, rank 1 none (a ZeRO-3 layer outside its shard)
+  std::vector<std::size_t> counts(static_cast<std::size_t>(n));
+  for (int q = 0; q < n; ++q) counts[static_cast<std::size_t>(q)] = q == 1 ? 0 : std::size_t(5 * q + 2);
+  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+  std::vector<float> send(counts[static_cast<std::size_t>(r)]), recv(total, -1);
+  for (std::size_t i = 0; i < send.size(); ++i) send[i] = float(1000 * r + int(i));
+  auto req = w->iall_gather(send.data(), recv.data(), counts);
+  req->wait();
+  std::size_t at = 0;
+  for (int q = 0; q < n; ++q)
+    for (std::size_t i = 0; i < counts[static_cast<std::size_t>(q)]; ++i, ++at)
+      ASSERT_EQ(recv[at], float(1000 * q + int(i))) << "rank " << r << " from " << q << " [" << i << "]";
+  // The base class's blocking fallback (host memory) gives the same buffer.
+  std::vector<float> fallback(total, -1);
+  w->Communicator::iall_gather(send.data(), fallback.data(), counts)->wait();
+  EXPECT_EQ(fallback, recv);
+}
+
 TEST(MpiCommunicator, AllToAllTransposesBlocks) {
   auto w = MpiCommunicator::world();
   const int n = w->size(), r = w->rank();

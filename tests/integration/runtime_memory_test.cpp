@@ -1,0 +1,94 @@
+// The memory `strata train` counts per rank (parameter store and optimizer state) under
+// ZeRO 0..3 on dp2 and dp4, against byte counts worked out by hand for the tiny GPT:
+// what each stage shards (ZeRO-1 the optimizer state, ZeRO-2 also the gradients, ZeRO-3
+// also the parameters), the full-size gradients of one layer group at a time (ZeRO-2/3),
+// and ZeRO-3's gathered parameters: two layer groups with prefetch (the one computing and
+// the next), one without -- the planner's memory model (costmodel/memory_model.h: P/dp +
+// two gathered groups).
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "tests/integration/runtime_mpi_util.h"
+
+namespace strata::testing {
+namespace {
+
+// tiny (models/catalog/tiny.yaml): hidden 64, ffn 256, vocab 256, seq 32, 4 layers, GPT
+// with biases, tied embeddings, learned positions. Parameters, by hand:
+//   block: norm1 2x64 + qkv 192x64 + 192 + proj 64x64 + 64 + norm2 2x64
+//          + fc 256x64 + 256 + down 64x256 + 64                          = 49984
+//   embedding: wte 256x64 + wpe 32x64 = 18432; head: final norm 2x64 = 128 (+ tied wte)
+//   P = 18432 + 4 x 49984 + 128 = 218496 (divisible by 2 and by 4: no padding)
+// The largest layer group is a block; fp32 everywhere: 4 bytes per value, AdamW keeps
+// two moments per value of the owned range.
+constexpr std::size_t kBlock = 49984, kParams = 218496, kFloat = 4;
+
+struct Counted {
+  std::size_t params = 0, grads = 0, optimizer = 0, gathered_params = 0, gathered_grads = 0, total = 0;
+};
+
+Counted expected(int zero, std::size_t dp, bool prefetch) {
+  Counted c;
+  c.params = kFloat * (zero == 3 ? kParams / dp : kParams);
+  c.grads = kFloat * (zero >= 2 ? kParams / dp : kParams);
+  c.optimizer = kFloat * 2 * (zero >= 1 ? kParams / dp : kParams);
+  c.gathered_params = zero == 3 ? kFloat * kBlock * (prefetch ? 2 : 1) : 0;
+  c.gathered_grads = zero >= 2 ? kFloat * kBlock : 0;
+  // the worst moment: a block's backward, with its gathered parameters (and the prefetched
+  // next block's) and its full-size gradients
+  c.total = c.params + c.grads + c.optimizer + c.gathered_params + c.gathered_grads;
+  return c;
+}
+
+Counted counted(const std::string& out) {
+  std::smatch m;
+  const std::regex line(
+      R"(memory per rank \(rank 0, counted by the runtime\): params (\d+) B .*, grads (\d+) B .*, )"
+      R"(optimizer (\d+) B .*, peak gathered params (\d+) B .*, peak gathered grads (\d+) B .*, )"
+      R"(peak total (\d+) B)");
+  if (!std::regex_search(out, m, line)) {
+    ADD_FAILURE() << "no memory line in:\n" << out;
+    return {};
+  }
+  auto n = [&](int i) { return static_cast<std::size_t>(std::stoull(m[i].str())); };
+  return {n(1), n(2), n(3), n(4), n(5), n(6)};
+}
+
+void expect_memory(int zero, int dp, bool prefetch = true) {
+  const std::string name = "mem_zero" + std::to_string(zero) + "_dp" + std::to_string(dp) + (prefetch ? "" : "_noprefetch");
+  const TempDir dir(name);
+  Layout l;
+  l.name = name;
+  l.dp = dp;
+  l.zero = zero;
+  l.micro_batch = 1;
+  l.global_batch = 2 * dp;  // two micro-batches per rank: gradients accumulate
+  std::vector<std::string> extra;
+  if (!prefetch) extra.push_back("--no-zero-prefetch");
+  const TrainRun run = train(l, dir, 2, extra);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err << run.result.out;
+  const Counted got = counted(run.result.out), want = expected(zero, static_cast<std::size_t>(dp), prefetch);
+  EXPECT_EQ(got.params, want.params) << name;
+  EXPECT_EQ(got.grads, want.grads) << name;
+  EXPECT_EQ(got.optimizer, want.optimizer) << name;
+  EXPECT_EQ(got.gathered_params, want.gathered_params) << name;
+  EXPECT_EQ(got.gathered_grads, want.gathered_grads) << name;
+  EXPECT_EQ(got.total, want.total) << name;
+  std::printf("[ memory   ] %-22s params %zu, grads %zu, optimizer %zu, gathered %zu + %zu, peak %zu B\n",
+              name.c_str(), got.params, got.grads, got.optimizer, got.gathered_params,
+              got.gathered_grads, got.total);
+}
+
+TEST(RuntimeMemory, DataParallel2EveryZeroStage) {
+  for (int zero : {0, 1, 2, 3}) expect_memory(zero, 2);
+}
+
+TEST(RuntimeMemory, DataParallel4ShardsFourWays) {
+  for (int zero : {2, 3}) expect_memory(zero, 4);
+}
+
+TEST(RuntimeMemory, Zero3WithoutPrefetchGathersOneGroupAtATime) { expect_memory(3, 2, false); }
+
+}  // namespace
+}  // namespace strata::testing
