@@ -31,14 +31,15 @@ std::vector<ParamSpec> ModelChunk<T>::param_specs(const ModelDims& d, const Chun
 
 template <typename T>
 ModelChunk<T>::ModelChunk(const ModelDims& d, const ChunkLayout& layout, ParameterStore<T>& store,
-                          const TpGroup& tp, const CpGroup& cp)
+                          const TpGroup& tp, const CpGroup& cp, ParameterStore<T>* experts,
+                          const EpGroup& ep)
     : d_(d), layout_(layout) {
   if (layout.embedding) {
     embedding_.emplace(d, store, tp);
     embedding_specs_ = VocabParallelEmbedding<T>::param_specs(d);
   }
   for (int b : layout.blocks) {
-    blocks_.emplace_back(d, b, store, tp, cp);
+    blocks_.emplace_back(d, b, store, tp, cp, experts, ep);
     block_specs_.push_back(TransformerBlock<T>::param_specs(d, b));
   }
   if (layout.head) {

@@ -51,8 +51,11 @@ template <typename T>
 class ModelChunk {
  public:
   static std::vector<ParamSpec> param_specs(const ModelDims& d, const ChunkLayout& layout);
+  // MoE blocks take their routed experts from `experts` (default: `store`) and exchange
+  // tokens over `ep`.
   ModelChunk(const ModelDims& d, const ChunkLayout& layout, ParameterStore<T>& store,
-             const TpGroup& tp, const CpGroup& cp = {});
+             const TpGroup& tp, const CpGroup& cp = {}, ParameterStore<T>* experts = nullptr,
+             const EpGroup& ep = {});
 
   // Forward of one micro-batch. Input: `tokens` (B*S) when the chunk has the embedding,
   // else x_in (Nl, C). Output: the loss contribution (sum of token losses * token_weight)
