@@ -351,5 +351,20 @@ TEST(RuntimeMoe, RefusesExpertTensorParallelByName) {
       << r.out << r.err;
 }
 
+// What the planner does not model with experts is refused before any rank starts.
+TEST(RuntimeMoe, RefusesZero2AndContextParallelWithExpertsByName) {
+  const TempDir dir("moe_refusals");
+  for (const auto& [l, message] : std::vector<std::pair<Layout, std::string>>{
+           {{.name = "moe_zero2", .model = "tiny-moe", .dp = 2, .ep = 2, .zero = 2},
+            "strategy.zero (2) with a mixture-of-experts model is not modelled"},
+           {{.name = "moe_cp2", .model = "tiny-moe", .cp = 2},
+            "strategy.cp (2) > 1 with a mixture-of-experts model is not modelled"}}) {
+    const RunResult r = run_program(STRATA_EXE, {"train", "--plan", write_plan(l, dir), "--steps", "1"}, 60);
+    EXPECT_EQ(r.exit_code, 2) << l.name << r.out << r.err;
+    EXPECT_NE(r.err.find("error: "), std::string::npos) << l.name << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << l.name << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace strata::testing

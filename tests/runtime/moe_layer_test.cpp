@@ -16,12 +16,15 @@ namespace {
 
 using testing::small_moe;
 
-ModelDims moe_dims(int ep = 1, int ep_rank = 0) {
-  return make_model_dims(small_moe(), 2, 1, 0, false, planner::Recompute::None, 1, 0, ep, ep_rank);
+ModelDims moe_dims(int ep = 1, int ep_rank = 0, models::RouterKind router = models::RouterKind::Softmax) {
+  models::ModelSpec m = small_moe();
+  m.moe->router = router;
+  return make_model_dims(m, 2, 1, 0, false, planner::Recompute::None, 1, 0, ep, ep_rank);
 }
 
-TEST(MoeLayer, GradientsMatchFiniteDifferences) {
-  const ModelDims d = moe_dims();
+void expect_gradients_match_finite_differences(models::RouterKind router) {
+  SCOPED_TRACE(models::to_string(router));
+  const ModelDims d = moe_dims(1, 0, router);
   ParameterStore<double> store, experts;
   for (const auto& s : MoeLayer<double>::param_specs(d, 1)) (s.expert ? experts : store).add(s);
   store.finalize();
@@ -70,6 +73,14 @@ TEST(MoeLayer, GradientsMatchFiniteDifferences) {
   for (const auto& e : experts.entries())
     check(experts.params().data() + e.offset, experts.grads().data() + e.offset, e.numel, e.spec.name);
   EXPECT_GT(checked, 2000);
+}
+
+TEST(MoeLayer, GradientsMatchFiniteDifferences) {
+  expect_gradients_match_finite_differences(models::RouterKind::Softmax);
+}
+
+TEST(MoeLayer, SigmoidRouterGradientsMatchFiniteDifferences) {
+  expect_gradients_match_finite_differences(models::RouterKind::Sigmoid);
 }
 
 TEST(MoeLayer, ExpertParallelRankHoldsItsShareOfTheExperts) {
