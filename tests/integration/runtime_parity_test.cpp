@@ -332,6 +332,11 @@ TEST(RuntimeParity, MoeExpertParallel4AcrossTensorAndDataParallel) {  // one exp
                  .sequence_parallel = true});
 }
 
+TEST(RuntimeParity, MoeExpertParallel2InterleavedFullRecompute) {  // the exchange re-run in the backward
+  expect_parity({.name = "moe_ep2_pp2_vpp2_full", .model = "tiny-moe", .dp = 2, .pp = 2, .vpp = 2, .ep = 2,
+                 .schedule = ScheduleKind::Interleaved, .recompute = Recompute::Full});
+}
+
 TEST(RuntimeResumeParity, MoeExpertParallel2PipelineParallel2) {
   expect_resumed_parity({.name = "moe_ep2_pp2", .model = "tiny-moe", .dp = 2, .pp = 2, .ep = 2});
 }
