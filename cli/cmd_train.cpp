@@ -290,7 +290,7 @@ void train(const TrainOptions& o) {
   const costmodel::RankGrid rank_grid(s.dp, s.tp, s.pp, s.rank_order, s.cp);
 
   kernels::mpi_init_once(nullptr, nullptr);
-  runtime::ProcessGrid grid(rank_grid);  // InputError on every rank if the world size differs
+  runtime::ProcessGrid grid(rank_grid, s.ep);  // InputError on every rank if the world size differs
   const bool root = grid.world_rank() == 0;
   // Memory pre-flight: every rank checks its own host (ranks sharing it counted once).
   runtime::throw_if_any_rank_failed(grid.world(), runtime::capture_error([&] {
@@ -328,10 +328,11 @@ void train(const TrainOptions& o) {
     fmt::print("strata train: model {} (layers {}, hidden {}, heads {}, vocab {}, seq {}), {} rank{}\n",
                plan.model.name, plan.model.layers, plan.model.hidden, plan.model.heads,
                plan.model.vocab, plan.model.seq_len, grid.world_size(), grid.world_size() == 1 ? "" : "s");
-    fmt::print("  layout dp {} x tp {} x pp {} x cp {} (vpp {}, {}), micro-batch {} x {} per rank, global "
+    fmt::print("  layout dp {} x tp {} x pp {} x cp {}{} (vpp {}, {}), micro-batch {} x {} per rank, global "
                "batch {} ({} tokens), zero {}, recompute {}, sequence parallel {}\n",
                s.dp, s.tp, s.pp,
                s.cp > 1 ? fmt::format("{} ({} K/V)", s.cp, runtime::to_string(cfg.cp_kv_exchange)) : "1",
+               plan.model.moe ? fmt::format(", experts over ep {} x edp {} (etp {})", s.ep, s.edp(), s.etp) : "",
                s.vpp, planner::to_string(s.schedule), s.micro_batch,
                s.num_microbatches(), s.global_batch, trainer->tokens_per_step(), s.zero,
                planner::to_string(s.recompute), s.sequence_parallel ? "on" : "off");

@@ -47,6 +47,35 @@ std::unique_ptr<PendingRequest> Communicator::isend(const float* data, std::size
   return completed_request();
 }
 
+void Communicator::all_to_all_v(const float* send, const std::vector<std::size_t>& send_counts,
+                                float* recv, const std::vector<std::size_t>& recv_counts) {
+  const auto n = static_cast<std::size_t>(size());
+  STRATA_CHECK(send_counts.size() == n && recv_counts.size() == n,
+               "all_to_all_v with {} send / {} receive counts on a group of {}", send_counts.size(),
+               recv_counts.size(), n);
+  std::vector<std::unique_ptr<PendingRequest>> sends;
+  std::size_t at = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    if (static_cast<int>(r) == rank()) {
+      std::size_t to = 0;
+      for (std::size_t q = 0; q < r; ++q) to += recv_counts[q];
+      STRATA_CHECK(send_counts[r] == recv_counts[r], "all_to_all_v: {} floats to self, {} expected",
+                   send_counts[r], recv_counts[r]);
+      std::copy_n(send + at, send_counts[r], recv + to);
+    } else if (send_counts[r] > 0) {
+      sends.push_back(isend(send + at, send_counts[r], static_cast<int>(r)));
+    }
+    at += send_counts[r];
+  }
+  at = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    if (static_cast<int>(r) != rank() && recv_counts[r] > 0)
+      this->recv(recv + at, recv_counts[r], static_cast<int>(r));
+    at += recv_counts[r];
+  }
+  for (auto& s : sends) s->wait();
+}
+
 std::unique_ptr<PendingRequest> Communicator::iall_reduce_sum(float* data, std::size_t count) {
   all_reduce_sum(data, count);
   return completed_request();

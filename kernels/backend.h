@@ -45,6 +45,13 @@ class Communicator {
   virtual void all_gather(const float* send, float* recv, std::size_t count_per_rank) = 0;
   virtual void reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) = 0;
   virtual void all_to_all(const float* send, float* recv, std::size_t count_per_rank) = 0;
+  // All-to-all with a count per peer (MPI_Alltoallv): send_counts[r] floats go to rank r,
+  // taken from `send` in rank order; recv_counts[r] floats arrive from rank r, placed in
+  // `recv` in rank order. Every rank's recv_counts[r] must equal rank r's send_counts[me]
+  // (exchange the counts first). The default posts every send non-blocking, then receives
+  // in rank order; it needs a transport whose isend does not wait for the receiver.
+  virtual void all_to_all_v(const float* send, const std::vector<std::size_t>& send_counts,
+                            float* recv, const std::vector<std::size_t>& recv_counts);
   virtual void broadcast(float* data, std::size_t count, int root) = 0;
   virtual void send(const float* data, std::size_t count, int peer) = 0;
   virtual void recv(float* data, std::size_t count, int peer) = 0;

@@ -31,8 +31,9 @@ std::vector<ParamSpec> ModelChunk<T>::param_specs(const ModelDims& d, const Chun
 
 template <typename T>
 ModelChunk<T>::ModelChunk(const ModelDims& d, const ChunkLayout& layout, ParameterStore<T>& store,
-                          const TpGroup& tp, const CpGroup& cp)
-    : d_(d), layout_(layout), store_(store), tp_(tp), cp_(cp) {
+                          const TpGroup& tp, const CpGroup& cp, ParameterStore<T>* experts,
+                          const EpGroup& ep)
+    : d_(d), layout_(layout), store_(store), tp_(tp), cp_(cp), experts_(experts), ep_(ep) {
   if (layout.embedding) specs_.push_back(VocabParallelEmbedding<T>::param_specs(d));
   for (int b : layout.blocks) specs_.push_back(TransformerBlock<T>::param_specs(d, b));
   if (layout.head) specs_.push_back(LanguageModelHead<T>::param_specs(d));
@@ -46,7 +47,8 @@ void ModelChunk<T>::build(std::size_t k) const {
   if (layout_.embedding && k == 0) {
     embedding_.emplace(d_, store_, tp_);
   } else if (k - first_block < blocks_.size()) {
-    blocks_[k - first_block].emplace(d_, layout_.blocks[k - first_block], store_, tp_, cp_);
+    blocks_[k - first_block].emplace(d_, layout_.blocks[k - first_block], store_, tp_, cp_, experts_,
+                                     ep_);
   } else {
     head_.emplace(d_, store_, tp_);
   }

@@ -45,8 +45,11 @@ template <typename T>
 class ModelChunk {
  public:
   static std::vector<ParamSpec> param_specs(const ModelDims& d, const ChunkLayout& layout);
+  // MoE blocks take their routed experts from `experts` (default: `store`) and exchange
+  // tokens over `ep`.
   ModelChunk(const ModelDims& d, const ChunkLayout& layout, ParameterStore<T>& store,
-             const TpGroup& tp, const CpGroup& cp = {});
+             const TpGroup& tp, const CpGroup& cp = {}, ParameterStore<T>* experts = nullptr,
+             const EpGroup& ep = {});
 
   // Forward of one micro-batch. Input: `tokens` (B*S) when the chunk has the embedding,
   // else x_in (Nl, C). Output: the loss contribution (sum of token losses * token_weight)
@@ -81,6 +84,8 @@ class ModelChunk {
   ParameterStore<T>& store_;
   TpGroup tp_;
   CpGroup cp_;
+  ParameterStore<T>* experts_;  // routed experts (MoE blocks); null: in store_
+  EpGroup ep_;
   // The layer objects only hold pointers into the store; rebuilt when it moves them.
   mutable std::optional<VocabParallelEmbedding<T>> embedding_;
   mutable std::vector<std::optional<TransformerBlock<T>>> blocks_;

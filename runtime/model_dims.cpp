@@ -9,7 +9,7 @@ namespace strata::runtime {
 
 ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
                           int tp_rank, bool sequence_parallel, planner::Recompute recompute,
-                          int cp, int cp_rank) {
+                          int cp, int cp_rank, int ep, int ep_rank) {
   if (cp < 1) input_error("strategy.cp ({}) must be >= 1", cp);
   if (cp > 1 && spec.seq_len % (2 * cp) != 0)
     input_error("strategy.cp ({}) needs model.seq_len ({}) divisible by 2 x cp = {} (the "
@@ -20,9 +20,32 @@ ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batc
   if (micro_batch < 1) input_error("strategy.micro_batch ({}) must be >= 1", micro_batch);
   // The runtime trains dense GPT / Llama blocks; a spec it cannot build is refused by
   // name, never trained as a different (dense) model.
-  if (spec.moe)
-    input_error("model '{}' is a mixture-of-experts model (model.moe); the strata runtime trains "
-                "dense models only (plan and simulate it, or export it)", spec.name);
+  if (ep < 1) input_error("strategy.ep ({}) must be >= 1", ep);
+  if (ep > 1 && !spec.moe)
+    input_error("strategy.ep ({}) needs a mixture-of-experts model (model '{}' has no moe: section)", ep,
+                spec.name);
+  if (spec.moe) {
+    const models::MoeSpec& e = *spec.moe;
+    // Dropless routing only: a capacity factor drops tokens, a different model.
+    if (e.capacity_factor != 0)
+      input_error("model '{}': moe.capacity_factor ({}) is not supported by the strata runtime "
+                  "(its routing is dropless; remove the key)", spec.name, e.capacity_factor);
+    if (models::has_bias(spec))
+      input_error("model '{}': the strata runtime builds mixture-of-experts blocks without biases "
+                  "(as Mixtral, Qwen-MoE and DeepSeek); the model has linear biases", spec.name);
+    if (e.experts % ep != 0)
+      input_error("strategy.ep ({}) must divide model.moe.experts ({})", ep, e.experts);
+    if (e.top_k < 1 || e.top_k > e.experts)
+      input_error("model.moe.top_k ({}) must be in 1 .. model.moe.experts ({})", e.top_k, e.experts);
+    // With tp > 1 each TP rank routes its own sequence-parallel share of the tokens
+    // (Megatron-Core requires sequence parallelism with MoE and TP).
+    if (tp > 1 && !sequence_parallel)
+      input_error("strategy.sequence_parallel must be true with strategy.tp ({}) > 1 for a "
+                  "mixture-of-experts model (Megatron-Core requires it)", tp);
+    if ((e.shared_experts * e.shared_expert_ffn) % tp != 0)
+      input_error("strategy.tp ({}) must divide the shared experts' width ({} x {})", tp,
+                  e.shared_experts, e.shared_expert_ffn);
+  }
   if (spec.mla)
     input_error("model '{}' uses multi-head latent attention (model.mla); the strata runtime "
                 "implements mha/gqa attention only", spec.name);
@@ -66,6 +89,8 @@ ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batc
   d.tp_rank = tp_rank;
   d.sequence_parallel = sequence_parallel && tp > 1;
   d.recompute = recompute;
+  d.ep = ep;
+  d.ep_rank = ep_rank;
   const std::int64_t per_rank = planner::padded_vocab(spec.vocab, tp) / tp;
   d.vocab_begin = std::min<std::int64_t>(spec.vocab, per_rank * tp_rank);
   d.vocab_local = std::clamp<std::int64_t>(spec.vocab - per_rank * tp_rank, 0, per_rank);

@@ -27,6 +27,9 @@ struct ModelDims {
   // Vocabulary shard (Megatron pads the vocabulary to planner::padded_vocab(vocab, tp) and
   // gives each rank padded/tp rows; rows past the real vocabulary are not materialized).
   std::int64_t vocab_begin = 0, vocab_local = 0;
+  // Expert parallel (mixture-of-experts models): this rank holds the routed experts
+  // [expert_begin(), + experts_local()) of every MoE block, whole (etp 1).
+  int ep = 1, ep_rank = 0;
 
   std::size_t heads_local() const { return heads / tp; }
   std::size_t kv_heads_local() const { return kv_heads / tp; }
@@ -45,13 +48,27 @@ struct ModelDims {
   bool rope() const { return spec.positions == models::Positions::Rope; }
   bool learned_positions() const { return spec.positions == models::Positions::Learned; }
   bool tied() const { return spec.tied_embeddings; }
+  // Block `index` (0-based) has the MoE MLP: past the model's first_dense_layers.
+  bool moe_block(int index) const { return spec.moe && index >= spec.moe->first_dense_layers; }
+  std::size_t experts() const { return spec.moe ? static_cast<std::size_t>(spec.moe->experts) : 0; }
+  std::size_t experts_local() const { return experts() / static_cast<std::size_t>(ep); }
+  std::size_t expert_begin() const { return experts_local() * static_cast<std::size_t>(ep_rank); }
+  std::size_t top_k() const { return spec.moe ? static_cast<std::size_t>(spec.moe->top_k) : 0; }
+  std::size_t expert_ffn() const { return spec.moe ? static_cast<std::size_t>(spec.moe->expert_ffn) : 0; }
+  // The shared experts as one dense MLP of their summed width (the same function: an
+  // MLP's hidden units are independent), tensor-parallel like the dense MLP.
+  std::size_t shared_ffn() const {
+    return spec.moe ? static_cast<std::size_t>(spec.moe->shared_experts * spec.moe->shared_expert_ffn) : 0;
+  }
+  std::size_t shared_ffn_local() const { return shared_ffn() / static_cast<std::size_t>(tp); }
 };
 
 // InputError when the model cannot be split this way (heads, kv_heads, ffn, hidden not
 // divisible by tp; odd head_dim with RoPE; tokens not divisible by tp with SP; seq_len
-// not divisible by 2 * cp).
+// not divisible by 2 * cp; experts not divisible by ep) or has what the runtime does not
+// build (MLA; a capacity factor, biases, or tp > 1 without SP in an MoE model).
 ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
                           int tp_rank, bool sequence_parallel, planner::Recompute recompute,
-                          int cp = 1, int cp_rank = 0);
+                          int cp = 1, int cp_rank = 0, int ep = 1, int ep_rank = 0);
 
 }  // namespace strata::runtime

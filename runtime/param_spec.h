@@ -28,6 +28,8 @@ struct ParamSpec {
   bool tp_sharded = false;     // each TP rank holds a different part
   bool sp_partial_grad = false;  // replicated over TP, but with sequence parallelism each
                                  // rank's gradient covers only its tokens: all-reduce over TP
+  bool expert = false;         // a routed expert's weight: held by one expert-parallel rank,
+                               // its gradient summed over the expert data-parallel group
 
   std::int64_t local_rows() const;
   std::int64_t local_cols() const { return col_count < 0 ? cols : col_count; }

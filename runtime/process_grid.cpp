@@ -6,7 +6,46 @@
 
 namespace strata::runtime {
 
-ProcessGrid::ProcessGrid(const costmodel::RankGrid& grid) : grid_(grid) {
+namespace {
+
+// World rank of stage-local index `local` (tp fastest, then cp, then dp) in stage `pp`.
+int stage_rank(const costmodel::RankGrid& g, int pp, int local) {
+  const int t = local % g.tp(), c = local / g.tp() % g.cp(), d = local / (g.tp() * g.cp());
+  return g.rank({d, t, pp, c});
+}
+
+int stage_index(const costmodel::RankGrid& g, int world_rank) {
+  const auto c = g.coords(world_rank);
+  return c.tp + g.tp() * (c.cp + g.cp() * c.dp);
+}
+
+void check_ep(const costmodel::RankGrid& g, int ep) {
+  const int stage = g.tp() * g.cp() * g.dp();
+  if (ep < 1 || stage % ep != 0)
+    input_error("strategy.ep ({}) must divide the ranks of a pipeline stage (tp x cp x dp = {})", ep, stage);
+}
+
+}  // namespace
+
+std::vector<int> expert_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank) {
+  check_ep(grid, ep);
+  const int local = stage_index(grid, world_rank), pp = grid.coords(world_rank).pp;
+  const int base = local / ep * ep;
+  std::vector<int> out;
+  for (int e = 0; e < ep; ++e) out.push_back(stage_rank(grid, pp, base + e));
+  return out;
+}
+
+std::vector<int> expert_data_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank) {
+  check_ep(grid, ep);
+  const int local = stage_index(grid, world_rank), pp = grid.coords(world_rank).pp;
+  const int edp = grid.tp() * grid.cp() * grid.dp() / ep;
+  std::vector<int> out;
+  for (int d = 0; d < edp; ++d) out.push_back(stage_rank(grid, pp, local % ep + ep * d));
+  return out;
+}
+
+ProcessGrid::ProcessGrid(const costmodel::RankGrid& grid, int ep) : grid_(grid) {
   world_ = kernels::MpiCommunicator::world();
   const int world_size = world_->size();
   if (world_size != grid.world_size())
@@ -39,6 +78,11 @@ ProcessGrid::ProcessGrid(const costmodel::RankGrid& grid) : grid_(grid) {
         for (int c = 0; c < grid.cp(); ++c)
           embedding_groups.push_back({grid.rank({d, t, 0, c}), grid.rank({d, t, grid.pp() - 1, c})});
   embedding_ = kernels::MpiCommunicator::from_groups(embedding_groups);
+  ep_size_ = ep;
+  ep_ = kernels::MpiCommunicator::from_groups({expert_parallel_ranks(grid, ep, world_rank_)});
+  edp_ = kernels::MpiCommunicator::from_groups({expert_data_parallel_ranks(grid, ep, world_rank_)});
+  ep_rank_ = stage_index(grid, world_rank_) % ep;
+  STRATA_CHECK(ep_ && ep_->rank() == ep_rank_ && ep_->size() == ep, "ep group order");
   STRATA_CHECK(tp_ && pp_ && dp_, "rank {} is missing from an axis group", world_rank_);
   STRATA_CHECK(tp_->rank() == coords_.tp && tp_->size() == grid.tp(), "tp group order");
   STRATA_CHECK(pp_->rank() == coords_.pp && pp_->size() == grid.pp(), "pp group order");

@@ -5,6 +5,7 @@
 // all-reduces the gradient of a tied embedding held by both.
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "costmodel/rank_grid.h"
 #include "kernels/backend.h"
@@ -12,11 +13,21 @@
 
 namespace strata::runtime {
 
+// Mixture-of-experts folding (Megatron-Core, expert tensor parallel 1): the ranks of a
+// pipeline stage, numbered tp fastest, then cp, then dp (tp-cp-ep-dp-pp), are read as
+// ep fastest, then edp. The world ranks of `world_rank`'s expert-parallel group (ep
+// ranks holding different experts) and expert data-parallel group (edp ranks holding the
+// same experts), in group-rank order. Pure arithmetic; InputError when ep does not
+// divide the stage's tp x cp x dp ranks.
+std::vector<int> expert_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank);
+std::vector<int> expert_data_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank);
+
 class ProcessGrid {
  public:
   // Collective over MPI_COMM_WORLD (MPI must be initialized). Throws InputError on every
-  // rank when the world size differs from grid.world_size().
-  explicit ProcessGrid(const costmodel::RankGrid& grid);
+  // rank when the world size differs from grid.world_size(). `ep`: expert-parallel size
+  // (its groups are built when the model has experts; 1 = every rank holds them all).
+  explicit ProcessGrid(const costmodel::RankGrid& grid, int ep = 1);
 
   const costmodel::RankGrid& grid() const { return grid_; }
   costmodel::RankCoords coords() const { return coords_; }
@@ -37,12 +48,20 @@ class ProcessGrid {
   // {first stage, last stage} of this (dp, tp, cp) when pp > 1 and this rank is one of them;
   // null otherwise.
   kernels::Communicator* embedding() { return embedding_.get(); }
+  // Expert parallel: the ep group (rank in group = ep_rank()) and the expert data-parallel
+  // group over which routed experts' gradients are summed (the stage's tp x cp x dp / ep
+  // ranks holding the same experts).
+  int ep_size() const { return ep_size_; }
+  int ep_rank() const { return ep_rank_; }
+  kernels::Communicator& ep() { return *ep_; }
+  kernels::Communicator& edp() { return *edp_; }
 
  private:
   costmodel::RankGrid grid_;
   int world_rank_ = 0;
   costmodel::RankCoords coords_;
-  std::unique_ptr<kernels::MpiCommunicator> world_, tp_, pp_, dp_, cp_, dp_cp_, embedding_;
+  int ep_size_ = 1, ep_rank_ = 0;
+  std::unique_ptr<kernels::MpiCommunicator> world_, tp_, pp_, dp_, cp_, dp_cp_, embedding_, ep_, edp_;
 };
 
 }  // namespace strata::runtime

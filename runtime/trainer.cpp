@@ -54,8 +54,15 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
     input_error("plan stage_layers has {} entries but strategy.pp x strategy.vpp = {}",
                 plan.stage_layers.size(), virtual_stages);
 
+  // Routed experts are whole on each rank: expert tensor parallelism is not built.
+  if (s.etp > 1)
+    input_error("strategy.etp ({}) > 1 is not supported by the strata runtime (experts are whole on "
+                "each rank: use etp 1)", s.etp);
+  if (grid.ep_size() != s.ep)
+    input_error("the process grid has ep {} but strategy.ep is {}", grid.ep_size(), s.ep);
   dims_ = make_model_dims(plan.model, s.micro_batch, s.tp, coords.tp, s.sequence_parallel,
-                          s.recompute, s.cp, coords.cp);
+                          s.recompute, s.cp, coords.cp, s.ep, grid.ep_rank());
+  ep_ = EpGroup{s.ep > 1 ? &grid.ep() : nullptr, s.ep, grid.ep_rank()};
   if (s.cp > 1) cp_ = CpGroup{&grid.cp(), s.cp, coords.cp, cfg.cp_kv_exchange};
   // Gradients are summed, and ZeRO shards split, over dp x cp (each CP rank's gradient
   // holds its tokens' part).
@@ -71,6 +78,11 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
     holds_embedding_ |= layouts.back().embedding;
     holds_head_ |= layouts.back().head;
     for (const auto& spec : ModelChunk<float>::param_specs(dims_, layouts.back())) {
+      if (spec.expert) {
+        experts_.add(spec);
+        ++expert_grad_uses_[spec.name];
+        continue;
+      }
       store_.add(spec);
       ++grad_uses_[spec.name];
     }
@@ -79,9 +91,12 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
   store_.finalize(s.zero >= 1 ? static_cast<std::size_t>(dp_cp) : 1,
                   DistributedOptimizer::sharding_for(s.zero, dp_cp, dp_cp_rank));
   store_.init(cfg.seed);
+  const int edp = s.edp();
+  experts_.finalize(s.zero >= 1 ? static_cast<std::size_t>(edp) : 1);
+  experts_.init(cfg.seed);
   std::vector<ModelChunk<float>*> raw;
   for (const auto& l : layouts) {
-    chunks_.push_back(std::make_unique<ModelChunk<float>>(dims_, l, store_, tp_, cp_));
+    chunks_.push_back(std::make_unique<ModelChunk<float>>(dims_, l, store_, tp_, cp_, &experts_, ep_));
     raw.push_back(chunks_.back().get());
   }
   executor_ = std::make_unique<PipelineExecutor>(raw, s.pp > 1 ? &grid.pp() : nullptr);
@@ -92,6 +107,12 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
       cfg.grad_bucket_params > 0 ? cfg.grad_bucket_params : planner::default_grad_bucket_params(s.dp));
   if (s.zero >= 1 && dims_.tied() && grid.embedding() != nullptr && store_.contains("embedding.wte"))
     reduction.held_back.insert("embedding.wte");
+  if (experts_.size() > 0) {
+    GradReduction expert_reduction;
+    expert_reduction.bucket_floats = reduction.bucket_floats;
+    expert_optimizer_ = std::make_unique<DistributedOptimizer>(experts_, edp > 1 ? &grid.edp() : nullptr, s.zero,
+                                                               cfg.adamw, std::move(expert_reduction));
+  }
   optimizer_ = std::make_unique<DistributedOptimizer>(store_, dp_cp > 1 ? &grid.dp_cp() : nullptr,
                                                       s.zero, cfg.adamw, std::move(reduction));
   if (optimizer_->shards_params() || optimizer_->shards_grads()) {  // ZeRO-2/3
@@ -101,11 +122,15 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
   schedule_ = planner::build_schedule(s.schedule, s.pp, coords.pp,
                                       static_cast<int>(s.num_microbatches()), s.vpp);
 
-  // Every parameter of the model in a fixed order (names do not depend on the TP rank).
+  // Every parameter of the model in a fixed order (names do not depend on the TP rank;
+  // every routed expert listed, as on one expert-parallel rank).
   std::set<std::string> seen;
+  ModelDims all_experts = dims_;
+  all_experts.ep = 1;
+  all_experts.ep_rank = 0;
   for (int v = 0; v < virtual_stages; ++v)
     for (const auto& spec : ModelChunk<float>::param_specs(
-             dims_, chunk_layout(plan.stage_layers[static_cast<std::size_t>(v)], layers)))
+             all_experts, chunk_layout(plan.stage_layers[static_cast<std::size_t>(v)], layers)))
       if (seen.insert(spec.name).second) global_names_.push_back(spec.name);
 
   switch (cfg.data) {
@@ -189,15 +214,19 @@ StepStats Trainer::train_step() {
     }
   };
   const float token_weight = 1.0f / static_cast<float>(tokens_per_step());
+  experts_.zero_grads();
   optimizer_->begin_reduction(grad_uses_);
+  if (expert_optimizer_) expert_optimizer_->begin_reduction(expert_grad_uses_);
   ParamsDoneFn grads_final;
   if (cfg_.overlap_grad_reduce)
     grads_final = [this](const std::vector<ParamSpec>& specs) {
-      for (const ParamSpec& spec : specs) optimizer_->grads_ready(spec.name);
+      for (const ParamSpec& spec : specs)
+        (spec.expert ? *expert_optimizer_ : *optimizer_).grads_ready(spec.name);
     };
   const double local_loss = executor_->run(schedule_, data, token_weight, grads_final);
 
   const auto w0 = std::chrono::steady_clock::now();
+  if (expert_optimizer_) expert_optimizer_->finish_reduction();
   optimizer_->finish_reduction();
   const auto w1 = std::chrono::steady_clock::now();
   sync_model_parallel_grads();
@@ -227,6 +256,16 @@ StepStats Trainer::train_step() {
     }
     sums[index.at(e.spec.name)] += static_cast<float>(acc);
   }
+  // Routed experts: each held by one ep rank; its edp copies counted once (edp rank 0, or
+  // with ZeRO-1 each shard by its owner).
+  if (expert_optimizer_ && (s.zero >= 1 || grid_.edp().rank() == 0))
+    for (const auto& e : experts_.entries()) {
+      const std::size_t lo = std::max(expert_optimizer_->owned_begin(), e.offset);
+      const std::size_t hi = std::min(expert_optimizer_->owned_end(), e.offset + e.numel);
+      double acc = 0;
+      for (std::size_t i = lo; i < hi; ++i) acc += static_cast<double>(experts_.grads()[i]) * experts_.grads()[i];
+      sums[index.at(e.spec.name)] += static_cast<float>(acc);
+    }
   if (holds_head_ && coords.tp == 0) sums.back() = static_cast<float>(local_loss);
   grid_.world().all_reduce_sum(sums.data(), sums.size());
   double total = 0;
@@ -250,6 +289,10 @@ StepStats Trainer::train_step() {
   const double lr = cfg_.lr_schedule.at(step_ + 1, cfg_.adamw.lr);
   optimizer_->set_lr(lr);
   optimizer_->step(step_ + 1, scale);
+  if (expert_optimizer_) {
+    expert_optimizer_->set_lr(lr);
+    expert_optimizer_->step(step_ + 1, scale);
+  }
   ++step_;
 
   const auto t1 = std::chrono::steady_clock::now();
@@ -283,6 +326,8 @@ CheckpointIdentity Trainer::identity() const {
   // Recorded only with context parallel, so checkpoints from before the cp axis still
   // load (cp follows from world_size / (dp tp pp) anyway).
   if (s.cp > 1) id.emplace_back("cp", std::to_string(s.cp));
+  // Likewise expert parallel: which experts each rank's shard holds.
+  if (s.ep > 1) id.emplace_back("ep", std::to_string(s.ep));
   return id;
 }
 
@@ -316,6 +361,11 @@ void Trainer::save_checkpoint() {
       bad = 1;
       break;
     }
+  for (const float v : experts_.params())
+    if (!std::isfinite(v)) {
+      bad = 1;
+      break;
+    }
   grid_.world().all_reduce_sum(&bad, 1);
   if (bad > 0)
     throw TrainingDiverged(fmt::format(
@@ -328,6 +378,12 @@ void Trainer::save_checkpoint() {
   shard.params = store_.params();
   shard.exp_avg = optimizer_->exp_avg();
   shard.exp_avg_sq = optimizer_->exp_avg_sq();
+  if (expert_optimizer_) {  // this rank's routed experts after the rest
+    shard.params.insert(shard.params.end(), experts_.params().begin(), experts_.params().end());
+    shard.exp_avg.insert(shard.exp_avg.end(), expert_optimizer_->exp_avg().begin(), expert_optimizer_->exp_avg().end());
+    shard.exp_avg_sq.insert(shard.exp_avg_sq.end(), expert_optimizer_->exp_avg_sq().begin(),
+                            expert_optimizer_->exp_avg_sq().end());
+  }
   write_checkpoint(grid_.world(), cfg_.checkpoint_dir, identity(), shard);
 }
 
@@ -336,12 +392,25 @@ std::int64_t Trainer::resume() {
   if (!latest)
     input_error("--resume: no complete checkpoint (a step_* folder with manifest.json) in "
                 "--checkpoint-dir {}", cfg_.checkpoint_dir);
+  // The kept parameters (all of them, or the owned shard under ZeRO-3), then this rank's
+  // routed experts.
+  const std::size_t dense = store_.params().size();
+  const std::size_t expert_params = experts_.params().size();
+  const std::size_t expert_moments = expert_optimizer_ ? expert_optimizer_->exp_avg().size() : 0;
   CheckpointShard shard = read_checkpoint(grid_.world(), cfg_.checkpoint_dir, *latest, identity(),
-                                          store_.params().size(), optimizer_->exp_avg().size());
+                                          dense + expert_params, optimizer_->exp_avg().size() + expert_moments);
   // copy into the existing buffers: the model chunks point into them
-  std::copy(shard.params.begin(), shard.params.end(), store_.params().begin());
-  std::copy(shard.exp_avg.begin(), shard.exp_avg.end(), optimizer_->exp_avg().begin());
-  std::copy(shard.exp_avg_sq.begin(), shard.exp_avg_sq.end(), optimizer_->exp_avg_sq().begin());
+  const auto dense_params = static_cast<std::ptrdiff_t>(dense);
+  const auto dense_moments = static_cast<std::ptrdiff_t>(optimizer_->exp_avg().size());
+  std::copy(shard.params.begin(), shard.params.begin() + dense_params, store_.params().begin());
+  std::copy(shard.exp_avg.begin(), shard.exp_avg.begin() + dense_moments, optimizer_->exp_avg().begin());
+  std::copy(shard.exp_avg_sq.begin(), shard.exp_avg_sq.begin() + dense_moments, optimizer_->exp_avg_sq().begin());
+  std::copy(shard.params.begin() + dense_params, shard.params.end(), experts_.params().begin());
+  if (expert_optimizer_) {
+    std::copy(shard.exp_avg.begin() + dense_moments, shard.exp_avg.end(), expert_optimizer_->exp_avg().begin());
+    std::copy(shard.exp_avg_sq.begin() + dense_moments, shard.exp_avg_sq.end(),
+              expert_optimizer_->exp_avg_sq().begin());
+  }
   step_ = shard.step;
   if (!shard.run_id.empty()) run_id_ = shard.run_id;
   return step_;

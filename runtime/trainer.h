@@ -106,6 +106,13 @@ class Trainer {
   TpGroup tp_;
   CpGroup cp_;
   ParameterStore<float> store_;
+  // Mixture of experts: this rank's routed experts, apart from store_ because their
+  // gradients are summed (and ZeRO-1 shards split) over the expert data-parallel group,
+  // not over dp. Empty for dense models and stages without MoE blocks.
+  ParameterStore<float> experts_;
+  EpGroup ep_;
+  std::unique_ptr<DistributedOptimizer> expert_optimizer_;  // null when experts_ is empty
+  std::map<std::string, int> expert_grad_uses_;
   std::vector<std::unique_ptr<ModelChunk<float>>> chunks_;
   std::unique_ptr<PipelineExecutor> executor_;
   std::unique_ptr<DistributedOptimizer> optimizer_;

@@ -78,7 +78,9 @@ std::vector<ParamSpec> TransformerBlock<T>::param_specs(const ModelDims& d, int 
   row_weight("attn.proj", Dq, Dql, bias);
   vector_param("norm2.weight", ParamInit::Ones);
   if (d.layernorm()) vector_param("norm2.bias", ParamInit::Zeros);
-  if (d.gelu()) {
+  if (d.moe_block(index)) {
+    for (auto& spec : MoeLayer<T>::param_specs(d, index)) out.push_back(std::move(spec));
+  } else if (d.gelu()) {
     column_weight("mlp.fc", F, {{t * Fl, Fl}}, bias);
     row_weight("mlp.proj", F, Fl, bias);
   } else {
@@ -91,7 +93,8 @@ std::vector<ParamSpec> TransformerBlock<T>::param_specs(const ModelDims& d, int 
 
 template <typename T>
 TransformerBlock<T>::TransformerBlock(const ModelDims& d, int index, ParameterStore<T>& store,
-                                      const TpGroup& tp, const CpGroup& cp)
+                                      const TpGroup& tp, const CpGroup& cp,
+                                      ParameterStore<T>* experts, const EpGroup& ep)
     : d_(d), index_(index), tp_(tp), cp_(cp) {
   if (d.cp > 1) {
     STRATA_CHECK(cp.comm != nullptr && cp.size == d.cp && cp.rank == d.cp_rank, "cp group");
@@ -133,7 +136,9 @@ TransformerBlock<T>::TransformerBlock(const ModelDims& d, int index, ParameterSt
   };
   column(qkv_, "attn.qkv", d.qkv_width_local());
   row(proj_, "attn.proj", d.q_width_local());
-  if (d.gelu()) {
+  if (d.moe_block(index)) {
+    moe_.emplace(d, index, store, experts != nullptr ? *experts : store, tp, ep);
+  } else if (d.gelu()) {
     column(fc_, "mlp.fc", d.ffn_local());
     row(down_, "mlp.proj", d.ffn_local());
   } else {
@@ -287,6 +292,13 @@ void TransformerBlock<T>::run_forward(T* x_out, const T* x_in, BlockActivations<
   a.n2_mean.resize(Nl);
   a.n2_rstd.resize(Nl);
   norm_forward(a.n2.data(), a.n2_mean.data(), a.n2_rstd.data(), a.x2.data(), n2_w_, n2_b_);
+  if (moe_) {
+    std::vector<T> moe_out(Nl * C);
+    moe_->forward(moe_out.data(), a.n2.data(), a.moe);
+    for (std::size_t i = 0; i < Nl * C; ++i) x_out[i] = a.x2[i] + moe_out[i];
+    a.complete = true;
+    return;
+  }
   a.n2_full.resize(N * C);
   tp::enter_column_forward(tp_, a.n2_full.data(), a.n2.data(), Nl * C);
   a.h.resize(N * Fl);
@@ -306,18 +318,11 @@ void TransformerBlock<T>::run_forward(T* x_out, const T* x_in, BlockActivations<
   a.complete = true;
 }
 
+// The dense MLP's backward: dn2 (Nl, C) from dx_out (Nl, C).
 template <typename T>
-void TransformerBlock<T>::backward(T* dx_in, const T* dx_out, BlockActivations<T>& a) const {
+void TransformerBlock<T>::mlp_backward(T* dn2, const T* dx_out, const BlockActivations<T>& a) const {
   const std::size_t C = d_.hidden, N = d_.rows(), Nl = d_.local_rows();
   const std::size_t Fl = d_.ffn_local();
-  const AttentionShape as = attention_shape();
-  if (!a.complete) {  // full recompute: rebuild every activation from the block input
-    std::vector<T> x_in = std::move(a.x_in), x_out(Nl * C);
-    run_forward(x_out.data(), x_in.data(), a, /*keep_probs=*/true);
-  }
-
-  // --- MLP ---
-  std::vector<T> dx2(dx_out, dx_out + Nl * C);  // residual path
   std::vector<T> da(N * Fl);
   down_.backward(tp_, da.data(), dx_out, a.a.data(), N, Nl);
   std::vector<T> dn2_full(N * C);
@@ -331,8 +336,26 @@ void TransformerBlock<T>::backward(T* dx_in, const T* dx_out, BlockActivations<T
     gate_.backward(dn2_full.data(), dgate.data(), a.n2_full.data(), N, false);
     fc_.backward(dn2_full.data(), dup.data(), a.n2_full.data(), N, true);
   }
+  tp::enter_column_backward(tp_, dn2, dn2_full.data(), Nl * C);
+}
+
+template <typename T>
+void TransformerBlock<T>::backward(T* dx_in, const T* dx_out, BlockActivations<T>& a) const {
+  const std::size_t C = d_.hidden, N = d_.rows(), Nl = d_.local_rows();
+  const AttentionShape as = attention_shape();
+  if (!a.complete) {  // full recompute: rebuild every activation from the block input
+    std::vector<T> x_in = std::move(a.x_in), x_out(Nl * C);
+    run_forward(x_out.data(), x_in.data(), a, /*keep_probs=*/true);
+  }
+
+  // --- MLP ---
+  std::vector<T> dx2(dx_out, dx_out + Nl * C);  // residual path
   std::vector<T> dn2(Nl * C);
-  tp::enter_column_backward(tp_, dn2.data(), dn2_full.data(), Nl * C);
+  if (moe_) {
+    moe_->backward(dn2.data(), dx_out, a.n2.data(), a.moe);
+  } else {
+    mlp_backward(dn2.data(), dx_out, a);
+  }
   norm_backward(dx2.data(), dn2_w_, dn2_b_, dn2.data(), a.x2.data(), a.n2_mean.data(),
                 a.n2_rstd.data(), n2_w_);
 

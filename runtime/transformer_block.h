@@ -4,12 +4,16 @@
 //   x2  = x  + RowParallel_proj( attention( ColumnParallel_qkv( enter(norm1(x)) ) ) )
 //   out = x2 + RowParallel_down( act( ColumnParallel_up/gate( enter(norm2(x2)) ) ) )
 //
+// Past a mixture-of-experts model's first_dense_layers the MLP is the MoE MLP
+// (runtime/moe_layer.h): out = x2 + moe(norm2(x2)).
+//
 // Residual-stream tensors are (Nl, C) token rows (Nl = N / tp with sequence parallelism,
 // else N = micro_batch * seq). Forward and backward are written out (llm.c style).
 // Recompute: none keeps every activation; selective drops the attention probabilities
 // (B, H, S, S) and rebuilds them in the backward; full keeps only the block input and
 // re-runs the forward before the backward. All three give bitwise the same numbers.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +21,7 @@
 #include "runtime/column_parallel_linear.h"
 #include "runtime/context_parallel.h"
 #include "runtime/model_dims.h"
+#include "runtime/moe_layer.h"
 #include "runtime/param_spec.h"
 #include "runtime/parameter_store.h"
 #include "runtime/row_parallel_linear.h"
@@ -41,6 +46,7 @@ struct BlockActivations {
   std::vector<T> h;                          // (N, Fl) GELU input, or SwiGLU gate
   std::vector<T> up;                         // (N, Fl) SwiGLU up (empty for GELU)
   std::vector<T> a;                          // (N, Fl) activation output (down-proj input)
+  MoeActivations<T> moe;                     // MoE blocks: the MoE MLP's (in place of h, up, a)
   bool complete = false;                     // false: only x_in kept (full recompute)
   void release() { *this = BlockActivations{}; }
 };
@@ -52,8 +58,10 @@ class TransformerBlock {
   static std::vector<ParamSpec> param_specs(const ModelDims& d, int index);
 
   // `cp`: the context-parallel group when d.cp > 1 (K/V all-gathered for attention).
+  // MoE blocks take their routed experts from `experts` (default: `store`) and exchange
+  // tokens over `ep`.
   TransformerBlock(const ModelDims& d, int index, ParameterStore<T>& store, const TpGroup& tp,
-                   const CpGroup& cp = {});
+                   const CpGroup& cp = {}, ParameterStore<T>* experts = nullptr, const EpGroup& ep = {});
 
   // x_out (Nl, C) = block(x_in (Nl, C)); keeps what the recompute mode says in `acts`.
   void forward(T* x_out, const T* x_in, BlockActivations<T>& acts) const;
@@ -67,6 +75,7 @@ class TransformerBlock {
   void norm_forward(T* y, T* mean, T* rstd, const T* x, const T* w, const T* b) const;
   void norm_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* mean, const T* rstd,
                      const T* w) const;
+  void mlp_backward(T* dn2, const T* dx_out, const BlockActivations<T>& a) const;
   AttentionShape attention_shape() const;
   void attend_forward(BlockActivations<T>& a, bool keep_probs) const;
   void attend_backward(std::vector<T>& dq, std::vector<T>& dk, std::vector<T>& dv,
@@ -81,6 +90,7 @@ class TransformerBlock {
   T *dn1_w_, *dn1_b_ = nullptr, *dn2_w_, *dn2_b_ = nullptr;
   ColumnParallelLinear<T> qkv_, fc_, gate_;   // fc_ = GELU up-proj or SwiGLU up
   RowParallelLinear<T> proj_, down_;
+  std::optional<MoeLayer<T>> moe_;
 };
 
 }  // namespace strata::runtime

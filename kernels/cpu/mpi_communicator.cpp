@@ -131,6 +131,26 @@ void MpiCommunicator::all_to_all(const float* send, float* recv, std::size_t cou
   STRATA_MPI_CHECK(MPI_Alltoall(send, c, MPI_FLOAT, recv, c, MPI_FLOAT, comm_));
 }
 
+void MpiCommunicator::all_to_all_v(const float* send, const std::vector<std::size_t>& send_counts,
+                                   float* recv, const std::vector<std::size_t>& recv_counts) {
+  const auto n = static_cast<std::size_t>(size_);
+  STRATA_CHECK(send_counts.size() == n && recv_counts.size() == n,
+               "all_to_all_v with {} send / {} receive counts on a group of {}", send_counts.size(),
+               recv_counts.size(), n);
+  std::vector<int> sc(n), sd(n), rc(n), rd(n);
+  std::size_t s_at = 0, r_at = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    sc[r] = to_count(send_counts[r], "all_to_all_v");
+    rc[r] = to_count(recv_counts[r], "all_to_all_v");
+    sd[r] = to_count(s_at, "all_to_all_v");
+    rd[r] = to_count(r_at, "all_to_all_v");
+    s_at += send_counts[r];
+    r_at += recv_counts[r];
+  }
+  STRATA_MPI_CHECK(MPI_Alltoallv(send, sc.data(), sd.data(), MPI_FLOAT, recv, rc.data(), rd.data(),
+                                 MPI_FLOAT, comm_));
+}
+
 void MpiCommunicator::broadcast(float* data, std::size_t count, int root) {
   STRATA_MPI_CHECK(MPI_Bcast(data, to_count(count, "broadcast"), MPI_FLOAT, root, comm_));
 }

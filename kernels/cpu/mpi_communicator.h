@@ -35,6 +35,8 @@ class MpiCommunicator : public Communicator {
   void all_gather(const float* send, float* recv, std::size_t count_per_rank) override;
   void reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) override;
   void all_to_all(const float* send, float* recv, std::size_t count_per_rank) override;
+  void all_to_all_v(const float* send, const std::vector<std::size_t>& send_counts, float* recv,
+                    const std::vector<std::size_t>& recv_counts) override;
   void broadcast(float* data, std::size_t count, int root) override;
   void send(const float* data, std::size_t count, int peer) override;
   void recv(float* data, std::size_t count, int peer) override;

@@ -48,6 +48,9 @@ ModelDims checked_dims(const models::ModelSpec& spec, const GptCudaConfig& cfg) 
     input_error("gemm dtype fp16 is not supported by the CUDA trainer (it would need loss scaling); "
                 "use bf16, tf32 or fp32");
   if (cfg.grad_clip < 0) input_error("grad_clip ({}) must be >= 0", cfg.grad_clip);
+  if (spec.moe)
+    input_error("model {} is a mixture-of-experts model: the CUDA trainer runs dense models only (train "
+                "it on CPU ranks)", spec.name);
   return make_model_dims(spec, cfg.micro_batch, 1, 0, false, planner::Recompute::None);
 }
 

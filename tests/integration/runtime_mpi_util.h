@@ -24,6 +24,7 @@ struct Layout {
   std::string name;
   std::string model = "tiny";
   int dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1;
+  int ep = 1, etp = 1;  // mixture-of-experts models: experts over ep (x etp) inside tp x dp
   planner::ScheduleKind schedule = planner::ScheduleKind::OneFOneB;
   int zero = 0;
   planner::Recompute recompute = planner::Recompute::None;
@@ -44,6 +45,8 @@ inline std::string write_plan(const Layout& l, const fs::path& dir) {
   s.tp = l.tp;
   s.pp = l.pp;
   s.cp = l.cp;
+  s.ep = l.ep;
+  s.etp = l.etp;
   s.vpp = l.vpp;
   s.schedule = l.schedule;
   s.zero = l.zero;

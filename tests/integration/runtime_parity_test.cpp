@@ -326,3 +326,68 @@ TEST(RuntimeParity, Zero2DataParallel2TensorParallel2SequenceParallel) {
 
 }  // namespace
 }  // namespace strata::testing
+
+// Mixture of experts (tiny-moe: a dense block, then three MoE blocks of 4 SwiGLU experts,
+// top-2 softmax routing and a shared expert). Routed experts spread over ep ranks inside
+// the stage's tp x dp (Megatron-Core folding), tokens exchanged by all-to-all, expert
+// gradients summed over edp. Each layout against the one-rank run of the same model.
+namespace strata::testing {
+namespace {
+
+TEST(RuntimeParity, MoeExpertParallel2) { expect_parity({.name = "moe_ep2", .model = "tiny-moe", .dp = 2, .ep = 2}); }
+
+TEST(RuntimeParity, MoeExpertsReplicatedOverDataParallel) {  // ep 1: edp = dp = 2
+  expect_parity({.name = "moe_dp2", .model = "tiny-moe", .dp = 2});
+}
+
+TEST(RuntimeParity, MoeExpertParallel2TensorParallel2) {  // ep group = tp group, edp = dp
+  expect_parity({.name = "moe_ep2_tp2", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 2,
+                 .sequence_parallel = true});
+}
+
+TEST(RuntimeParity, MoeExpertParallel4AcrossTensorAndDataParallel) {  // one expert per rank
+  expect_parity({.name = "moe_ep4_tp2", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 4,
+                 .sequence_parallel = true});
+}
+
+TEST(RuntimeParity, MoeExpertParallel2InterleavedFullRecompute) {  // the exchange re-run in the backward
+  expect_parity({.name = "moe_ep2_pp2_vpp2_full", .model = "tiny-moe", .dp = 2, .pp = 2, .vpp = 2, .ep = 2,
+                 .schedule = ScheduleKind::Interleaved, .recompute = Recompute::Full});
+}
+
+TEST(RuntimeResumeParity, MoeExpertParallel2PipelineParallel2) {
+  expect_resumed_parity({.name = "moe_ep2_pp2", .model = "tiny-moe", .dp = 2, .pp = 2, .ep = 2});
+}
+
+TEST(RuntimeResumeParity, MoeExpertParallel2Zero1) {  // expert optimizer state sharded over edp
+  expect_resumed_parity({.name = "moe_ep2_tp2_zero1", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 2,
+                         .zero = 1, .sequence_parallel = true});
+}
+
+TEST(RuntimeMoe, RefusesExpertTensorParallelByName) {
+  const TempDir dir("moe_etp2");
+  const Layout l{.name = "moe_etp2", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 2, .etp = 2,
+                 .sequence_parallel = true};
+  const RunResult r = mpirun_strata(l.ranks(), {"train", "--plan", write_plan(l, dir), "--steps", "1"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("strategy.etp (2) > 1 is not supported by the strata runtime"), std::string::npos)
+      << r.out << r.err;
+}
+
+// What the planner does not model with experts is refused before any rank starts.
+TEST(RuntimeMoe, RefusesZero2AndContextParallelWithExpertsByName) {
+  const TempDir dir("moe_refusals");
+  for (const auto& [l, message] : std::vector<std::pair<Layout, std::string>>{
+           {{.name = "moe_zero2", .model = "tiny-moe", .dp = 2, .ep = 2, .zero = 2},
+            "strategy.zero (2) with a mixture-of-experts model is not modelled"},
+           {{.name = "moe_cp2", .model = "tiny-moe", .cp = 2},
+            "strategy.cp (2) > 1 with a mixture-of-experts model is not modelled"}}) {
+    const RunResult r = run_program(STRATA_EXE, {"train", "--plan", write_plan(l, dir), "--steps", "1"}, 60);
+    EXPECT_EQ(r.exit_code, 2) << l.name << r.out << r.err;
+    EXPECT_NE(r.err.find("error: "), std::string::npos) << l.name << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << l.name << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace strata::testing

@@ -48,6 +48,22 @@ inline models::ModelSpec small_llama() {
   return s;
 }
 
+// small_llama with a mixture-of-experts MLP in block 1 (block 0 dense): 4 experts of
+// width 8, top-2 softmax routing, one shared expert of width 12.
+inline models::ModelSpec small_moe() {
+  models::ModelSpec s = small_llama();
+  s.name = "test-moe";
+  models::MoeSpec e;
+  e.experts = 4;
+  e.top_k = 2;
+  e.expert_ffn = 8;
+  e.shared_experts = 1;
+  e.shared_expert_ffn = 12;
+  e.first_dense_layers = 1;
+  s.moe = e;
+  return s;
+}
+
 inline ChunkLayout whole_model(int layers) {
   ChunkLayout c;
   c.embedding = true;
