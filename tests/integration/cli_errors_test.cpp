@@ -2,6 +2,8 @@
 // bad input and asserts exactly one `error:` line on stderr naming the field or flag,
 // the exit code (2 bad input, 3 nothing fits), no crash / abort / sanitizer report, no
 // hang, and no file left half-written.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -270,7 +272,9 @@ class BadInputTest : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(BadInputTest, AnswersWithOneErrorLineAndExitCode) {
   const BadInput& c = GetParam();
-  fs::path dir = fs::temp_directory_path() / ("strata_bad_input_" + c.name);
+  // The process id keeps two checkouts running the suite at once apart.
+  fs::path dir = fs::temp_directory_path() /
+                 ("strata_bad_input_" + std::to_string(::getpid()) + "_" + c.name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (const auto& [name, text] : c.files) std::ofstream(dir / name, std::ios::binary) << text;
