@@ -138,12 +138,40 @@ int steady_microbatches(int pp) {
 
 int PipelineWalk::steady_state_limit(int pp) { return 2 * (steady_microbatches(pp) + pp); }
 
+std::vector<int> PipelineWalk::peak_in_flight(ScheduleKind kind, int pp, int m, int vpp,
+                                              bool every_step) {
+  auto peaks = [&](int mb) {
+    std::vector<int> out(static_cast<std::size_t>(pp));
+    const int total = mb * vpp;
+    for (int s = 0; s < pp; ++s) {
+      const int warm = warmup_forwards(kind, pp, s, mb, vpp);
+      out[static_cast<std::size_t>(s)] = warm < total ? warm + 1 : total;
+    }
+    return out;
+  };
+  if (every_step || !extends(pp, m)) return peaks(m);
+  const int m1 = steady_microbatches(pp), m2 = m1 + pp;
+  const std::vector<int> peak1 = peaks(m1);
+  std::vector<int> peak = peaks(m2);
+  const double rounds = static_cast<double>(m - m2) / pp;  // as run() extends them
+  for (std::size_t i = 0; i < peak.size(); ++i)
+    peak[i] += static_cast<int>(std::lround(rounds * (peak[i] - peak1[i])));
+  return peak;
+}
+
+double PipelineWalk::op_shift(std::size_t i) const {
+  return shift_[static_cast<std::size_t>(prog_->ops[i].stage)];
+}
+double PipelineWalk::msg_shift(std::size_t i) const {
+  return shift_[static_cast<std::size_t>(prog_->ops[static_cast<std::size_t>(prog_->msgs[i].src_op)].stage)];
+}
+
 void PipelineWalk::run(ScheduleKind kind, int pp, int m, int vpp, const std::vector<double>& fwd,
                        const std::vector<double>& bwd, const std::vector<double>& link,
                        bool every_step) {
   extended_ = false;
   chain_.clear();
-  if (every_step || m <= steady_state_limit(pp)) {
+  if (every_step || !extends(pp, m)) {
     walk(kind, pp, m, vpp, fwd, bwd, link);
     return;
   }
@@ -170,16 +198,7 @@ void PipelineWalk::run(ScheduleKind kind, int pp, int m, int vpp, const std::vec
     busy_fwd[i] = busy_fwd[i] / m2 * m;
     busy_bwd[i] = busy_bwd[i] / m2 * m;
   }
-  const Program& P = *prog_;
-  for (std::size_t k = 0; k < P.ops.size(); ++k) {
-    start_[k] += shift[static_cast<std::size_t>(P.ops[k].stage)];
-    end_[k] += shift[static_cast<std::size_t>(P.ops[k].stage)];
-  }
-  for (std::size_t k = 0; k < P.msgs.size(); ++k) {
-    const double d = shift[static_cast<std::size_t>(P.ops[static_cast<std::size_t>(P.msgs[k].src_op)].stage)];
-    msg_start_[k] += d;
-    msg_end_[k] += d;
-  }
+  shift_ = std::move(shift);
   m_ = m;
   extended_ = true;
 }

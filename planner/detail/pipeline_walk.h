@@ -66,6 +66,14 @@ class PipelineWalk {
                    const std::vector<double>& link, bool every_step = false) const;
   // Micro-batch count above which run() extends a shorter walk (see run()).
   static int steady_state_limit(int pp);
+  // Whether run() (every_step false) extends a shorter walk for this many micro-batches.
+  static bool extends(int pp, int microbatches) { return microbatches > steady_state_limit(pp); }
+  // The peak_chunks run() leaves (pp entries), without compiling or walking the schedule:
+  // every rank runs its warm-up forwards, then (forward, backward) pairs, then the rest of
+  // the backwards (schedule.cpp's compute order), so it holds warm-up + 1 chunks at its
+  // peak, or all of them when the warm-up is every forward; extended like run() extends it.
+  static std::vector<int> peak_in_flight(ScheduleKind kind, int pp, int microbatches, int vpp,
+                                         bool every_step = false);
   // Whether the last run() extended a shorter walk.
   bool extended() const { return extended_; }
 
@@ -85,12 +93,12 @@ class PipelineWalk {
   std::size_t num_ops() const;
   const OpInfo& op(std::size_t i) const;
   const OpLabel& label(std::size_t i) const;
-  double op_start(std::size_t i) const { return start_[i]; }
-  double op_end(std::size_t i) const { return end_[i]; }
+  double op_start(std::size_t i) const { return extended_ ? start_[i] + op_shift(i) : start_[i]; }
+  double op_end(std::size_t i) const { return extended_ ? end_[i] + op_shift(i) : end_[i]; }
   std::size_t num_msgs() const;
   const MsgInfo& msg(std::size_t i) const;
-  double msg_start(std::size_t i) const { return msg_start_[i]; }
-  double msg_end(std::size_t i) const { return msg_end_[i]; }
+  double msg_start(std::size_t i) const { return extended_ ? msg_start_[i] + msg_shift(i) : msg_start_[i]; }
+  double msg_end(std::size_t i) const { return extended_ ? msg_end_[i] + msg_shift(i) : msg_end_[i]; }
 
  private:
   std::shared_ptr<const Program> prog_;
@@ -101,6 +109,11 @@ class PipelineWalk {
   bool valid_ = false;
   bool extended_ = false;
   std::vector<double> chain_;  // chain_p2p per rank when extended
+  // Extended: what each rank's steps of the longer short walk move by (applied when read:
+  // only the last steps are read outside timelines, which never extend).
+  std::vector<double> shift_;
+  double op_shift(std::size_t i) const;
+  double msg_shift(std::size_t i) const;
   void walk(ScheduleKind kind, int pp, int m, int vpp, const std::vector<double>& fwd,
             const std::vector<double>& bwd, const std::vector<double>& link);
   std::vector<double> dur_, start_, end_, msg_start_, msg_end_;

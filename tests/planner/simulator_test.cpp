@@ -125,6 +125,37 @@ TEST(PipelineWalk, PeakInFlightMatchesTheSchedule) {
   }
 }
 
+// The search screens memory before it walks: PipelineWalk::peak_in_flight must be what
+// a walk leaves in peak_chunks, for every kind, uneven micro-batch counts, micro-batches
+// fewer than the warm-up, and walks extended from two shorter ones.
+TEST(PipelineWalk, PeakInFlightWithoutWalkingEqualsTheWalk) {
+  int cases = 0, extended = 0;
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}) {
+    for (int pp : {1, 2, 3, 4, 8}) {
+      for (int vpp : {1, 2, 3}) {
+        if ((kind == ScheduleKind::Interleaved) != (vpp > 1) || (vpp > 1 && pp == 1)) continue;
+        for (int m : {1, 2, 3, 5, 8, 16, 24, 40, 100, 333}) {
+          if (kind == ScheduleKind::Interleaved && m % pp != 0) continue;
+          const int n = pp * vpp;
+          std::vector<double> fwd(n), bwd(n);
+          for (int v = 0; v < n; ++v) fwd[v] = 1.0 + 0.3 * v, bwd[v] = 2.0 + 0.1 * (v % 3);
+          for (bool every_step : {false, true}) {
+            PipelineWalk w;
+            w.run(kind, pp, m, vpp, fwd, bwd, std::vector<double>(pp > 1 ? pp : 0, 0.05), every_step);
+            EXPECT_EQ(PipelineWalk::peak_in_flight(kind, pp, m, vpp, every_step), w.peak_chunks)
+                << to_string(kind) << " pp " << pp << " vpp " << vpp << " m " << m;
+            EXPECT_EQ(w.extended(), !every_step && PipelineWalk::extends(pp, m));
+            extended += w.extended();
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 150);
+  EXPECT_GT(extended, 10);
+}
+
 TEST(PipelineWalk, P2PTimeLengthensTheIterationAndShowsOnTheCriticalPath) {
   const int pp = 4, m = 8;
   const double tf = 1.0, tb = 2.0;
