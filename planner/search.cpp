@@ -46,8 +46,8 @@ constexpr int kMaxVpp = 8;
 // thread and building its caches would cost more than it saves).
 constexpr std::int64_t kMaxThreads = 8;
 constexpr std::int64_t kMinCandidatesPerThread = 256;
-// Candidates a simulating thread takes at a time (neighbours share a pipeline schedule).
-constexpr std::size_t kCandidatesPerChunk = 16;
+// Most candidates a simulating thread takes at a time (a run sharing a pipeline schedule).
+constexpr std::size_t kCandidatesPerChunk = 64;
 // A lower bound prunes only when it exceeds the k-th best time by more than this relative
 // margin: the bound adds the same terms as the simulation in another order (rounding
 // differences ~1e-13 for a million terms), so nothing within it is pruned.
@@ -321,23 +321,33 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     work.insert(work.end(), rest.begin(), rest.end());
   }
 
-  // Pass 2: simulate, keeping one shared top_k.
+  // Pass 2: simulate, keeping one shared top_k. Work is handed out in chunks: one seed at a
+  // time (they set the threshold), then runs of candidates with the same pipeline schedule
+  // (one thread then compiles it), at most kCandidatesPerChunk long.
+  const std::size_t seeds = options.prune ? std::min(work.size(), static_cast<std::size_t>(options.top_k)) : 0;
+  std::vector<std::size_t> chunk_begin;
+  for (std::size_t k = 0; k < work.size(); ++k) {
+    const Strategy& s = space[work[k]];
+    const bool same_schedule =
+        k > seeds && k - chunk_begin.back() < kCandidatesPerChunk && [&] {
+          const Strategy& prev = space[work[k - 1]];
+          return s.pp == prev.pp && s.vpp == prev.vpp && s.schedule == prev.schedule &&
+                 s.num_microbatches() == prev.num_microbatches();
+        }();
+    if (!same_schedule) chunk_begin.push_back(k);
+  }
+  chunk_begin.push_back(work.size());
   std::mutex top_mutex;
   std::vector<Ranked> top;
   std::atomic<double> kth_best{std::numeric_limits<double>::infinity()};
-  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> next_chunk{0};
   std::atomic<std::int64_t> simulated{0}, pruned{0};
-  const std::size_t seeds = options.prune ? std::min(work.size(), static_cast<std::size_t>(options.top_k)) : 0;
   on_threads([&](int tid) {
     detail::SimEngine& engine = *engines[static_cast<std::size_t>(tid)];
     for (;;) {
-      // One seed at a time (they set the threshold), then chunks of neighbours (which
-      // share the engine's cached schedules).
-      const std::size_t at = next.load(std::memory_order_relaxed);
-      const std::size_t n = at < seeds ? 1 : kCandidatesPerChunk;
-      const std::size_t lo = next.fetch_add(n);
-      if (lo >= work.size()) break;
-      const std::size_t hi = std::min(work.size(), lo + n);
+      const std::size_t chunk = next_chunk.fetch_add(1);
+      if (chunk + 1 >= chunk_begin.size()) break;
+      const std::size_t lo = chunk_begin[chunk], hi = chunk_begin[chunk + 1];
       for (std::size_t k = lo; k < hi; ++k) {
         const std::int64_t i = work[k];
         const Screened& c = screened[i];

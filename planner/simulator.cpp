@@ -552,15 +552,25 @@ void SimEngine::stage_times(const Strategy& s, const Placement& pl, const GroupC
   st.fwd_zero.assign(n, 0.0);
   st.bwd_zero.assign(n, 0.0);
   if (s.zero >= 2 && s.dp * s.cp > 1) {
+    // Per layer group (the same for every pp / vpp / micro-batch count: cached).
+    const bool full = s.recompute == Recompute::Full;
+    auto key = std::make_tuple(&t, &pl, s.zero, full);
+    auto it = zero_comm_.find(key);
+    if (it == zero_comm_.end()) {
+      std::vector<costmodel::ZeroGroupComm> per_group(t.groups.size());
+      for (std::size_t g = 0; g < t.groups.size(); ++g) {
+        const GroupCost& c = t.groups[g];
+        per_group[g] = costmodel::zero_group_comm(
+            s.zero, c.params_rank, act_bytes_, grad_bytes, c.fwd_s, c.bwd_s,
+            full && is_block(static_cast<int>(g), layers), stack_.zero_prefetch, coll_, pl.dp);
+      }
+      it = zero_comm_.emplace(key, std::move(per_group)).first;
+    }
+    const std::vector<costmodel::ZeroGroupComm>& zc = it->second;
     for (int v = 0; v < stages; ++v) {
       for (int g : sl[v]) {
-        const GroupCost& c = t.groups[g];
-        const costmodel::ZeroGroupComm z = costmodel::zero_group_comm(
-            s.zero, c.params_rank, act_bytes_, grad_bytes, c.fwd_s, c.bwd_s,
-            s.recompute == Recompute::Full && is_block(g, layers), stack_.zero_prefetch, coll_,
-            pl.dp);
-        st.fwd_zero[v] += z.fwd_exposed_s;
-        st.bwd_zero[v] += z.bwd_exposed_s;
+        st.fwd_zero[v] += zc[static_cast<std::size_t>(g)].fwd_exposed_s;
+        st.bwd_zero[v] += zc[static_cast<std::size_t>(g)].bwd_exposed_s;
       }
       fwd[v] += st.fwd_zero[v];
       bwd[v] += st.bwd_zero[v];
@@ -651,6 +661,30 @@ double SimEngine::optimizer_s(const Strategy& s, const costmodel::StageMemory& m
   return opt;
 }
 
+double SimEngine::param_gather_s(const Strategy& s, const Placement& pl,
+                                 const costmodel::StageMemory& mem) const {
+  const int grad_group = s.dp * s.cp;
+  const bool dp_comm = grad_group > 1;
+  const double sm_share = dp_comm ? costmodel::comm_sm_share(cluster_, pl.dp) : 0.0;
+  const double dense_params = mem.params - mem.expert_params;
+  // ZeRO-3 ranks keep their parameter shard: nothing to gather after the step.
+  double ag = (s.zero >= 1 && s.zero <= 2 && dp_comm)
+                  ? coll_.time_s(Collective::AllGather, dense_params * act_bytes_, pl.dp) +
+                        coll_.time_s(Collective::AllGather, mem.expert_params * act_bytes_, pl.edp)
+                  : 0.0;
+  // Overlapped with the next forward bucket by bucket: only the first bucket's
+  // gather (the first layers' parameters) is waited for; the hidden rest slows that
+  // forward by the SMs it holds.
+  double ag_hidden = 0;
+  if (stack_.overlap_param_gather && mem.params > 0) {
+    const double full = ag;
+    ag *= std::min(1.0, costmodel::grad_bucket_params(stack_, grad_group) / mem.params);
+    ag_hidden = sm_share * (full - ag);
+  }
+  ag += ag_hidden;
+  return ag;
+}
+
 std::vector<double> SimEngine::fp8_weights_per_rank(const Strategy& s, const GroupCostTable& t,
                                                     const std::vector<std::vector<int>>& sl) const {
   // FP8-run weights held by each pipeline rank (one TP rank).
@@ -661,19 +695,11 @@ std::vector<double> SimEngine::fp8_weights_per_rank(const Strategy& s, const Gro
   return fp8_weights_rank;
 }
 
-// Why the bound holds (every term is one the walk and run() add up, none can be negative):
-//  * rank p runs its steps one after another: its last step ends at least its busy time
-//    (m x its virtual stages' forward + backward) after its first step starts;
-//  * its first step is the forward of micro-batch 0, chunk 0 (virtual stage p), which
-//    waits for that forward on virtual stages 0 .. p-1 and their messages;
-//  * its last step is the backward of the last micro-batch, chunk 0 (the compute order
-//    ends with the last backward; interleaved runs a multiple of pp micro-batches, so it is
-//    chunk 0), which virtual stages p-1 .. 0 (ranks below) then wait for, message by
-//    message;
-//  * the optimizer step of every rank starts once the slowest rank is ready (run()).
-// So iteration_s >= max over p of (those three chains) + the largest optimizer step. A
-// walk extended from two shorter ones (PipelineWalk::run) is an extrapolation the bound
-// is not proven for: no bound then (0), but the same number as the estimate.
+// Why the bound holds: every rank's optimizer step (then its ZeRO-1/2 parameter
+// all-gather) starts once the slowest rank is ready, which is no earlier than the end of
+// its last compute step (run()); PipelineWalk::compute_end_bound bounds that end from the
+// stage times (its comment has the proof, for extended walks too where the compiled
+// schedules allow it). So iteration_s >= that bound + the largest optimizer step and gather.
 Screening SimEngine::screen(const Strategy& s) {
   require_cp_supported(s);
   const Graph& gr = graph_for(s.micro_batch);
@@ -691,6 +717,8 @@ Screening SimEngine::screen(const Strategy& s) {
   out.fits_memory = out.peak_memory_gib <= cluster_.device.memory_gib;
 
   const StageTimes& st = times_;
+  // The estimate: (a) of PipelineWalk::compute_end_bound with all m micro-batches, for
+  // extended walks too (an order, not a bound).
   double chains = 0, before_f = 0, after_b = 0;
   for (int p = 0; p < pp; ++p) {
     double busy = 0;
@@ -701,12 +729,15 @@ Screening SimEngine::screen(const Strategy& s) {
       after_b += st.bwd[p] + st.link[p];
     }
   }
+  const double bound = walk_->compute_end_bound(s.schedule, pp, m, vpp, st.fwd, st.bwd, st.link);
   const std::vector<double> fp8_w = fp8_weights_per_rank(s, t, sl);
-  double opt = 0;
-  for (int p = 0; p < pp; ++p)
-    opt = std::max(opt, optimizer_s(s, mem[static_cast<std::size_t>(p)], fp8_w[static_cast<std::size_t>(p)]));
-  out.estimate_s = chains + opt;
-  out.lower_bound_s = PipelineWalk::extends(pp, m) ? 0.0 : out.estimate_s;
+  double after = 0;  // the optimizer step and parameter all-gather of the slowest rank
+  for (int p = 0; p < pp; ++p) {
+    const costmodel::StageMemory& mp = mem[static_cast<std::size_t>(p)];
+    after = std::max(after, optimizer_s(s, mp, fp8_w[static_cast<std::size_t>(p)]) + param_gather_s(s, pl, mp));
+  }
+  out.estimate_s = chains + after;
+  out.lower_bound_s = bound > 0 ? bound + after : 0.0;
   return out;
 }
 
@@ -856,23 +887,8 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   int r = 0;
   double iteration = 0, opt_r = 0, ag_r = 0;
   for (int p = 0; p < pp; ++p) {
-    const double dense_params = mem[p].params - mem[p].expert_params;
     const double opt = optimizer_s(s, mem[p], fp8_weights_rank[static_cast<std::size_t>(p)]);
-    // ZeRO-3 ranks keep their parameter shard: nothing to gather after the step.
-    double ag = (s.zero >= 1 && s.zero <= 2 && dp_comm)
-                    ? coll_.time_s(Collective::AllGather, dense_params * act_bytes_, pl.dp) +
-                          coll_.time_s(Collective::AllGather, mem[p].expert_params * act_bytes_, pl.edp)
-                    : 0.0;
-    // Overlapped with the next forward bucket by bucket: only the first bucket's
-    // gather (the first layers' parameters) is waited for; the hidden rest slows that
-    // forward by the SMs it holds.
-    double ag_hidden = 0;
-    if (stack_.overlap_param_gather && mem[p].params > 0) {
-      const double full = ag;
-      ag *= std::min(1.0, costmodel::grad_bucket_params(stack_, grad_group) / mem[p].params);
-      ag_hidden = sm_share * (full - ag);
-    }
-    ag += ag_hidden;
+    const double ag = param_gather_s(s, pl, mem[p]);
     const double end = sync + opt + ag;
     if (timeline) {
       events.push_back(TimelineEvent{p, "optimizer", "adam step", -1, 0, sync, sync + opt});

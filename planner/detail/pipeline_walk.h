@@ -17,7 +17,9 @@
 // Exposed so tests can check it against closed forms with synthetic stage times.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "planner/schedule.h"
@@ -45,6 +47,13 @@ class PipelineWalk {
     bool activation;
   };
   struct Program;           // a compiled schedule (see pipeline_walk.cpp)
+  // What the extension of a schedule (kind, pp, vpp) provably adds (compute_end_bound).
+  struct Extension {
+    bool proven = false;
+    // Per rank: steps the longer short walk runs after the shorter walk's last step, as
+    // counts per duration index (2 * virtual stage + backward).
+    std::vector<std::vector<std::int32_t>> after;
+  };
 
   // fwd / bwd: pp * vpp durations by virtual stage (v = chunk * pp + rank); link[p]: p2p
   // time from rank p to rank (p + 1) % pp (and back), pp entries (empty when pp == 1).
@@ -74,6 +83,12 @@ class PipelineWalk {
   // peak, or all of them when the warm-up is every forward; extended like run() extends it.
   static std::vector<int> peak_in_flight(ScheduleKind kind, int pp, int microbatches, int vpp,
                                          bool every_step = false);
+  // A lower bound on the largest compute_end run() (every_step false) gives for these stage
+  // times, without walking: 0 when nothing is proven for the schedule. See
+  // pipeline_walk.cpp for the proof; the search prunes with it.
+  double compute_end_bound(ScheduleKind kind, int pp, int microbatches, int vpp,
+                           const std::vector<double>& fwd, const std::vector<double>& bwd,
+                           const std::vector<double>& link);
   // Whether the last run() extended a shorter walk.
   bool extended() const { return extended_; }
 
@@ -118,6 +133,8 @@ class PipelineWalk {
             const std::vector<double>& bwd, const std::vector<double>& link);
   std::vector<double> dur_, start_, end_, msg_start_, msg_end_;
   std::vector<std::int32_t> waited_;  // message whose arrival started the step, or -1
+  std::map<std::tuple<int, int, int>, Extension> extensions_;
+  const Extension& extension_for(ScheduleKind kind, int pp, int vpp);
 };
 
 }  // namespace strata::planner::detail

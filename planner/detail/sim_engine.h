@@ -22,6 +22,7 @@
 #include "costmodel/memory_model.h"
 #include "costmodel/op_cost.h"
 #include "costmodel/prediction_band.h"
+#include "costmodel/zero_sharding.h"
 #include "models/model_graph.h"
 #include "models/model_spec.h"
 #include "planner/detail/pipeline_walk.h"
@@ -124,6 +125,8 @@ class SimEngine {
                                              const std::vector<std::vector<int>>& sl, bool every_step);
   // Adam step of one pipeline rank (+ the FP8 weight casts), without the ZeRO gather.
   double optimizer_s(const Strategy& s, const costmodel::StageMemory& mem, double fp8_weights_rank) const;
+  // ZeRO-1/2 parameter all-gather after the step, as far as the next forward does not hide it.
+  double param_gather_s(const Strategy& s, const Placement& pl, const costmodel::StageMemory& mem) const;
   std::vector<double> fp8_weights_per_rank(const Strategy& s, const GroupCostTable& t,
                                            const std::vector<std::vector<int>>& sl) const;
   // Uncertainty band of the stack on this device for the strategy's GPU count (cached).
@@ -149,6 +152,10 @@ class SimEngine {
       costs_;
   std::map<std::tuple<const GroupCostTable*, int, int>, std::vector<std::vector<int>>>
       partitions_;
+  // ZeRO-2/3 exposed communication per layer group: (costs, placement, zero, full recompute).
+  std::map<std::tuple<const GroupCostTable*, const Placement*, int, bool>,
+           std::vector<costmodel::ZeroGroupComm>>
+      zero_comm_;
 
   // Reused buffers and the last pipeline walk (see simulator.cpp).
   std::unique_ptr<PipelineWalk> walk_;
