@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 
 #include "common/errors.h"
 
@@ -263,9 +264,23 @@ const PipelineWalk::Extension& PipelineWalk::extension_for(ScheduleKind kind, in
   const auto key = std::make_tuple(static_cast<int>(kind), pp, vpp);
   auto it = extensions_.find(key);
   if (it != extensions_.end()) return it->second;
+  // A pure function of (kind, pp, vpp): shared by every walker of the process (the search's
+  // threads each have one), computed outside the lock.
+  static std::mutex shared_mutex;
+  static std::map<std::tuple<int, int, int>, Extension> shared;
+  {
+    std::lock_guard<std::mutex> lock(shared_mutex);
+    auto s = shared.find(key);
+    if (s != shared.end()) return extensions_.emplace(key, s->second).first->second;
+  }
   const int m1 = steady_microbatches(pp), m2 = m1 + pp;
   const auto P1 = compile(kind, pp, m1, vpp), P2 = compile(kind, pp, m2, vpp);
-  return extensions_.emplace(key, compute_extension(*P1, *P2, pp)).first->second;
+  Extension e = compute_extension(*P1, *P2, pp);
+  {
+    std::lock_guard<std::mutex> lock(shared_mutex);
+    shared.emplace(key, e);
+  }
+  return extensions_.emplace(key, std::move(e)).first->second;
 }
 
 double PipelineWalk::compute_end_bound(ScheduleKind kind, int pp, int m, int vpp,

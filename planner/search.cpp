@@ -1,6 +1,8 @@
-// The search: enumerate the strategy space, validate, simulate every valid candidate with
-// one shared SimEngine (graphs, layer costs, placements, partitions and pipeline walks are
-// cached across candidates), keep the top_k that fit memory.
+// The search: enumerate the strategy space, validate, screen every valid candidate (its
+// exact memory and a proven lower bound on its iteration time, SimEngine::screen), simulate
+// the ones that fit and can still reach the top_k (one SimEngine per thread: graphs, layer
+// costs, placements, partitions and pipeline walks are cached across candidates), keep the
+// top_k that fit memory. Pruning never changes the result (see pass 2 below).
 //
 // Space (each axis can be pinned by SearchOptions):
 //   tp   divisors of gpus that divide heads and kv_heads (cross-node tp included: it is
