@@ -1,8 +1,11 @@
-// Planner speed: the full strategy search of GPT-3 175B (every candidate simulated) on
-// DGX A100 and DGX H100 clusters from 64 to 16384 GPUs, one thread. Prints candidates,
-// seconds (median over repetitions) and candidates per second, nccl-tests style.
+// Planner speed: the full strategy search of GPT-3 175B (every valid candidate scored for
+// memory and bounded in time; the ones that can still rank simulated) on DGX A100 and DGX
+// H100 clusters from 64 to 16384 GPUs, on the search's default threads. Prints candidates,
+// simulations, seconds (median over repetitions) and candidates per second, nccl-tests
+// style. --no-prune simulates every candidate (SearchOptions::prune = false).
 //
 //   strata_bench_planner [--reps N] [--gpus 64,1024,...] [--model NAME] [--global-batch B]
+//                        [--threads N] [--top K] [--no-prune]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -51,6 +54,8 @@ int run(int argc, char** argv) {
   std::vector<int> gpu_counts = {64, 256, 1024, 4096, 16384};
   std::string model_name = "gpt3-175b";
   std::int64_t global_batch = 1536;  // GPT-3: 3.2M tokens = 1536 x 2048 (Brown et al. 2020)
+  int threads = 0, top_k = 1;
+  bool prune = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -61,31 +66,37 @@ int run(int argc, char** argv) {
     else if (a == "--gpus") gpu_counts = parse_list(value());
     else if (a == "--model") model_name = value();
     else if (a == "--global-batch") global_batch = std::stoll(value());
+    else if (a == "--threads") threads = std::max(0, std::stoi(value()));
+    else if (a == "--top") top_k = std::max(1, std::stoi(value()));
+    else if (a == "--no-prune") prune = false;
     else throw std::runtime_error("unknown argument " + a +
-                                  " (expected --reps, --gpus, --model, --global-batch)");
+                                  " (expected --reps, --gpus, --model, --global-batch, --threads, "
+                                  "--top, --no-prune)");
   }
   const auto model = strata::models::load_model(model_name);
   const std::vector<std::string> clusters = {"dgx-a100", "dgx-h100"};
 
-  fmt::print("# strata bench_planner: full strategy search, every valid candidate simulated\n");
+  fmt::print("# strata bench_planner: full strategy search, every valid candidate scored\n");
   fmt::print("# strata {} commit {} build {}\n", STRATA_VERSION, STRATA_GIT_COMMIT,
              STRATA_BUILD_TYPE);
   fmt::print("# model {} (layers {}, hidden {}, heads {}), global batch {} x seq {}\n",
              model.name, model.layers, model.hidden, model.heads, global_batch, model.seq_len);
-  fmt::print("# one thread. cpu = process CPU time of one planner::search call (enumerate, validate,\n"
-             "# simulate, rank), median of {} repetitions after a first (cold) run, whose CPU time\n"
-             "# is 'cold'; wall = search_s (median), inflated when the machine is shared\n",
-             reps);
+  fmt::print("# threads {} (0: the search's default, every core up to 8), top {}, pruning {}\n"
+             "# cpu = process CPU time of one planner::search call, all threads (enumerate, validate,\n"
+             "# screen, simulate, rank), median of {} repetitions after a first (cold) run, whose CPU\n"
+             "# time is 'cold'; wall = search_s (median), inflated when the machine is shared;\n"
+             "# walked = candidates simulated with the pipeline walk; rate = candidates / cpu\n",
+             threads, top_k, prune ? "on" : "off (every candidate simulated)", reps);
   fmt::print("# clusters are extended to the node count a row needs (datasheet links unchanged)\n");
   if (std::string(STRATA_BUILD_TYPE) != "Release")
     fmt::print("# ***WARNING*** {} build: planner timings are not representative\n",
                STRATA_BUILD_TYPE);
   fmt::print("#\n");
-  fmt::print("# {:>9} {:>6} {:>10} {:>7} {:>10} {:>8} {:>7} {:>7} {:>7} {:>9}  {:<34} {:>8} {:>5}\n",
-             "cluster", "gpus", "candidates", "invalid", "infeasible", "feasible", "cpu", "cold",
-             "wall", "rate", "best strategy", "iter", "MFU");
-  fmt::print("# {:>9} {:>6} {:>10} {:>7} {:>10} {:>8} {:>7} {:>7} {:>7} {:>9}  {:<34} {:>8} {:>5}\n", "",
-             "", "(#)", "(#)", "(#)", "(#)", "(s)", "(s)", "(s)", "(cand/s)",
+  fmt::print("# {:>9} {:>6} {:>10} {:>7} {:>10} {:>8} {:>7} {:>7} {:>7} {:>7} {:>9}  {:<34} {:>8} {:>5}\n",
+             "cluster", "gpus", "candidates", "invalid", "infeasible", "feasible", "walked", "cpu",
+             "cold", "wall", "rate", "best strategy", "iter", "MFU");
+  fmt::print("# {:>9} {:>6} {:>10} {:>7} {:>10} {:>8} {:>7} {:>7} {:>7} {:>7} {:>9}  {:<34} {:>8} {:>5}\n",
+             "", "", "(#)", "(#)", "(#)", "(#)", "(#)", "(s)", "(s)", "(s)", "(cand/s)",
              "(tp pp dp vpp mbs zero rc sp)", "(s)", "(%)");
   double total_s = 0;
   std::int64_t total_candidates = 0;
@@ -97,7 +108,9 @@ int run(int argc, char** argv) {
       strata::planner::SearchOptions o;
       o.gpus = gpus;
       o.global_batch = global_batch;
-      o.top_k = 1;
+      o.top_k = top_k;
+      o.threads = threads;
+      o.prune = prune;
       double c0 = cpu_seconds();
       strata::planner::SearchResult r = strata::planner::search(model, cluster, o);  // cold
       const double cold = cpu_seconds() - c0;
@@ -122,13 +135,13 @@ int run(int argc, char** argv) {
         mfu = r.ranked.front().prediction.mfu * 100;
       }
       const std::int64_t feasible = r.candidates_evaluated - r.infeasible_memory;
-      fmt::print("  {:>9} {:>6} {:>10} {:>7} {:>10} {:>8} {:>7.3f} {:>7.3f} {:>7.3f} {:>9.0f}  {:<34} {:>8.3f} {:>5.1f}\n",
-                 cname, gpus, r.candidates_evaluated, r.invalid, r.infeasible_memory, feasible, t,
-                 cold, median(wall), t > 0 ? r.candidates_evaluated / t : 0.0, best, iter, mfu);
+      fmt::print("  {:>9} {:>6} {:>10} {:>7} {:>10} {:>8} {:>7} {:>7.3f} {:>7.3f} {:>7.3f} {:>9.0f}  {:<34} {:>8.3f} {:>5.1f}\n",
+                 cname, gpus, r.candidates_evaluated, r.invalid, r.infeasible_memory, feasible,
+                 r.simulated, t, cold, median(wall), t > 0 ? r.candidates_evaluated / t : 0.0, best, iter, mfu);
       std::fflush(stdout);
     }
   }
-  fmt::print("# total: {} candidates simulated in {:.3f} s of CPU ({:.0f} candidates/s)\n",
+  fmt::print("# total: {} candidates searched in {:.3f} s of CPU ({:.0f} candidates/s)\n",
              total_candidates, total_s, total_s > 0 ? total_candidates / total_s : 0.0);
   return 0;
 }

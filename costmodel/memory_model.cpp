@@ -142,16 +142,18 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
   const int chunks = in.pp * in.vpp;
   const int head_group = num_groups - 1;
 
-  // Virtual stage -> layer groups.
-  std::vector<std::vector<int>> stage_layers = in.stage_layers;
-  if (stage_layers.empty()) {
-    stage_layers.assign(static_cast<std::size_t>(chunks), {});
+  // Virtual stage -> layer groups (the caller's, not copied: the planner's search calls
+  // this for every candidate).
+  std::vector<std::vector<int>> even;
+  const std::vector<std::vector<int>>& stage_layers = in.stage_layers.empty() ? even : in.stage_layers;
+  if (in.stage_layers.empty()) {
+    even.assign(static_cast<std::size_t>(chunks), {});
     const long long L = num_groups - 2;
     for (int c = 0; c < chunks; ++c)
       for (long long l = c * L / chunks; l < (c + 1) * L / chunks; ++l)
-        stage_layers[static_cast<std::size_t>(c)].push_back(static_cast<int>(l + 1));
-    stage_layers.front().insert(stage_layers.front().begin(), 0);
-    stage_layers.back().push_back(head_group);
+        even[static_cast<std::size_t>(c)].push_back(static_cast<int>(l + 1));
+    even.front().insert(even.front().begin(), 0);
+    even.back().push_back(head_group);
   }
   auto rank_of_chunk = [&](int c) { return c % in.pp; };
   int embedding_rank = 0, head_rank = in.pp - 1;

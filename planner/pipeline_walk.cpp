@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 
 #include "common/errors.h"
 
@@ -138,12 +139,198 @@ int steady_microbatches(int pp) {
 
 int PipelineWalk::steady_state_limit(int pp) { return 2 * (steady_microbatches(pp) + pp); }
 
+std::vector<int> PipelineWalk::peak_in_flight(ScheduleKind kind, int pp, int m, int vpp,
+                                              bool every_step) {
+  auto peaks = [&](int mb) {
+    std::vector<int> out(static_cast<std::size_t>(pp));
+    const int total = mb * vpp;
+    for (int s = 0; s < pp; ++s) {
+      const int warm = warmup_forwards(kind, pp, s, mb, vpp);
+      out[static_cast<std::size_t>(s)] = warm < total ? warm + 1 : total;
+    }
+    return out;
+  };
+  if (every_step || !extends(pp, m)) return peaks(m);
+  const int m1 = steady_microbatches(pp), m2 = m1 + pp;
+  const std::vector<int> peak1 = peaks(m1);
+  std::vector<int> peak = peaks(m2);
+  const double rounds = static_cast<double>(m - m2) / pp;  // as run() extends them
+  for (std::size_t i = 0; i < peak.size(); ++i)
+    peak[i] += static_cast<int>(std::lround(rounds * (peak[i] - peak1[i])));
+  return peak;
+}
+
+// compute_end_bound. Notation: T_k(q) = the walk's compute_end of rank q with k
+// micro-batches, f_v / b_v the step durations of virtual stage v, l_p the link times.
+//
+// (a) Any walk whose rank p starts with the forward of micro-batch 0, chunk 0 (virtual stage
+//     p) and ends with a backward of chunk 0 (schedule.cpp's compute order: warm-up
+//     forwards, (forward, backward) pairs, the remaining backwards; interleaved runs a
+//     multiple of pp micro-batches, so its last backward is chunk 0's): steps of a rank run
+//     one after another, a step starts after the messages it waits for, a message arrives
+//     after its sender's step plus the link time. So with own(p) = sum_{u<p} (f_u + l_u) +
+//     m * sum_c (f_{c pp + p} + b_{c pp + p}):
+//        B(pp-1) = own(pp-1),  B(q) = max(own(q), B(q+1) + l_q + b_q)  <=  T_m(q).
+// (b) An extended run (m > steady_state_limit) returns T(q) = T2 + r (T2 - T1), r = (m - m2)
+//     / pp >= 0, from walks of m1 < m2 micro-batches. T2(q) >= B(q) with m2 by (a). And
+//     T2(q) - T1(q) >= D(q), the durations of the steps rank q runs in the m2 walk after the
+//     step that ends its m1 walk, when the m1 walk embeds in the m2 walk: every m1 step is an
+//     m2 step (same micro-batch, chunk, rank, duration), in the same order on its rank, each
+//     message it waits for is waited for in the m2 walk at or before it on that rank, and
+//     each sender sends the common messages in the same order over the same links. The walk
+//     is a max-plus recursion that only takes maxima and adds non-negative times, so then no
+//     common step starts or ends earlier in the m2 walk (induction in step order), and T2(q)
+//     >= T1(q) + D(q). extension_for() checks that embedding on the compiled schedules (once
+//     per kind, pp, vpp: m1 and m2 depend on pp only) and proves nothing if it fails. So
+//     T(q) >= B_m2(q) + r D(q).
+namespace {
+PipelineWalk::Extension compute_extension(const PipelineWalk::Program& P1,
+                                          const PipelineWalk::Program& P2, int pp) {
+  PipelineWalk::Extension ext;
+  // m2 step index by (rank, backward, micro-batch, chunk); -1: none.
+  const std::size_t per_rank = 2 * static_cast<std::size_t>(P2.m) * P2.vpp;
+  std::vector<std::int32_t> in2(static_cast<std::size_t>(pp) * per_rank, -1);
+  auto slot = [&](int stage, bool forward, int mb, int chunk) -> std::size_t {
+    return static_cast<std::size_t>(stage) * per_rank +
+           (static_cast<std::size_t>(forward ? 0 : 1) * P2.m + static_cast<std::size_t>(mb)) * P2.vpp +
+           static_cast<std::size_t>(chunk);
+  };
+  std::vector<std::int32_t> pos2(P2.ops.size()), consumer2(P2.msgs.size(), -1), stream2(P2.msgs.size());
+  std::vector<std::int32_t> count(static_cast<std::size_t>(pp), 0), sent(static_cast<std::size_t>(pp), 0);
+  for (std::size_t k = 0; k < P2.ops.size(); ++k) {
+    const auto& o = P2.ops[k];
+    const auto& l = P2.labels[k];
+    in2[slot(o.stage, l.forward, l.mb, l.chunk)] = static_cast<std::int32_t>(k);
+    pos2[k] = count[static_cast<std::size_t>(o.stage)]++;
+    for (std::int32_t d = o.dep_begin; d < o.dep_end; ++d) consumer2[static_cast<std::size_t>(P2.deps[d])] = static_cast<std::int32_t>(k);
+  }
+  for (std::size_t d = 0; d < P2.msgs.size(); ++d)
+    stream2[d] = sent[static_cast<std::size_t>(P2.ops[static_cast<std::size_t>(P2.msgs[d].src_op)].stage)]++;
+  auto map1 = [&](std::int32_t k1) -> std::int32_t {
+    const auto& o = P1.ops[static_cast<std::size_t>(k1)];
+    const auto& l = P1.labels[static_cast<std::size_t>(k1)];
+    if (l.mb < 0 || l.mb >= P2.m || l.chunk < 0 || l.chunk >= P2.vpp) return -1;
+    return in2[slot(o.stage, l.forward, l.mb, l.chunk)];
+  };
+  for (std::size_t k1 = 0; k1 < P1.ops.size(); ++k1) {
+    const auto& o1 = P1.ops[k1];
+    const std::int32_t k2 = map1(static_cast<std::int32_t>(k1));
+    if (k2 < 0 || P2.ops[static_cast<std::size_t>(k2)].dur != o1.dur) return ext;
+    if (o1.prev >= 0) {
+      const std::int32_t p2 = map1(o1.prev);
+      if (p2 < 0 || pos2[static_cast<std::size_t>(p2)] >= pos2[static_cast<std::size_t>(k2)]) return ext;
+    }
+    for (std::int32_t d = o1.dep_begin; d < o1.dep_end; ++d) {
+      const auto& m1 = P1.msgs[static_cast<std::size_t>(P1.deps[d])];
+      const std::int32_t src2 = map1(m1.src_op);
+      if (src2 < 0) return ext;
+      const std::int32_t d2 = P2.ops[static_cast<std::size_t>(src2)].out;
+      if (d2 < 0 || P2.msgs[static_cast<std::size_t>(d2)].link != m1.link) return ext;
+      const std::int32_t c2 = consumer2[static_cast<std::size_t>(d2)];
+      if (c2 < 0 || P2.ops[static_cast<std::size_t>(c2)].stage != o1.stage ||
+          pos2[static_cast<std::size_t>(c2)] > pos2[static_cast<std::size_t>(k2)])
+        return ext;
+    }
+    if (o1.out >= 0) {
+      const auto& m1 = P1.msgs[static_cast<std::size_t>(o1.out)];
+      const std::int32_t d2 = P2.ops[static_cast<std::size_t>(k2)].out;
+      if (d2 < 0 || P2.msgs[static_cast<std::size_t>(d2)].link != m1.link) return ext;
+      if (m1.prev >= 0) {
+        const std::int32_t prev_src2 = map1(P1.msgs[static_cast<std::size_t>(m1.prev)].src_op);
+        if (prev_src2 < 0) return ext;
+        const std::int32_t pd2 = P2.ops[static_cast<std::size_t>(prev_src2)].out;
+        if (pd2 < 0 || stream2[static_cast<std::size_t>(pd2)] >= stream2[static_cast<std::size_t>(d2)]) return ext;
+      }
+    }
+  }
+  // D(q): the steps after the image of the m1 walk's last step on each rank (steps of a
+  // rank appear in the compiled order in their rank order).
+  std::vector<std::int32_t> last2(static_cast<std::size_t>(pp));
+  for (int q = 0; q < pp; ++q) {
+    last2[static_cast<std::size_t>(q)] = map1(P1.last_op[static_cast<std::size_t>(q)]);
+    if (last2[static_cast<std::size_t>(q)] < 0) return ext;
+  }
+  ext.after.assign(static_cast<std::size_t>(pp), std::vector<std::int32_t>(2 * static_cast<std::size_t>(pp) * P2.vpp, 0));
+  for (std::size_t k = 0; k < P2.ops.size(); ++k) {
+    const auto q = static_cast<std::size_t>(P2.ops[k].stage);
+    if (static_cast<std::int32_t>(k) > last2[q]) ++ext.after[q][static_cast<std::size_t>(P2.ops[k].dur)];
+  }
+  ext.proven = true;
+  return ext;
+}
+}  // namespace
+
+const PipelineWalk::Extension& PipelineWalk::extension_for(ScheduleKind kind, int pp, int vpp) {
+  const auto key = std::make_tuple(static_cast<int>(kind), pp, vpp);
+  auto it = extensions_.find(key);
+  if (it != extensions_.end()) return it->second;
+  // A pure function of (kind, pp, vpp): shared by every walker of the process (the search's
+  // threads each have one), computed outside the lock.
+  static std::mutex shared_mutex;
+  static std::map<std::tuple<int, int, int>, Extension> shared;
+  {
+    std::lock_guard<std::mutex> lock(shared_mutex);
+    auto s = shared.find(key);
+    if (s != shared.end()) return extensions_.emplace(key, s->second).first->second;
+  }
+  const int m1 = steady_microbatches(pp), m2 = m1 + pp;
+  const auto P1 = compile(kind, pp, m1, vpp), P2 = compile(kind, pp, m2, vpp);
+  Extension e = compute_extension(*P1, *P2, pp);
+  {
+    std::lock_guard<std::mutex> lock(shared_mutex);
+    shared.emplace(key, e);
+  }
+  return extensions_.emplace(key, std::move(e)).first->second;
+}
+
+double PipelineWalk::compute_end_bound(ScheduleKind kind, int pp, int m, int vpp,
+                                       const std::vector<double>& fwd, const std::vector<double>& bwd,
+                                       const std::vector<double>& link) {
+  const bool ext = extends(pp, m);
+  const Extension* e = nullptr;
+  if (ext) {
+    e = &extension_for(kind, pp, vpp);
+    if (!e->proven) return 0.0;
+  }
+  const int mb = ext ? steady_microbatches(pp) + pp : m;
+  const double rounds = ext ? static_cast<double>(m - mb) / pp : 0.0;
+  auto l = [&](int p) { return pp > 1 ? link[static_cast<std::size_t>(p)] : 0.0; };
+  // own(p) for every rank, then B(q) from the last rank down; the largest B + r D.
+  std::vector<double> own(static_cast<std::size_t>(pp));
+  double before = 0;
+  for (int p = 0; p < pp; ++p) {
+    double busy = 0;
+    for (int c = 0; c < vpp; ++c) busy += mb * fwd[static_cast<std::size_t>(c * pp + p)] + mb * bwd[static_cast<std::size_t>(c * pp + p)];
+    own[static_cast<std::size_t>(p)] = before + busy;
+    before += fwd[static_cast<std::size_t>(p)] + l(p);
+  }
+  double best = 0, b = 0;
+  for (int q = pp - 1; q >= 0; --q) {
+    b = q == pp - 1 ? own[static_cast<std::size_t>(q)]
+                    : std::max(own[static_cast<std::size_t>(q)], b + l(q) + bwd[static_cast<std::size_t>(q)]);
+    double d = 0;
+    if (ext)
+      for (std::size_t i = 0; i < e->after[static_cast<std::size_t>(q)].size(); ++i)
+        if (const std::int32_t n = e->after[static_cast<std::size_t>(q)][i]; n > 0)
+          d += n * (i % 2 ? bwd[i / 2] : fwd[i / 2]);
+    best = std::max(best, b + rounds * d);
+  }
+  return best;
+}
+
+double PipelineWalk::op_shift(std::size_t i) const {
+  return shift_[static_cast<std::size_t>(prog_->ops[i].stage)];
+}
+double PipelineWalk::msg_shift(std::size_t i) const {
+  return shift_[static_cast<std::size_t>(prog_->ops[static_cast<std::size_t>(prog_->msgs[i].src_op)].stage)];
+}
+
 void PipelineWalk::run(ScheduleKind kind, int pp, int m, int vpp, const std::vector<double>& fwd,
                        const std::vector<double>& bwd, const std::vector<double>& link,
                        bool every_step) {
   extended_ = false;
   chain_.clear();
-  if (every_step || m <= steady_state_limit(pp)) {
+  if (every_step || !extends(pp, m)) {
     walk(kind, pp, m, vpp, fwd, bwd, link);
     return;
   }
@@ -170,16 +357,7 @@ void PipelineWalk::run(ScheduleKind kind, int pp, int m, int vpp, const std::vec
     busy_fwd[i] = busy_fwd[i] / m2 * m;
     busy_bwd[i] = busy_bwd[i] / m2 * m;
   }
-  const Program& P = *prog_;
-  for (std::size_t k = 0; k < P.ops.size(); ++k) {
-    start_[k] += shift[static_cast<std::size_t>(P.ops[k].stage)];
-    end_[k] += shift[static_cast<std::size_t>(P.ops[k].stage)];
-  }
-  for (std::size_t k = 0; k < P.msgs.size(); ++k) {
-    const double d = shift[static_cast<std::size_t>(P.ops[static_cast<std::size_t>(P.msgs[k].src_op)].stage)];
-    msg_start_[k] += d;
-    msg_end_[k] += d;
-  }
+  shift_ = std::move(shift);
   m_ = m;
   extended_ = true;
 }

@@ -1,6 +1,8 @@
-// The search: enumerate the strategy space, validate, simulate every valid candidate with
-// one shared SimEngine (graphs, layer costs, placements, partitions and pipeline walks are
-// cached across candidates), keep the top_k that fit memory.
+// The search: enumerate the strategy space, validate, screen every valid candidate (its
+// exact memory and a proven lower bound on its iteration time, SimEngine::screen), simulate
+// the ones that fit and can still reach the top_k (one SimEngine per thread: graphs, layer
+// costs, placements, partitions and pipeline walks are cached across candidates), keep the
+// top_k that fit memory. Pruning never changes the result (see pass 2 below).
 //
 // Space (each axis can be pinned by SearchOptions):
 //   tp   divisors of gpus that divide heads and kv_heads (cross-node tp included: it is
@@ -25,6 +27,9 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <limits>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <tuple>
 
@@ -43,6 +48,12 @@ constexpr int kMaxVpp = 8;
 // thread and building its caches would cost more than it saves).
 constexpr std::int64_t kMaxThreads = 8;
 constexpr std::int64_t kMinCandidatesPerThread = 256;
+// Most candidates a simulating thread takes at a time (a run sharing a pipeline schedule).
+constexpr std::size_t kCandidatesPerChunk = 64;
+// A lower bound prunes only when it exceeds the k-th best time by more than this relative
+// margin: the bound adds the same terms as the simulation in another order (rounding
+// differences ~1e-13 for a million terms), so nothing within it is pruned.
+constexpr double kBoundRoundingMargin = 1e-9;
 // Shortest sequence share per context-parallel rank the search tries (see above).
 constexpr std::int64_t kMinCpTokens = 2048;
 
@@ -215,18 +226,20 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     return ka < kb;
   });
 
-  // Simulate on every core: contiguous slices of the (schedule-grouped) space, one engine
-  // (with its own caches) per thread; each keeps its own top_k, merged in enumeration-
-  // index order so the ranking does not depend on the thread count.
+  // Two passes on every core, one engine (with its own caches) per thread:
+  //  1. screen every candidate in contiguous slices of the (schedule-grouped) space:
+  //     validate it, and compute its memory per rank (exactly the simulation's) and a
+  //     lower bound on its iteration time (SimEngine::screen), without the pipeline walk;
+  //  2. simulate the ones that fit memory, unless their bound exceeds the k-th best time
+  //     simulated so far: first the top_k with the smallest estimates (so that the k-th best
+  //     is near its final value at once), then the rest in schedule-grouped order, handed
+  //     out in chunks to whichever thread is free. Such a candidate is slower than k others
+  //     that fit, so it cannot be in the top_k: leaving it out changes nothing
+  //     (SearchOptions::prune = false simulates everything; the tests compare the two).
+  // The ranking is by (time, memory, enumeration index), whatever the number of threads.
   SearchResult result;
   const auto total = static_cast<std::int64_t>(space.size());
   using Ranked = std::pair<std::int64_t, SimulationResult>;  // (enumeration index, result)
-  struct Partial {
-    std::vector<Ranked> top;
-    std::optional<Ranked> closest;
-    std::int64_t evaluated = 0, infeasible = 0, invalid = 0;
-    std::exception_ptr error;
-  };
   if (options.threads < 0) input_error("search threads ({}) must be >= 0", options.threads);
   const std::int64_t want =
       options.threads > 0
@@ -234,66 +247,145 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
           : std::min<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()), kMaxThreads);
   const int threads = static_cast<int>(std::clamp<std::int64_t>(
       want, 1, std::max<std::int64_t>(1, (total + kMinCandidatesPerThread - 1) / kMinCandidatesPerThread)));
-  std::vector<Partial> parts(static_cast<std::size_t>(threads));
-  std::atomic<std::int64_t> done{0};
-  auto work = [&](int tid) {
-    Partial& out = parts[static_cast<std::size_t>(tid)];
-    try {
-      detail::SimEngine engine(model, cluster, options.stack, options.precision);
-      const std::int64_t lo = total * tid / threads, hi = total * (tid + 1) / threads;
-      for (std::int64_t i = lo; i < hi; ++i) {
-        if (tid == 0 && options.progress && (i % 1024 == 0)) options.progress(done.load(), total);
-        done.fetch_add(1, std::memory_order_relaxed);
-        const Strategy& s = space[i];
-        if (!validate(s, model).empty() || !detail::too_large_to_simulate(s).empty()) {
-          ++out.invalid;
-          continue;
-        }
-        SimulationResult r = engine.run(s, /*timeline=*/false);
-        ++out.evaluated;
-        const Prediction& p = r.prediction;
-        if (!p.fits_memory) {
-          ++out.infeasible;
-          if (!out.closest || p.peak_memory_gib < out.closest->second.prediction.peak_memory_gib)
-            out.closest.emplace(i, std::move(r));
-          continue;
-        }
-        if (static_cast<int>(out.top.size()) == options.top_k &&
-            !better(p, i, out.top.back().second.prediction, out.top.back().first))
-          continue;
-        auto at = out.top.begin();
-        while (at != out.top.end() && !better(p, i, at->second.prediction, at->first)) ++at;
-        out.top.insert(at, Ranked(i, std::move(r)));
-        if (static_cast<int>(out.top.size()) > options.top_k) out.top.pop_back();
+  std::vector<std::unique_ptr<detail::SimEngine>> engines(static_cast<std::size_t>(threads));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
+  auto on_threads = [&](const std::function<void(int)>& body) {
+    auto guarded = [&](int tid) {
+      try {
+        if (!engines[static_cast<std::size_t>(tid)])
+          engines[static_cast<std::size_t>(tid)] = std::make_unique<detail::SimEngine>(
+              model, cluster, options.stack, options.precision);
+        body(tid);
+      } catch (...) {
+        errors[static_cast<std::size_t>(tid)] = std::current_exception();
       }
-    } catch (...) {
-      out.error = std::current_exception();
-    }
-  };
-  {
+    };
     std::vector<std::thread> pool;
-    for (int tid = 1; tid < threads; ++tid) pool.emplace_back(work, tid);
-    work(0);
+    for (int tid = 1; tid < threads; ++tid) pool.emplace_back(guarded, tid);
+    guarded(0);
     for (auto& th : pool) th.join();
-  }
-  std::vector<Ranked> top;
-  std::optional<Ranked> closest;
-  for (Partial& part : parts) {
-    if (part.error) std::rethrow_exception(part.error);
-    result.candidates_evaluated += part.evaluated;
-    result.infeasible_memory += part.infeasible;
-    result.invalid += part.invalid;
-    for (Ranked& r : part.top) top.push_back(std::move(r));
-    // Slices are in index order: a later slice's equal-memory candidate never replaces.
-    if (part.closest && (!closest || part.closest->second.prediction.peak_memory_gib <
-                                         closest->second.prediction.peak_memory_gib))
-      closest = std::move(part.closest);
-  }
-  std::sort(top.begin(), top.end(), [](const Ranked& a, const Ranked& b) {
-    return better(a.second.prediction, a.first, b.second.prediction, b.first);
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+  };
+
+  // Pass 1: screen.
+  constexpr double kInvalid = -1;  // Screened::peak_memory_gib of a candidate validate() rejects
+  struct Screened {
+    double lower_bound_s = 0, estimate_s = 0, peak_memory_gib = kInvalid;
+    bool fits = false;
+  };
+  std::vector<Screened> screened(space.size());
+  std::atomic<std::int64_t> done{0};
+  on_threads([&](int tid) {
+    detail::SimEngine& engine = *engines[static_cast<std::size_t>(tid)];
+    const std::int64_t lo = total * tid / threads, hi = total * (tid + 1) / threads;
+    for (std::int64_t i = lo; i < hi; ++i) {
+      if (tid == 0 && options.progress && (i % 1024 == 0)) options.progress(done.load(), total);
+      done.fetch_add(1, std::memory_order_relaxed);
+      const Strategy& s = space[i];
+      if (!validate(s, model).empty() || !detail::too_large_to_simulate(s).empty()) continue;
+      const detail::Screening sc = engine.screen(s);
+      screened[i] = Screened{sc.lower_bound_s, sc.estimate_s, sc.peak_memory_gib, sc.fits_memory};
+    }
   });
-  if (static_cast<int>(top.size()) > options.top_k) top.resize(static_cast<std::size_t>(options.top_k));
-  detail::SimEngine engine(model, cluster, options.stack, options.precision);  // for the notes of the kept plans
+  std::vector<std::int64_t> work;  // candidates to simulate, in order
+  std::int64_t closest = -1;       // smallest memory over the device's, first in enumeration
+  for (std::int64_t i = 0; i < total; ++i) {
+    const Screened& c = screened[i];
+    if (c.peak_memory_gib == kInvalid) {
+      ++result.invalid;
+      continue;
+    }
+    ++result.candidates_evaluated;
+    if (c.fits || !options.prune) work.push_back(i);
+    if (!c.fits) {
+      ++result.infeasible_memory;
+      if (closest < 0 || c.peak_memory_gib < screened[closest].peak_memory_gib) closest = i;
+    }
+  }
+  if (options.prune && !work.empty()) {
+    // The top_k smallest estimates first, the rest after them in enumeration order.
+    const std::size_t seeds = std::min(work.size(), static_cast<std::size_t>(options.top_k));
+    std::vector<std::int64_t> by_estimate = work;
+    std::partial_sort(by_estimate.begin(), by_estimate.begin() + static_cast<std::ptrdiff_t>(seeds),
+                      by_estimate.end(), [&](std::int64_t a, std::int64_t b) {
+                        return std::make_pair(screened[a].estimate_s, a) <
+                               std::make_pair(screened[b].estimate_s, b);
+                      });
+    by_estimate.resize(seeds);
+    std::vector<char> seeded(space.size(), 0);
+    for (std::int64_t i : by_estimate) seeded[i] = 1;
+    std::vector<std::int64_t> rest;
+    rest.reserve(work.size() - seeds);
+    for (std::int64_t i : work)
+      if (!seeded[i]) rest.push_back(i);
+    work = std::move(by_estimate);
+    work.insert(work.end(), rest.begin(), rest.end());
+  }
+
+  // Pass 2: simulate, keeping one shared top_k. Work is handed out in chunks: one seed at a
+  // time (they set the threshold), then runs of candidates with the same pipeline schedule
+  // (one thread then compiles it), at most kCandidatesPerChunk long.
+  const std::size_t seeds = options.prune ? std::min(work.size(), static_cast<std::size_t>(options.top_k)) : 0;
+  std::vector<std::size_t> chunk_begin;
+  for (std::size_t k = 0; k < work.size(); ++k) {
+    const Strategy& s = space[work[k]];
+    const bool same_schedule =
+        k > seeds && k - chunk_begin.back() < kCandidatesPerChunk && [&] {
+          const Strategy& prev = space[work[k - 1]];
+          return s.pp == prev.pp && s.vpp == prev.vpp && s.schedule == prev.schedule &&
+                 s.num_microbatches() == prev.num_microbatches();
+        }();
+    if (!same_schedule) chunk_begin.push_back(k);
+  }
+  chunk_begin.push_back(work.size());
+  std::mutex top_mutex;
+  std::vector<Ranked> top;
+  std::atomic<double> kth_best{std::numeric_limits<double>::infinity()};
+  std::atomic<std::size_t> next_chunk{0};
+  std::atomic<std::int64_t> simulated{0}, pruned{0};
+  on_threads([&](int tid) {
+    detail::SimEngine& engine = *engines[static_cast<std::size_t>(tid)];
+    for (;;) {
+      const std::size_t chunk = next_chunk.fetch_add(1);
+      if (chunk + 1 >= chunk_begin.size()) break;
+      const std::size_t lo = chunk_begin[chunk], hi = chunk_begin[chunk + 1];
+      for (std::size_t k = lo; k < hi; ++k) {
+        const std::int64_t i = work[k];
+        const Screened& c = screened[i];
+        // Ties with the k-th best could still rank by memory: only a strictly larger
+        // bound prunes (with a margin for the rounding of sums taken in another order).
+        if (options.prune && c.lower_bound_s * (1 - kBoundRoundingMargin) > kth_best.load(std::memory_order_relaxed)) {
+          pruned.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+        SimulationResult r = engine.run(space[i], /*timeline=*/false);
+        simulated.fetch_add(1, std::memory_order_relaxed);
+        const Prediction& p = r.prediction;
+        STRATA_CHECK(p.peak_memory_gib == c.peak_memory_gib && p.fits_memory == c.fits,
+                     "search: screened memory {} GiB differs from the simulation's {} GiB",
+                     c.peak_memory_gib, p.peak_memory_gib);
+        STRATA_CHECK(c.lower_bound_s * (1 - kBoundRoundingMargin) <= p.iteration_s,
+                     "search: lower bound {} s above the simulated iteration {} s", c.lower_bound_s,
+                     p.iteration_s);
+        if (!p.fits_memory) continue;
+        std::lock_guard<std::mutex> lock(top_mutex);
+        if (static_cast<int>(top.size()) == options.top_k &&
+            !better(p, i, top.back().second.prediction, top.back().first))
+          continue;
+        auto pos = top.begin();
+        while (pos != top.end() && !better(p, i, pos->second.prediction, pos->first)) ++pos;
+        top.insert(pos, Ranked(i, std::move(r)));
+        if (static_cast<int>(top.size()) > options.top_k) top.pop_back();
+        if (static_cast<int>(top.size()) == options.top_k)
+          kth_best.store(top.back().second.prediction.iteration_s, std::memory_order_relaxed);
+      }
+    }
+  });
+  result.simulated = simulated.load();
+  result.pruned = pruned.load();
+
+  detail::SimEngine& engine = *engines.front();  // for the notes of the kept plans
   if (options.progress) options.progress(total, total);
   // Every candidate broke a structural rule (pinned options that cannot work): say which.
   if (result.candidates_evaluated == 0) {
@@ -310,12 +402,13 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     c.stage_layers = std::move(r.stage_layers);
     result.ranked.push_back(std::move(c));
   }
-  if (result.ranked.empty() && closest) {
+  if (result.ranked.empty() && closest >= 0) {
+    SimulationResult r = engine.run(space[closest], /*timeline=*/false);
     Candidate c;
-    c.strategy = space[closest->first];
-    c.prediction = std::move(closest->second.prediction);
+    c.strategy = space[closest];
+    c.prediction = std::move(r.prediction);
     c.prediction.notes = engine.notes(c.strategy);
-    c.stage_layers = std::move(closest->second.stage_layers);
+    c.stage_layers = std::move(r.stage_layers);
     result.closest_infeasible = std::move(c);
   }
   result.search_s =

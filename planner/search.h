@@ -33,6 +33,10 @@ struct SearchOptions {
   // Threads to simulate on; 0: the machine's cores (at most 8, fewer for small spaces).
   // The result does not depend on it.
   int threads = 0;
+  // Leave out candidates that provably cannot reach the top_k (their lower bound on the
+  // iteration time exceeds the k-th best simulated): same result, much less work. false:
+  // simulate every valid candidate, over memory too (tests compare the two).
+  bool prune = true;
   // Called now and then with (done, total) from the calling thread, for a progress bar.
   std::function<void(std::int64_t, std::int64_t)> progress;
 };
@@ -45,9 +49,13 @@ struct Candidate {
 
 struct SearchResult {
   std::vector<Candidate> ranked;          // fits memory, best (fastest) first, top_k kept
-  std::int64_t candidates_evaluated = 0;  // simulated strategies
-  std::int64_t infeasible_memory = 0;     // simulated but over device memory
+  // Valid strategies, each scored for memory and bounded in time (most need no simulation).
+  std::int64_t candidates_evaluated = 0;
+  std::int64_t infeasible_memory = 0;     // of those, over device memory
   std::int64_t invalid = 0;               // rejected by constraints before simulation
+  // Pipeline-walked simulations run, and fitting candidates left out because their lower
+  // bound exceeded the k-th best (these two depend on the thread count; nothing else does).
+  std::int64_t simulated = 0, pruned = 0;
   double search_s = 0;
   // When nothing fits: the smallest-memory candidate, so the error can say how far off it is.
   std::optional<Candidate> closest_infeasible;

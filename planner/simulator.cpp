@@ -507,31 +507,31 @@ void check_stage_layers(const std::vector<std::vector<int>>& sl, int stages, int
 
 }  // namespace
 
-SimulationResult SimEngine::run(const Strategy& s, bool timeline,
-                                const std::vector<std::vector<int>>& stage_layers_in) {
+void SimEngine::require_cp_supported(const Strategy& s) const {
   if (s.cp > 1 && !stack_.flash_like())
     input_error("strategy.cp ({}) > 1 needs a flash / cuDNN attention kernel, but stack '{}' runs "
                 "unfused attention (context parallel attention is built on the fused kernels)",
                 s.cp, stack_.name);
-  const Graph& gr = graph_for(s.micro_batch);  // whole sequence: parameters and memory
-  const Placement& pl = placement_for(s);
-  const GroupCostTable& t = costs_for(s, pl);
+}
+
+void SimEngine::stage_times(const Strategy& s, const Placement& pl, const GroupCostTable& t,
+                            const std::vector<std::vector<int>>& sl) {
+  StageTimes& st = times_;
   const int layers = static_cast<int>(model_.layers);
   const int pp = s.pp, vpp = s.vpp, stages = pp * vpp;
-  const int m = static_cast<int>(s.num_microbatches());
-
-  SimulationResult res;
-  if (stage_layers_in.empty()) {
-    res.stage_layers = partition_for(s, t);
-  } else {
-    check_stage_layers(stage_layers_in, stages, static_cast<int>(t.groups.size()));
-    res.stage_layers = stage_layers_in;
-  }
-  const auto& sl = res.stage_layers;
+  const auto n = static_cast<std::size_t>(stages);
 
   // Per virtual stage: forward / backward duration and their compute / TP parts.
-  std::vector<double> fwd(stages), bwd(stages), fwd_tp(stages), bwd_tp(stages), ep_v(stages, 0.0);
-  std::vector<double> fwd_cp(stages), bwd_cp(stages);
+  st.fwd.assign(n, 0.0);
+  st.bwd.assign(n, 0.0);
+  st.fwd_tp.assign(n, 0.0);
+  st.bwd_tp.assign(n, 0.0);
+  st.ep_v.assign(n, 0.0);
+  st.fwd_cp.assign(n, 0.0);
+  st.bwd_cp.assign(n, 0.0);
+  std::vector<double>& fwd = st.fwd;
+  std::vector<double>& bwd = st.bwd;
+  std::vector<double>& ep_v = st.ep_v;
   double recompute_flops = 0;  // per micro-batch, whole model
   for (int v = 0; v < stages; ++v) {
     double f = 0, ftp = 0, b = 0, btp = 0, fcp = 0, bcp = 0;
@@ -551,28 +551,39 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
     }
     fwd[v] = f;
     bwd[v] = b;
-    fwd_tp[v] = ftp;
-    bwd_tp[v] = btp;
-    fwd_cp[v] = fcp;
-    bwd_cp[v] = bcp;
+    st.fwd_tp[v] = ftp;
+    st.bwd_tp[v] = btp;
+    st.fwd_cp[v] = fcp;
+    st.bwd_cp[v] = bcp;
   }
   // ZeRO-2/3: per-micro-batch gradient reduce-scatters and (3) parameter all-gathers of
   // each group, over the dp x cp ranks, left exposed by the group's compute.
   const double grad_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
-  std::vector<double> fwd_zero(stages, 0.0), bwd_zero(stages, 0.0);
+  st.fwd_zero.assign(n, 0.0);
+  st.bwd_zero.assign(n, 0.0);
   if (s.zero >= 2 && s.dp * s.cp > 1) {
+    // Per layer group (the same for every pp / vpp / micro-batch count: cached).
+    const bool full = s.recompute == Recompute::Full;
+    auto key = std::make_tuple(&t, &pl, s.zero, full);
+    auto it = zero_comm_.find(key);
+    if (it == zero_comm_.end()) {
+      std::vector<costmodel::ZeroGroupComm> per_group(t.groups.size());
+      for (std::size_t g = 0; g < t.groups.size(); ++g) {
+        const GroupCost& c = t.groups[g];
+        per_group[g] = costmodel::zero_group_comm(
+            s.zero, c.params_rank, act_bytes_, grad_bytes, c.fwd_s, c.bwd_s,
+            full && is_block(static_cast<int>(g), layers), stack_.zero_prefetch, coll_, pl.dp);
+      }
+      it = zero_comm_.emplace(key, std::move(per_group)).first;
+    }
+    const std::vector<costmodel::ZeroGroupComm>& zc = it->second;
     for (int v = 0; v < stages; ++v) {
       for (int g : sl[v]) {
-        const GroupCost& c = t.groups[g];
-        const costmodel::ZeroGroupComm z = costmodel::zero_group_comm(
-            s.zero, c.params_rank, act_bytes_, grad_bytes, c.fwd_s, c.bwd_s,
-            s.recompute == Recompute::Full && is_block(g, layers), stack_.zero_prefetch, coll_,
-            pl.dp);
-        fwd_zero[v] += z.fwd_exposed_s;
-        bwd_zero[v] += z.bwd_exposed_s;
+        st.fwd_zero[v] += zc[static_cast<std::size_t>(g)].fwd_exposed_s;
+        st.bwd_zero[v] += zc[static_cast<std::size_t>(g)].bwd_exposed_s;
       }
-      fwd[v] += fwd_zero[v];
-      bwd[v] += bwd_zero[v];
+      fwd[v] += st.fwd_zero[v];
+      bwd[v] += st.bwd_zero[v];
     }
   }
   double model_flops_mb = 0;
@@ -584,9 +595,12 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
     else if (s.recompute == Recompute::Selective)
       recompute_flops += c.attn_flops_fwd;
   }
+  st.model_flops_mb = model_flops_mb;
+  st.recompute_flops = recompute_flops;
 
   // Pipeline links: p2p of the per-TP-rank slice (+ receiver all-gather without SP).
-  std::vector<double> link(pp > 1 ? pp : 0, 0.0);
+  std::vector<double>& link = st.link;
+  link.assign(pp > 1 ? static_cast<std::size_t>(pp) : 0, 0.0);
   if (pp > 1) {
     // One rank's s/cp tokens with context parallelism.
     const double full = static_cast<double>(s.micro_batch) * static_cast<double>(model_.seq_len) /
@@ -601,34 +615,34 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   // until the transfer is done and the message is then already there. Forward of
   // virtual stage v sends over link[v mod pp]; its backward sends back over the link
   // below it.
-  std::vector<double> p2p_fwd(stages, 0.0), p2p_bwd(stages, 0.0);
+  st.p2p_fwd.assign(n, 0.0);
+  st.p2p_bwd.assign(n, 0.0);
   const bool blocking_p2p =
       stack_.p2p == costmodel::P2pMode::Blocking ||
       (stack_.p2p == costmodel::P2pMode::AsyncInterleaved && s.schedule != ScheduleKind::Interleaved);
   if (pp > 1 && blocking_p2p) {
     for (int v = 0; v < stages; ++v) {
       const int p = v % pp;
-      if (v + 1 < stages) p2p_fwd[v] = link[p];
-      if (v > 0) p2p_bwd[v] = link[(p - 1 + pp) % pp];
-      fwd[v] += p2p_fwd[v];
-      bwd[v] += p2p_bwd[v];
+      if (v + 1 < stages) st.p2p_fwd[v] = link[p];
+      if (v > 0) st.p2p_bwd[v] = link[(p - 1 + pp) % pp];
+      fwd[v] += st.p2p_fwd[v];
+      bwd[v] += st.p2p_bwd[v];
     }
     std::fill(link.begin(), link.end(), 0.0);
   }
+}
 
-  // Pipeline walk (reused when only ZeRO / DP-side settings changed).
-  PipelineWalk& w = *walk_;
-  if (!w.same_inputs(s.schedule, pp, m, vpp, fwd, bwd, link, timeline))
-    w.run(s.schedule, pp, m, vpp, fwd, bwd, link, timeline);
-
-  // Memory per pipeline rank.
+std::vector<costmodel::StageMemory> SimEngine::memory(const Strategy& s, const Graph& gr,
+                                                      const std::vector<std::vector<int>>& sl,
+                                                      bool every_step) {
+  const int m = static_cast<int>(s.num_microbatches());
   mem_in_.tp = s.tp;
   mem_in_.ep = s.ep;
   mem_in_.etp = s.etp;
-  mem_in_.pp = pp;
+  mem_in_.pp = s.pp;
   mem_in_.dp = s.dp;
   mem_in_.cp = s.cp;
-  mem_in_.vpp = vpp;
+  mem_in_.vpp = s.vpp;
   mem_in_.micro_batch = s.micro_batch;
   mem_in_.num_microbatches = m;
   mem_in_.zero = s.zero;
@@ -637,8 +651,149 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   mem_in_.attention_score_bytes = score_bytes(stack_);
   mem_in_.fp8_weights = fp8_;
   mem_in_.stage_layers = sl;
-  mem_in_.in_flight = w.peak_chunks;
-  const std::vector<costmodel::StageMemory> mem = gr.memory->per_stage(mem_in_);
+  // What the pipeline walk's peak_chunks is, known without walking (the search screens
+  // memory before it walks).
+  mem_in_.in_flight = PipelineWalk::peak_in_flight(s.schedule, s.pp, m, s.vpp, every_step);
+  return gr.memory->per_stage(mem_in_);
+}
+
+double SimEngine::optimizer_s(const Strategy& s, const costmodel::StageMemory& mem,
+                              double fp8_weights_rank) const {
+  const double mem_bw = mem_bytes_per_s_;
+  const int grad_group = s.dp * s.cp;
+  // ZeRO shards dense parameters over dp x cp and routed experts over edp.
+  const double dense_params = mem.params - mem.expert_params;
+  const double opt_params = s.zero >= 1 ? dense_params / grad_group + mem.expert_params / s.edp()
+                                        : mem.params;
+  double opt = mem_bw > 0 ? opt_params * adam_bytes_per_param(dtype_) / mem_bw : 0;
+  // FP8 recipe: the updated weights are cast to FP8 (and transposed) once per step.
+  if (fp8_ && mem_bw > 0) opt += costmodel::fp8_weight_cast_bytes(fp8_weights_rank) / mem_bw;
+  return opt;
+}
+
+double SimEngine::param_gather_s(const Strategy& s, const Placement& pl,
+                                 const costmodel::StageMemory& mem) const {
+  const int grad_group = s.dp * s.cp;
+  const bool dp_comm = grad_group > 1;
+  const double sm_share = dp_comm ? costmodel::comm_sm_share(cluster_, pl.dp) : 0.0;
+  const double dense_params = mem.params - mem.expert_params;
+  // ZeRO-3 ranks keep their parameter shard: nothing to gather after the step.
+  double ag = (s.zero >= 1 && s.zero <= 2 && dp_comm)
+                  ? coll_.time_s(Collective::AllGather, dense_params * act_bytes_, pl.dp) +
+                        coll_.time_s(Collective::AllGather, mem.expert_params * act_bytes_, pl.edp)
+                  : 0.0;
+  // Overlapped with the next forward bucket by bucket: only the first bucket's
+  // gather (the first layers' parameters) is waited for; the hidden rest slows that
+  // forward by the SMs it holds.
+  double ag_hidden = 0;
+  if (stack_.overlap_param_gather && mem.params > 0) {
+    const double full = ag;
+    ag *= std::min(1.0, costmodel::grad_bucket_params(stack_, grad_group) / mem.params);
+    ag_hidden = sm_share * (full - ag);
+  }
+  ag += ag_hidden;
+  return ag;
+}
+
+std::vector<double> SimEngine::fp8_weights_per_rank(const Strategy& s, const GroupCostTable& t,
+                                                    const std::vector<std::vector<int>>& sl) const {
+  // FP8-run weights held by each pipeline rank (one TP rank).
+  std::vector<double> fp8_weights_rank(static_cast<std::size_t>(s.pp), 0.0);
+  if (fp8_)
+    for (int v = 0; v < s.pp * s.vpp; ++v)
+      for (int g : sl[v]) fp8_weights_rank[static_cast<std::size_t>(v % s.pp)] += t.groups[g].fp8_weights_rank;
+  return fp8_weights_rank;
+}
+
+// Why the bound holds: every rank's optimizer step (then its ZeRO-1/2 parameter
+// all-gather) starts once the slowest rank is ready, which is no earlier than the end of
+// its last compute step (run()); PipelineWalk::compute_end_bound bounds that end from the
+// stage times (its comment has the proof, for extended walks too where the compiled
+// schedules allow it). So iteration_s >= that bound + the largest optimizer step and gather.
+Screening SimEngine::screen(const Strategy& s) {
+  require_cp_supported(s);
+  const Graph& gr = graph_for(s.micro_batch);
+  const Placement& pl = placement_for(s);
+  const GroupCostTable& t = costs_for(s, pl);
+  const std::vector<std::vector<int>>& sl = partition_for(s, t);
+  stage_times(s, pl, t, sl);
+  const std::vector<costmodel::StageMemory> mem = memory(s, gr, sl, false);
+
+  Screening out;
+  const int pp = s.pp, vpp = s.vpp;
+  const int m = static_cast<int>(s.num_microbatches());
+  for (int p = 0; p < pp; ++p)  // as run() computes it
+    out.peak_memory_gib = std::max(out.peak_memory_gib, mem[static_cast<std::size_t>(p)].total_bytes / kGiB);
+  out.fits_memory = out.peak_memory_gib <= cluster_.device.memory_gib;
+
+  const StageTimes& st = times_;
+  // The estimate: (a) of PipelineWalk::compute_end_bound with all m micro-batches, for
+  // extended walks too (an order, not a bound).
+  double chains = 0, before_f = 0, after_b = 0;
+  for (int p = 0; p < pp; ++p) {
+    double busy = 0;
+    for (int c = 0; c < vpp; ++c) busy += m * st.fwd[c * pp + p] + m * st.bwd[c * pp + p];
+    chains = std::max(chains, before_f + busy + after_b);
+    if (pp > 1) {
+      before_f += st.fwd[p] + st.link[p];
+      after_b += st.bwd[p] + st.link[p];
+    }
+  }
+  const double bound = walk_->compute_end_bound(s.schedule, pp, m, vpp, st.fwd, st.bwd, st.link);
+  const std::vector<double> fp8_w = fp8_weights_per_rank(s, t, sl);
+  double after = 0;  // the optimizer step and parameter all-gather of the slowest rank
+  for (int p = 0; p < pp; ++p) {
+    const costmodel::StageMemory& mp = mem[static_cast<std::size_t>(p)];
+    after = std::max(after, optimizer_s(s, mp, fp8_w[static_cast<std::size_t>(p)]) + param_gather_s(s, pl, mp));
+  }
+  out.estimate_s = chains + after;
+  out.lower_bound_s = bound > 0 ? bound + after : 0.0;
+  return out;
+}
+
+SimulationResult SimEngine::run(const Strategy& s, bool timeline,
+                                const std::vector<std::vector<int>>& stage_layers_in) {
+  require_cp_supported(s);
+  const Graph& gr = graph_for(s.micro_batch);  // whole sequence: parameters and memory
+  const Placement& pl = placement_for(s);
+  const GroupCostTable& t = costs_for(s, pl);
+  const int layers = static_cast<int>(model_.layers);
+  const int pp = s.pp, vpp = s.vpp, stages = pp * vpp;
+  const int m = static_cast<int>(s.num_microbatches());
+
+  SimulationResult res;
+  if (stage_layers_in.empty()) {
+    res.stage_layers = partition_for(s, t);
+  } else {
+    check_stage_layers(stage_layers_in, stages, static_cast<int>(t.groups.size()));
+    res.stage_layers = stage_layers_in;
+  }
+  const auto& sl = res.stage_layers;
+
+  stage_times(s, pl, t, sl);
+  const std::vector<double>& fwd = times_.fwd;
+  const std::vector<double>& bwd = times_.bwd;
+  const std::vector<double>& fwd_tp = times_.fwd_tp;
+  const std::vector<double>& bwd_tp = times_.bwd_tp;
+  const std::vector<double>& fwd_cp = times_.fwd_cp;
+  const std::vector<double>& bwd_cp = times_.bwd_cp;
+  const std::vector<double>& ep_v = times_.ep_v;
+  const std::vector<double>& fwd_zero = times_.fwd_zero;
+  const std::vector<double>& bwd_zero = times_.bwd_zero;
+  const std::vector<double>& p2p_fwd = times_.p2p_fwd;
+  const std::vector<double>& p2p_bwd = times_.p2p_bwd;
+  const std::vector<double>& link = times_.link;
+  const double model_flops_mb = times_.model_flops_mb;
+  const double recompute_flops = times_.recompute_flops;
+  const double grad_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
+
+  // Pipeline walk (reused when only ZeRO / DP-side settings changed).
+  PipelineWalk& w = *walk_;
+  if (!w.same_inputs(s.schedule, pp, m, vpp, fwd, bwd, link, timeline))
+    w.run(s.schedule, pp, m, vpp, fwd, bwd, link, timeline);
+
+  // Memory per pipeline rank.
+  const std::vector<costmodel::StageMemory> mem = memory(s, gr, sl, timeline);
 
   // DP gradient reduction, per pipeline rank, over the dp x cp ranks (pl.dp).
   const int grad_group = s.dp * s.cp;
@@ -736,39 +891,14 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
     if (ready[p] > ready[q]) q = p;
   const double sync = ready[q];
 
-  // FP8-run weights held by each pipeline rank (one TP rank).
-  std::vector<double> fp8_weights_rank(static_cast<std::size_t>(pp), 0.0);
-  if (fp8_)
-    for (int v = 0; v < stages; ++v)
-      for (int g : sl[v]) fp8_weights_rank[static_cast<std::size_t>(v % pp)] += t.groups[g].fp8_weights_rank;
+  const std::vector<double> fp8_weights_rank = fp8_weights_per_rank(s, t, sl);
 
   // Optimizer (+ ZeRO-1 parameter all-gather).
-  const double mem_bw = mem_bytes_per_s_;
   int r = 0;
   double iteration = 0, opt_r = 0, ag_r = 0;
   for (int p = 0; p < pp; ++p) {
-    // ZeRO shards dense parameters over dp x cp and routed experts over edp.
-    const double dense_params = mem[p].params - mem[p].expert_params;
-    const double opt_params = s.zero >= 1 ? dense_params / grad_group + mem[p].expert_params / s.edp()
-                                          : mem[p].params;
-    double opt = mem_bw > 0 ? opt_params * adam_bytes_per_param(dtype_) / mem_bw : 0;
-    // FP8 recipe: the updated weights are cast to FP8 (and transposed) once per step.
-    if (fp8_ && mem_bw > 0) opt += costmodel::fp8_weight_cast_bytes(fp8_weights_rank[static_cast<std::size_t>(p)]) / mem_bw;
-    // ZeRO-3 ranks keep their parameter shard: nothing to gather after the step.
-    double ag = (s.zero >= 1 && s.zero <= 2 && dp_comm)
-                    ? coll_.time_s(Collective::AllGather, dense_params * act_bytes_, pl.dp) +
-                          coll_.time_s(Collective::AllGather, mem[p].expert_params * act_bytes_, pl.edp)
-                    : 0.0;
-    // Overlapped with the next forward bucket by bucket: only the first bucket's
-    // gather (the first layers' parameters) is waited for; the hidden rest slows that
-    // forward by the SMs it holds.
-    double ag_hidden = 0;
-    if (stack_.overlap_param_gather && mem[p].params > 0) {
-      const double full = ag;
-      ag *= std::min(1.0, costmodel::grad_bucket_params(stack_, grad_group) / mem[p].params);
-      ag_hidden = sm_share * (full - ag);
-    }
-    ag += ag_hidden;
+    const double opt = optimizer_s(s, mem[p], fp8_weights_rank[static_cast<std::size_t>(p)]);
+    const double ag = param_gather_s(s, pl, mem[p]);
     const double end = sync + opt + ag;
     if (timeline) {
       events.push_back(TimelineEvent{p, "optimizer", "adam step", -1, 0, sync, sync + opt});

@@ -74,6 +74,23 @@ Reach reach(const Prefix& pre, double cap, double mem_cap) {
   return r;
 }
 
+// Whether `stages` pieces within the caps cover every item: reach(pre, cap, mem_cap).need[0]
+// <= stages, without the arrays: the greedy longest pieces from the front (need[] is that
+// greedy's count, far[] the same largest piece: the caps are monotone), stopping as soon
+// as it is over. The search partitions thousands of candidates, ~50 caps each.
+bool pieces_within(const Prefix& pre, double cap, double mem_cap, int stages) {
+  const std::size_t n = pre.size();
+  std::size_t i = 0;
+  int pieces = 0;
+  while (i < n) {
+    std::size_t j = i;
+    while (j < n && pre.fits(i, j + 1, cap, mem_cap)) ++j;
+    if (j == i || ++pieces > stages) return false;
+    i = j;
+  }
+  return true;
+}
+
 // Splits the items into exactly `stages` pieces within the caps, choosing front to back
 // the piece closest to an even share of the rest (ties: the lighter piece). Returns the
 // end index (exclusive) of every piece.
@@ -112,7 +129,7 @@ double optimal_cap(const Prefix& pre, const Items& it, int stages, double mem_ca
   double largest = 0;
   for (double c : it.cost) largest = std::max(largest, c);
   const double total = pre.cost.back();
-  auto feasible = [&](double cap) { return reach(pre, cap, mem_cap).need[0] <= stages; };
+  auto feasible = [&](double cap) { return pieces_within(pre, cap, mem_cap, stages); };
   double lo = std::max(largest, total / stages);
   if (feasible(lo)) return lo;
   double hi = lo + largest;

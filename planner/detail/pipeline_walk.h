@@ -17,7 +17,9 @@
 // Exposed so tests can check it against closed forms with synthetic stage times.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "planner/schedule.h"
@@ -45,6 +47,13 @@ class PipelineWalk {
     bool activation;
   };
   struct Program;           // a compiled schedule (see pipeline_walk.cpp)
+  // What the extension of a schedule (kind, pp, vpp) provably adds (compute_end_bound).
+  struct Extension {
+    bool proven = false;
+    // Per rank: steps the longer short walk runs after the shorter walk's last step, as
+    // counts per duration index (2 * virtual stage + backward).
+    std::vector<std::vector<std::int32_t>> after;
+  };
 
   // fwd / bwd: pp * vpp durations by virtual stage (v = chunk * pp + rank); link[p]: p2p
   // time from rank p to rank (p + 1) % pp (and back), pp entries (empty when pp == 1).
@@ -66,6 +75,20 @@ class PipelineWalk {
                    const std::vector<double>& link, bool every_step = false) const;
   // Micro-batch count above which run() extends a shorter walk (see run()).
   static int steady_state_limit(int pp);
+  // Whether run() (every_step false) extends a shorter walk for this many micro-batches.
+  static bool extends(int pp, int microbatches) { return microbatches > steady_state_limit(pp); }
+  // The peak_chunks run() leaves (pp entries), without compiling or walking the schedule:
+  // every rank runs its warm-up forwards, then (forward, backward) pairs, then the rest of
+  // the backwards (schedule.cpp's compute order), so it holds warm-up + 1 chunks at its
+  // peak, or all of them when the warm-up is every forward; extended like run() extends it.
+  static std::vector<int> peak_in_flight(ScheduleKind kind, int pp, int microbatches, int vpp,
+                                         bool every_step = false);
+  // A lower bound on the largest compute_end run() (every_step false) gives for these stage
+  // times, without walking: 0 when nothing is proven for the schedule. See
+  // pipeline_walk.cpp for the proof; the search prunes with it.
+  double compute_end_bound(ScheduleKind kind, int pp, int microbatches, int vpp,
+                           const std::vector<double>& fwd, const std::vector<double>& bwd,
+                           const std::vector<double>& link);
   // Whether the last run() extended a shorter walk.
   bool extended() const { return extended_; }
 
@@ -85,12 +108,12 @@ class PipelineWalk {
   std::size_t num_ops() const;
   const OpInfo& op(std::size_t i) const;
   const OpLabel& label(std::size_t i) const;
-  double op_start(std::size_t i) const { return start_[i]; }
-  double op_end(std::size_t i) const { return end_[i]; }
+  double op_start(std::size_t i) const { return extended_ ? start_[i] + op_shift(i) : start_[i]; }
+  double op_end(std::size_t i) const { return extended_ ? end_[i] + op_shift(i) : end_[i]; }
   std::size_t num_msgs() const;
   const MsgInfo& msg(std::size_t i) const;
-  double msg_start(std::size_t i) const { return msg_start_[i]; }
-  double msg_end(std::size_t i) const { return msg_end_[i]; }
+  double msg_start(std::size_t i) const { return extended_ ? msg_start_[i] + msg_shift(i) : msg_start_[i]; }
+  double msg_end(std::size_t i) const { return extended_ ? msg_end_[i] + msg_shift(i) : msg_end_[i]; }
 
  private:
   std::shared_ptr<const Program> prog_;
@@ -101,10 +124,17 @@ class PipelineWalk {
   bool valid_ = false;
   bool extended_ = false;
   std::vector<double> chain_;  // chain_p2p per rank when extended
+  // Extended: what each rank's steps of the longer short walk move by (applied when read:
+  // only the last steps are read outside timelines, which never extend).
+  std::vector<double> shift_;
+  double op_shift(std::size_t i) const;
+  double msg_shift(std::size_t i) const;
   void walk(ScheduleKind kind, int pp, int m, int vpp, const std::vector<double>& fwd,
             const std::vector<double>& bwd, const std::vector<double>& link);
   std::vector<double> dur_, start_, end_, msg_start_, msg_end_;
   std::vector<std::int32_t> waited_;  // message whose arrival started the step, or -1
+  std::map<std::tuple<int, int, int>, Extension> extensions_;
+  const Extension& extension_for(ScheduleKind kind, int pp, int vpp);
 };
 
 }  // namespace strata::planner::detail

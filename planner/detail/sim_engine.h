@@ -22,6 +22,7 @@
 #include "costmodel/memory_model.h"
 #include "costmodel/op_cost.h"
 #include "costmodel/prediction_band.h"
+#include "costmodel/zero_sharding.h"
 #include "models/model_graph.h"
 #include "models/model_spec.h"
 #include "planner/detail/pipeline_walk.h"
@@ -64,6 +65,16 @@ struct Placement {
   costmodel::PlacedGroup first_last;         // tied-embedding sync pair (stage 0, pp - 1)
 };
 
+// What the search learns about a candidate before its pipeline walk (SimEngine::screen).
+struct Screening {
+  double peak_memory_gib = 0;  // exactly run()'s prediction.peak_memory_gib
+  bool fits_memory = false;    // exactly run()'s prediction.fits_memory
+  // A proven lower bound on run()'s iteration_s (see screen()); 0 when none is proven.
+  double lower_bound_s = 0;
+  // The bound's arithmetic for every candidate, proven or not: an order to visit them in.
+  double estimate_s = 0;
+};
+
 // Largest pipeline the simulator times: compute steps per iteration (2 * pp * m * vpp).
 inline constexpr double kMaxComputeSteps = 2e7;
 // Empty when the strategy is small enough to simulate, else why not (names the fields).
@@ -79,6 +90,9 @@ class SimEngine {
   // Simulates a strategy that already passed validate(). stage_layers empty: partition.
   SimulationResult run(const Strategy& s, bool timeline,
                        const std::vector<std::vector<int>>& stage_layers = {});
+  // Memory and a lower bound on the iteration time without the pipeline walk (the walk is
+  // most of run()'s time): the search walks only candidates that fit and can still rank.
+  Screening screen(const Strategy& s);
   // Notes on where the numbers came from, for a strategy (cheap to skip in search).
   std::vector<std::string> notes(const Strategy& s);
 
@@ -97,6 +111,24 @@ class SimEngine {
   const Placement& placement_for(const Strategy& s);
   const GroupCostTable& costs_for(const Strategy& s, const Placement& pl);
   const std::vector<std::vector<int>>& partition_for(const Strategy& s, const GroupCostTable& t);
+  // Per virtual stage: forward / backward times and their parts, pipeline links (times_).
+  struct StageTimes {
+    std::vector<double> fwd, bwd, fwd_tp, bwd_tp, ep_v, fwd_cp, bwd_cp, fwd_zero, bwd_zero;
+    std::vector<double> link, p2p_fwd, p2p_bwd;
+    double model_flops_mb = 0, recompute_flops = 0;  // per micro-batch, whole model
+  };
+  void require_cp_supported(const Strategy& s) const;
+  void stage_times(const Strategy& s, const Placement& pl, const GroupCostTable& t,
+                   const std::vector<std::vector<int>>& sl);
+  // Memory per pipeline rank; every_step: as after an unextended walk (timelines).
+  std::vector<costmodel::StageMemory> memory(const Strategy& s, const Graph& gr,
+                                             const std::vector<std::vector<int>>& sl, bool every_step);
+  // Adam step of one pipeline rank (+ the FP8 weight casts), without the ZeRO gather.
+  double optimizer_s(const Strategy& s, const costmodel::StageMemory& mem, double fp8_weights_rank) const;
+  // ZeRO-1/2 parameter all-gather after the step, as far as the next forward does not hide it.
+  double param_gather_s(const Strategy& s, const Placement& pl, const costmodel::StageMemory& mem) const;
+  std::vector<double> fp8_weights_per_rank(const Strategy& s, const GroupCostTable& t,
+                                           const std::vector<std::vector<int>>& sl) const;
   // Uncertainty band of the stack on this device for the strategy's GPU count (cached).
   const costmodel::PredictionBand& band_for(const Strategy& s);
 
@@ -120,11 +152,16 @@ class SimEngine {
       costs_;
   std::map<std::tuple<const GroupCostTable*, int, int>, std::vector<std::vector<int>>>
       partitions_;
+  // ZeRO-2/3 exposed communication per layer group: (costs, placement, zero, full recompute).
+  std::map<std::tuple<const GroupCostTable*, const Placement*, int, bool>,
+           std::vector<costmodel::ZeroGroupComm>>
+      zero_comm_;
 
   // Reused buffers and the last pipeline walk (see simulator.cpp).
   std::unique_ptr<PipelineWalk> walk_;
   std::map<long long, costmodel::PredictionBand> bands_;  // by GPU count
   costmodel::MemoryInputs mem_in_;
+  StageTimes times_;
 };
 
 }  // namespace strata::planner::detail

@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
@@ -282,6 +283,115 @@ TEST_F(SearchGpt2, ThreadsDoNotChangeTheResult) {
   // The whole-space run of the fixture (default threads) agrees too.
   for (std::size_t i = 0; i < one.ranked.size(); ++i)
     EXPECT_EQ(one.ranked[i].strategy, all_->ranked[i].strategy) << i;
+}
+
+// Pruning (SearchOptions::prune) leaves out candidates whose lower bound on the iteration
+// time exceeds the k-th best: it must not change anything the search returns. Each case
+// runs both ways and compares the top-k, every number of each kept plan, the counts, and
+// the closest candidate when nothing fits. prune = false simulates every valid candidate
+// and checks on each one that the screened memory equals the simulation's and that the
+// bound is below the simulated time (an InternalError would fail the test).
+struct PruneCase {
+  const char* model;
+  const char* cluster;
+  int gpus;
+  std::int64_t global_batch;
+  int top_k;
+  std::int64_t seq_len = 0;   // 0: the model's
+  const char* stack = "";     // "": the device's default
+  const char* precision = "";
+};
+
+void expect_same_search(const PruneCase& pc) {
+  SCOPED_TRACE(fmt::format("{} on {} x {} gb {} top {} seq {} stack '{}' precision '{}'", pc.model,
+                           pc.gpus, pc.cluster, pc.global_batch, pc.top_k, pc.seq_len, pc.stack,
+                           pc.precision));
+  auto model = models::load_model(pc.model);
+  if (pc.seq_len > 0) model.seq_len = pc.seq_len;
+  const auto cluster = costmodel::load_cluster(pc.cluster);
+  const costmodel::SoftwareStack stack =
+      *pc.stack ? costmodel::load_software_stack(pc.stack)
+                : costmodel::load_software_stack(costmodel::default_software_stack_name(cluster.device));
+  SearchOptions o;
+  o.gpus = pc.gpus;
+  o.global_batch = pc.global_batch;
+  o.top_k = pc.top_k;
+  o.stack = &stack;
+  o.precision = pc.precision;
+  o.prune = false;
+  const SearchResult all = search(model, cluster, o);
+  o.prune = true;
+  const SearchResult pruned = search(model, cluster, o);
+
+  EXPECT_EQ(pruned.candidates_evaluated, all.candidates_evaluated);
+  EXPECT_EQ(pruned.infeasible_memory, all.infeasible_memory);
+  EXPECT_EQ(pruned.invalid, all.invalid);
+  EXPECT_EQ(all.simulated, all.candidates_evaluated);  // everything, over memory too
+  EXPECT_EQ(all.pruned, 0);
+  EXPECT_LE(pruned.simulated + pruned.pruned, pruned.candidates_evaluated - pruned.infeasible_memory);
+  ASSERT_EQ(pruned.ranked.size(), all.ranked.size());
+  for (std::size_t i = 0; i < all.ranked.size(); ++i) {
+    const Candidate& a = all.ranked[i];
+    const Candidate& b = pruned.ranked[i];
+    EXPECT_EQ(b.strategy, a.strategy) << i;
+    EXPECT_EQ(b.stage_layers, a.stage_layers) << i;
+    const Prediction& pa = a.prediction;
+    const Prediction& pb = b.prediction;
+    EXPECT_EQ(pb.iteration_s, pa.iteration_s) << i;
+    EXPECT_EQ(pb.peak_memory_gib, pa.peak_memory_gib) << i;
+    EXPECT_EQ(pb.mfu, pa.mfu) << i;
+    EXPECT_EQ(pb.tokens_per_s, pa.tokens_per_s) << i;
+    EXPECT_EQ(pb.bubble_fraction, pa.bubble_fraction) << i;
+    EXPECT_EQ(pb.stage_memory_gib, pa.stage_memory_gib) << i;
+    for (auto [x, y] : {std::pair{pb.breakdown_s.compute, pa.breakdown_s.compute},
+                        {pb.breakdown_s.tp_comm, pa.breakdown_s.tp_comm},
+                        {pb.breakdown_s.pp_comm, pa.breakdown_s.pp_comm},
+                        {pb.breakdown_s.dp_comm, pa.breakdown_s.dp_comm},
+                        {pb.breakdown_s.cp_comm, pa.breakdown_s.cp_comm},
+                        {pb.breakdown_s.ep_comm, pa.breakdown_s.ep_comm},
+                        {pb.breakdown_s.optimizer, pa.breakdown_s.optimizer},
+                        {pb.breakdown_s.bubble, pa.breakdown_s.bubble}})
+      EXPECT_EQ(x, y) << i;
+    EXPECT_EQ(pb.notes, pa.notes) << i;
+  }
+  ASSERT_EQ(pruned.closest_infeasible.has_value(), all.closest_infeasible.has_value());
+  if (all.closest_infeasible) {
+    EXPECT_EQ(pruned.closest_infeasible->strategy, all.closest_infeasible->strategy);
+    EXPECT_EQ(pruned.closest_infeasible->prediction.peak_memory_gib,
+              all.closest_infeasible->prediction.peak_memory_gib);
+    EXPECT_EQ(pruned.closest_infeasible->prediction.iteration_s,
+              all.closest_infeasible->prediction.iteration_s);
+  }
+}
+
+TEST(SearchPruning, SameResultAsSimulatingEveryCandidate) {
+  for (const PruneCase& pc : {
+           PruneCase{"gpt2-124m", "dgx-a100", 8, 64, 10},
+           PruneCase{"gpt2-124m", "dgx-a100", 8, 64, 1},
+           // Many micro-batches: walks extended from two shorter ones (no bound proven).
+           PruneCase{"gpt2-124m", "dgx-h100", 16, 4096, 5},
+           // Long sequences: context parallel in the space.
+           PruneCase{"gpt2-124m", "dgx-a100", 8, 8, 10, 8192},
+           PruneCase{"llama2-7b", "dgx-h100", 32, 256, 10},
+           PruneCase{"llama2-7b", "dgx-h100", 16, 128, 3, 0, "", "fp8"},
+           PruneCase{"megatron-1.7b", "dgx-a100", 32, 512, 10, 0, "megatron-2021"},
+           PruneCase{"mixtral-8x7b", "dgx-h100", 32, 128, 10},
+           // Nothing fits: the closest candidate is the same.
+           PruneCase{"gpt3-175b", "dgx-a100", 8, 16, 10},
+       })
+    expect_same_search(pc);
+}
+
+// The pruning does prune: on gpt2's 8-GPU space most candidates that fit are never walked.
+TEST_F(SearchGpt2, PruningLeavesOutMostCandidates) {
+  SearchOptions o;
+  o.gpus = 8;
+  o.global_batch = 64;
+  o.top_k = 10;
+  const SearchResult r = search(*model_, *cluster_, o);
+  const std::int64_t fit = r.candidates_evaluated - r.infeasible_memory;
+  EXPECT_GT(r.pruned, fit / 2) << r.simulated << " simulated of " << fit;
+  EXPECT_EQ(r.simulated + r.pruned, fit);
 }
 
 }  // namespace

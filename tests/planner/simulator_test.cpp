@@ -125,6 +125,79 @@ TEST(PipelineWalk, PeakInFlightMatchesTheSchedule) {
   }
 }
 
+// The search screens memory before it walks: PipelineWalk::peak_in_flight must be what
+// a walk leaves in peak_chunks, for every kind, uneven micro-batch counts, micro-batches
+// fewer than the warm-up, and walks extended from two shorter ones.
+TEST(PipelineWalk, PeakInFlightWithoutWalkingEqualsTheWalk) {
+  int cases = 0, extended = 0;
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}) {
+    for (int pp : {1, 2, 3, 4, 8}) {
+      for (int vpp : {1, 2, 3}) {
+        if ((kind == ScheduleKind::Interleaved) != (vpp > 1) || (vpp > 1 && pp == 1)) continue;
+        for (int m : {1, 2, 3, 5, 8, 16, 24, 40, 100, 333}) {
+          if (kind == ScheduleKind::Interleaved && m % pp != 0) continue;
+          const int n = pp * vpp;
+          std::vector<double> fwd(n), bwd(n);
+          for (int v = 0; v < n; ++v) fwd[v] = 1.0 + 0.3 * v, bwd[v] = 2.0 + 0.1 * (v % 3);
+          for (bool every_step : {false, true}) {
+            PipelineWalk w;
+            w.run(kind, pp, m, vpp, fwd, bwd, std::vector<double>(pp > 1 ? pp : 0, 0.05), every_step);
+            EXPECT_EQ(PipelineWalk::peak_in_flight(kind, pp, m, vpp, every_step), w.peak_chunks)
+                << to_string(kind) << " pp " << pp << " vpp " << vpp << " m " << m;
+            EXPECT_EQ(w.extended(), !every_step && PipelineWalk::extends(pp, m));
+            extended += w.extended();
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 150);
+  EXPECT_GT(extended, 10);
+}
+
+// The search prunes with compute_end_bound: it must never exceed what run() gives (uneven
+// stages, links, every kind, extended walks), must be proven for the extended schedules
+// the search meets, and is exact for uniform 1F1B: (m + pp - 1)(f + b) by hand.
+TEST(PipelineWalk, ComputeEndBoundNeverExceedsTheWalk) {
+  {
+    PipelineWalk w;
+    const std::vector<double> f(4, 1.0), b(4, 2.0), l(4, 0.0);
+    EXPECT_DOUBLE_EQ(w.compute_end_bound(ScheduleKind::OneFOneB, 4, 8, 1, f, b, l), 33.0);
+  }
+  int cases = 0, extended_proven = 0;
+  std::uint32_t seed = 12345;
+  auto rnd = [&] {  // deterministic, in [0.5, 1.5)
+    seed = seed * 1664525u + 1013904223u;
+    return 0.5 + (seed >> 8) / 16777216.0;
+  };
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}) {
+    for (int pp : {1, 2, 3, 4, 8}) {
+      for (int vpp : {1, 2, 3}) {
+        if ((kind == ScheduleKind::Interleaved) != (vpp > 1) || (vpp > 1 && pp == 1)) continue;
+        for (int m : {1, 3, 8, 16, 40, 100, 333}) {
+          if (kind == ScheduleKind::Interleaved && m % pp != 0) continue;
+          for (int trial = 0; trial < 3; ++trial) {
+            const int n = pp * vpp;
+            std::vector<double> fwd(n), bwd(n), link(pp > 1 ? pp : 0);
+            for (int v = 0; v < n; ++v) fwd[v] = rnd(), bwd[v] = 2 * rnd();
+            for (auto& x : link) x = trial == 0 ? 0.0 : 0.3 * rnd();
+            PipelineWalk w;
+            w.run(kind, pp, m, vpp, fwd, bwd, link);
+            const double bound = w.compute_end_bound(kind, pp, m, vpp, fwd, bwd, link);
+            EXPECT_LE(bound, max_end(w) * (1 + 1e-12))
+                << to_string(kind) << " pp " << pp << " vpp " << vpp << " m " << m << " trial " << trial;
+            if (w.extended()) extended_proven += bound > 0;
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 200);
+  EXPECT_GT(extended_proven, 20);
+}
+
 TEST(PipelineWalk, P2PTimeLengthensTheIterationAndShowsOnTheCriticalPath) {
   const int pp = 4, m = 8;
   const double tf = 1.0, tb = 2.0;
