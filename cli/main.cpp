@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -19,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "common/errors.h"
+#include "kernels/cpu/mpi_communicator.h"
 
 namespace {
 
@@ -47,7 +49,8 @@ int report(const char* kind, const std::string& what, int code) {
 // This process' rank in an MPI job, from the launcher's environment (Open MPI's mpirun,
 // PMIx or PMI launchers such as srun / MPICH's hydra), without calling MPI: it may not be
 // initialised, or may be what failed. 0 outside a launcher.
-int launcher_rank() {
+// -1 outside a launcher.
+int launcher_rank_or_none() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
     const char* v = std::getenv(name);
     if (v == nullptr || *v == '\0') continue;
@@ -55,17 +58,24 @@ int launcher_rank() {
     const long r = std::strtol(v, &end, 10);
     if (*end == '\0' && r >= 0) return static_cast<int>(r);
   }
-  return 0;
+  return -1;
 }
+int launcher_rank() { return std::max(0, launcher_rank_or_none()); }
 
 // An error every rank of an MPI job hits identically (bad flags, bad input, no strategy
 // fits): rank 0 reports it, the other ranks only exit with the same code.
+// Under a launcher the ranks meet after rank 0 has printed: mpirun ends the whole job at
+// the first non-zero exit, which could otherwise kill rank 0 before its line is out.
 int report_on_rank0(const char* kind, const std::string& what, int code) {
-  if (launcher_rank() != 0) {
+  const int rank = launcher_rank_or_none();
+  if (rank > 0) {
     std::fflush(stdout);
-    return code;
+  } else {
+    report(kind, what, code);
+    std::fflush(stderr);
   }
-  return report(kind, what, code);
+  if (rank >= 0) strata::kernels::mpi_world_barrier_best_effort();
+  return code;
 }
 
 // The deepest subcommand that was being parsed, for the "see --help" hint.

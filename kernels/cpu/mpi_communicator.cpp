@@ -52,6 +52,17 @@ void mpi_init_once(int* argc, char*** argv) {
   std::atexit(finalize_at_exit);
 }
 
+void mpi_world_barrier_best_effort() {
+  try {
+    mpi_init_once(nullptr, nullptr);
+  } catch (const std::exception&) {
+    return;
+  }
+  int size = 1;
+  if (MPI_Comm_size(MPI_COMM_WORLD, &size) != MPI_SUCCESS || size <= 1) return;
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 bool mpi_initialized() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);

@@ -14,6 +14,11 @@ namespace strata::kernels {
 // Initializes MPI once (thread level FUNNELED) and finalizes at exit; safe to call twice.
 void mpi_init_once(int* argc, char*** argv);
 bool mpi_initialized();
+// Every rank of a launched job waits here for the others (MPI initialised if it is not
+// yet): for an error all ranks hit alike, so that rank 0 has printed it before any rank
+// exits (mpirun ends the job at the first non-zero exit). A no-op for one rank; gives up
+// quietly when MPI cannot start.
+void mpi_world_barrier_best_effort();
 
 class MpiCommunicator : public Communicator {
  public:
