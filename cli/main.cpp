@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -48,8 +47,7 @@ int report(const char* kind, const std::string& what, int code) {
 
 // This process' rank in an MPI job, from the launcher's environment (Open MPI's mpirun,
 // PMIx or PMI launchers such as srun / MPICH's hydra), without calling MPI: it may not be
-// initialised, or may be what failed. 0 outside a launcher.
-// -1 outside a launcher.
+// initialised, or may be what failed. -1 outside a launcher.
 int launcher_rank_or_none() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
     const char* v = std::getenv(name);
@@ -60,7 +58,6 @@ int launcher_rank_or_none() {
   }
   return -1;
 }
-int launcher_rank() { return std::max(0, launcher_rank_or_none()); }
 
 // An error every rank of an MPI job hits identically (bad flags, bad input, no strategy
 // fits): rank 0 reports it, the other ranks only exit with the same code.
