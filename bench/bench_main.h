@@ -38,12 +38,14 @@ inline std::vector<std::string> positional_args(int argc, char** argv, double* m
 struct ErrorStats {
   int rows = 0;
   double sum_abs = 0, sum_signed = 0, max_abs = 0;
+  double err_min = 1e300, err_max = -1e300;  // signed: the band's ends (prediction_band.h)
   double params_min = 1e300, params_max = 0;
   long long gpus_min = 1LL << 62, gpus_max = 0;
 
   void add(double err, double params_b, long long gpus) {
     ++rows;
     sum_abs += std::fabs(err), sum_signed += err, max_abs = std::max(max_abs, std::fabs(err));
+    err_min = std::min(err_min, err), err_max = std::max(err_max, err);
     params_min = std::min(params_min, params_b), params_max = std::max(params_max, params_b);
     gpus_min = std::min(gpus_min, gpus), gpus_max = std::max(gpus_max, gpus);
   }
@@ -56,8 +58,8 @@ inline void print_residual_entry(const ErrorStats& e, const std::string& stack, 
   if (e.rows == 0) return;
   fmt::print("# residuals entry (costmodel/stacks/residuals.yaml):\n");
   fmt::print("#   - {{stack: {}, device: {}, set: \"{}\", rows: {}, mape: {:.3f}, max_abs: {:.3f}, "
-             "bias: {:+.3f}, params_b: [{:g}, {:g}], gpus: [{}, {}], seq: [{}, {}]}}\n",
-             stack, device, set, e.rows, e.mape(), e.max_abs, e.bias(), e.params_min, e.params_max,
+             "bias: {:+.3f}, err: [{:+.3f}, {:+.3f}], params_b: [{:g}, {:g}], gpus: [{}, {}], seq: [{}, {}]}}\n",
+             stack, device, set, e.rows, e.mape(), e.max_abs, e.bias(), e.err_min, e.err_max, e.params_min, e.params_max,
              e.gpus_min, e.gpus_max, seq, seq);
 }
 

@@ -38,6 +38,7 @@ struct SimulateFlags {
   bool sequence_parallel = false;
   std::string format = "table";
   std::string out, trace;
+  bool ops = false;  // --ops: per-op cost table of the first block and the head
   CLI::Option* gpus_opt = nullptr;
   CLI::Option* dp_opt = nullptr;
   CLI::Option* batch_opt = nullptr;
@@ -66,6 +67,7 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
   so.stack = &stack;
   so.stage_layers = std::move(stage_layers);
   so.timeline = !f.trace.empty();
+  so.op_costs = f.ops;
   planner::SimulationResult sim = planner::simulate(model, cluster, s, so);
 
   planner::Plan plan;
@@ -109,6 +111,7 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
     print_stdout(format_simulation_yaml(report));
   else
     print_stdout(format_simulation_table(report));
+  if (f.ops && f.format == "table") print_stdout(format_op_costs(sim.ops));
 }
 
 
@@ -165,6 +168,8 @@ void run_imported(SimulateFlags& f, PlanReport& report) {
 }
 
 void run_simulate(SimulateFlags& f) {
+  if (f.ops && f.format != "table") input_error("--ops prints a table: use it with --format table");
+  if (f.ops && f.out == "-") input_error("--ops prints a table: it cannot go with --out - (the plan on stdout)");
   if (!f.out.empty()) check_output_path(f.out, "--out");
   if (!f.trace.empty()) check_output_path(f.trace, "--trace");
 
@@ -301,6 +306,10 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--out,-o", f.out,
                   "write the strategy as a plan YAML file (- for stdout, instead of the table)")
       ->check(non_empty_path());
+  cmd->add_flag("--ops", f.ops,
+                "after the table: what each op of the first transformer block and of the head costs "
+                "on one rank for one micro-batch (time, achieved TFLOP/s or GB/s, source)")
+;
   cmd->add_option("--trace", f.trace, "write a Chrome/Perfetto trace (JSON) of the iteration")
       ->check(non_empty_path());
   cmd->callback([flags] { run_simulate(*flags); });

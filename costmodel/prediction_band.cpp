@@ -1,5 +1,6 @@
 #include "costmodel/prediction_band.h"
 
+#include <algorithm>
 #include <string_view>
 #include <utility>
 
@@ -23,7 +24,7 @@ const std::vector<ValidationResidual>& validation_residuals() {
       YamlReader list = r.child("residuals");
       for (std::size_t i = 0; i < list.size(); ++i) {
         YamlReader e = list.element(i);
-        e.expect_keys({"stack", "device", "set", "rows", "mape", "max_abs", "bias", "params_b",
+        e.expect_keys({"stack", "device", "set", "rows", "mape", "max_abs", "bias", "err", "params_b",
                        "gpus", "seq"});
         ValidationResidual v;
         v.stack = e.get_string("stack");
@@ -40,6 +41,9 @@ const std::vector<ValidationResidual>& validation_residuals() {
           *lo = p.element(0).node().as<std::remove_pointer_t<decltype(lo)>>();
           *hi = p.element(1).node().as<std::remove_pointer_t<decltype(hi)>>();
         };
+        range("err", &v.err_min, &v.err_max);
+        if (!(v.err_min > -1 && v.err_min <= v.err_max))
+          e.fail("err", "expected [min, max] signed errors with -1 < min <= max");
         range("params_b", &v.params_b_min, &v.params_b_max);
         range("gpus", &v.gpus_min, &v.gpus_max);
         range("seq", &v.seq_min, &v.seq_max);
@@ -65,6 +69,9 @@ PredictionBand prediction_band(const std::string& stack, const std::string& devi
     return b;
   }
   b.relative = best->max_abs;
+  // error e = (predicted - published) / published, so published / predicted = 1 / (1 + e).
+  b.low = std::min(1.0, 1.0 / (1.0 + best->err_max));
+  b.high = std::max(1.0, 1.0 / (1.0 + best->err_min));
   b.basis = fmt::format("{} on {}: {} published rows ({}), MAPE {:.1f}%, max {:.1f}%, mean {:+.1f}%",
                         stack, device, best->rows, best->set, 100 * best->mape,
                         100 * best->max_abs, 100 * best->bias);

@@ -16,6 +16,7 @@ struct ValidationResidual {
   double mape = 0;                  // mean |predicted - published| / published
   double max_abs = 0;               // largest |error|
   double bias = 0;                  // mean signed error (negative: predicted too fast)
+  double err_min = 0, err_max = 0;  // most negative and most positive signed error
   double params_b_min = 0, params_b_max = 0;
   long long gpus_min = 0, gpus_max = 0;
   long long seq_min = 0, seq_max = 0;
@@ -28,6 +29,11 @@ struct PredictionBand {
   // Relative half-width of the band (max |error| of the validation rows); nullopt when
   // the stack was never validated on this device.
   std::optional<double> relative;
+  // Where the real step time fell relative to the prediction on those rows, as
+  // published / predicted, widened to include the prediction itself (1): a cost model
+  // that missed every row on the fast side gets a band above its prediction, not a
+  // symmetric one that never happened. Set with `relative`.
+  double low = 1, high = 1;
   std::string basis;                  // "megatron-2021 on a100-sxm-80gb: 10 rows, MAPE ..."
   std::vector<std::string> warnings;  // outside the validated range, or not validated
 };

@@ -75,12 +75,21 @@ Strategy read_strategy(const YamlReader& r) {
 Prediction read_prediction(const YamlReader& r) {
   r.expect_keys({"iteration_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
                  "mfu", "peak_memory_gib", "stage_memory_gib", "bubble_fraction", "breakdown_s",
-                 "notes", "stack", "uncertainty", "uncertainty_basis", "precision"});
+                 "notes", "stack", "uncertainty", "uncertainty_range", "uncertainty_basis", "precision"});
   Prediction p;
   p.stack = r.get_string("stack", "");
   p.precision = r.get_string("precision", "");
   p.uncertainty = read_double(r, "uncertainty", -1);
   p.uncertainty_basis = r.get_string("uncertainty_basis", "");
+  if (r.has("uncertainty_range")) {
+    const YamlReader u = r.child("uncertainty_range");
+    u.expect_sequence();
+    if (u.size() != 2) u.fail("", "expected [low, high]: published / predicted step time");
+    p.uncertainty_low = u.element(0).node().as<double>();
+    p.uncertainty_high = u.element(1).node().as<double>();
+    if (!(p.uncertainty_low > 0 && p.uncertainty_low <= 1 && p.uncertainty_high >= 1))
+      u.fail("", "expected 0 < low <= 1 <= high");
+  }
   p.iteration_s = read_double(r, "iteration_s", 0);
   p.tokens_per_s = read_double(r, "tokens_per_s", 0);
   p.model_tflops_per_gpu = read_double(r, "model_tflops_per_gpu", 0);
@@ -186,6 +195,8 @@ void emit_prediction(YAML::Emitter& e, const Prediction& p) {
   e << YAML::Key << "iteration_s" << YAML::Value << yaml_double(p.iteration_s);
   if (p.uncertainty >= 0) {
     e << YAML::Key << "uncertainty" << YAML::Value << yaml_double(p.uncertainty);
+    e << YAML::Key << "uncertainty_range" << YAML::Value << YAML::Flow << YAML::BeginSeq
+      << yaml_double(p.uncertainty_low) << yaml_double(p.uncertainty_high) << YAML::EndSeq;
     e << YAML::Key << "uncertainty_basis" << YAML::Value << p.uncertainty_basis;
   }
   e << YAML::Key << "tokens_per_s" << YAML::Value << yaml_double(p.tokens_per_s);
@@ -385,8 +396,8 @@ std::string plan_to_json(const Plan& p) {
   j["prediction"]["uncertainty"] =
       q.uncertainty >= 0
           ? J{{"relative", json_number(q.uncertainty)},
-              {"low_s", json_number(q.iteration_s * (1 - q.uncertainty))},
-              {"high_s", json_number(q.iteration_s * (1 + q.uncertainty))},
+              {"low_s", json_number(q.iteration_s * q.uncertainty_low)},
+              {"high_s", json_number(q.iteration_s * q.uncertainty_high)},
               {"basis", q.uncertainty_basis}}
           : J(nullptr);
   j["fits_memory"] = q.fits_memory;

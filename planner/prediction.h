@@ -24,6 +24,9 @@ struct Prediction {
   // Relative half-width of the band around iteration_s from the validation residuals of
   // this stack on this device (costmodel/prediction_band.h); < 0: never validated.
   double uncertainty = -1;
+  // The band as published / predicted step time on the validation rows (costmodel::
+  // PredictionBand::low/high): the real step likely lies in iteration_s x [low, high].
+  double uncertainty_low = 1, uncertainty_high = 1;
   std::string uncertainty_basis;
   double iteration_s = 0;
   double tokens_per_s = 0;

@@ -74,6 +74,7 @@
 
 #include "common/errors.h"
 #include "costmodel/context_parallel_cost.h"
+#include "costmodel/cross_entropy_cost.h"
 #include "costmodel/expert_dispatch_cost.h"
 #include "costmodel/fp8_linear.h"
 #include "costmodel/prediction_band.h"
@@ -110,6 +111,33 @@ costmodel::RecomputeMode memory_recompute(Recompute r) {
 }
 
 bool is_block(int group, int layers) { return group >= 1 && group <= layers; }
+
+// What one op costs on one rank, for `strata simulate --ops`: the FLOPs it runs there
+// (sharded per Op::sharding; flash attention's causal half) or, for memory-bound ops, the
+// bytes the cost model streams.
+OpCostRow op_cost_row(const models::Op& op, int group, const costmodel::OpTime& ot, int tp, bool sp,
+                      const costmodel::ExpertLayout& el, costmodel::DType dtype, bool flash) {
+  OpCostRow r;
+  r.group = group;
+  r.name = op.name;
+  r.kind = models::to_string(op.kind);
+  r.fwd_s = ot.fwd_s;
+  r.bwd_s = ot.bwd_s;
+  r.source = costmodel::to_string(ot.source);
+  const double total = op.flops_fwd + op.flops_bwd;
+  if (op.routed_expert) {
+    const costmodel::ExpertGemmShape g = costmodel::expert_gemm_shape(op, el);
+    r.flops = 6.0 * static_cast<double>(g.m) * g.n * g.k * g.count;
+  } else if (models::is_gemm(op.kind)) {
+    const bool split = op.sharding != models::Sharding::Replicated || sp;
+    r.flops = split ? total / tp : total;
+  } else if (op.kind == models::OpKind::AttentionCore) {
+    r.flops = (flash ? costmodel::kCausalAttentionFraction : 1.0) * total / tp;
+  } else {
+    r.bytes_fwd = costmodel::op_work(op, tp, sp, dtype);
+  }
+  return r;
+}
 
 }  // namespace
 
@@ -313,6 +341,15 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
       }
       c.fwd_s += ot.fwd_s;
       c.bwd_s += ot.bwd_s;
+      if (record_ops_ && (gi == 1 || static_cast<int>(gi) == layers + 1)) {
+        t.ops.push_back(op_cost_row(op, static_cast<int>(gi), ot, tp, sp, el, in_fp8 ? DType::Fp8 : dtype_,
+                                    stack_.flash_like()));
+        if (op.kind == models::OpKind::Loss && op.logits > 0)  // the cross-entropy passes it charged
+          t.ops.back().bytes_fwd =
+              op.logits / tp *
+              costmodel::cross_entropy_work(stack_.fused_cross_entropy, std::max<double>(2, act_bytes_))
+                  .fwd_bytes_per_logit;
+      }
       if (models::is_gemm(op.kind)) {
         if (ot.source == costmodel::TimeSource::Roofline) t.gemm_roofline = true;
         else t.gemm_measured = true;
@@ -762,6 +799,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   const int m = static_cast<int>(s.num_microbatches());
 
   SimulationResult res;
+  res.ops = t.ops;
   if (stage_layers_in.empty()) {
     res.stage_layers = partition_for(s, t);
   } else {
@@ -920,6 +958,8 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   {
     const costmodel::PredictionBand& band = band_for(s);
     pr.uncertainty = band.relative.value_or(-1.0);
+    pr.uncertainty_low = band.low;
+    pr.uncertainty_high = band.high;
     pr.uncertainty_basis = band.basis;
   }
   pr.iteration_s = iteration;
@@ -1020,7 +1060,9 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
   {
     const costmodel::PredictionBand& band = band_for(s);
     if (band.relative)
-      n.push_back(fmt::format("uncertainty +-{:.0f}%: {}", 100 * *band.relative, band.basis));
+      n.push_back(fmt::format("uncertainty: published runs took {:.2f}x to {:.2f}x the predicted step time "
+                              "(band includes 1x): {}",
+                              band.low, band.high, band.basis));
     for (const auto& w : band.warnings) n.push_back("warning: " + w);
   }
   n.push_back(fmt::format("compute dtype {} on {} ({} peak {:.4g} TFLOP/s: {})",
@@ -1116,6 +1158,7 @@ SimulationResult simulate(const models::ModelSpec& model, const costmodel::Clust
                 strategy.gpus(), strategy.dp, strategy.tp, strategy.pp, strategy.cp, cluster.name,
                 cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
   detail::SimEngine engine(model, cluster, options.stack, strategy.precision);
+  engine.record_ops(options.op_costs);
   SimulationResult r = engine.run(strategy, options.timeline, options.stage_layers);
   r.prediction.notes = engine.notes(strategy);
   return r;

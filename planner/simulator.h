@@ -24,14 +24,28 @@ struct TimelineEvent {
   double start_s = 0, end_s = 0;
 };
 
+// One op of one micro-batch on one rank, as the cost model charged it (`strata simulate
+// --ops`): its compute, without the TP collectives around it.
+struct OpCostRow {
+  int group = 0;          // layer group: 1 = the first transformer block, L+1 = head and loss
+  std::string name;       // "layer1.qkv"
+  std::string kind;       // models::to_string(OpKind)
+  double fwd_s = 0, bwd_s = 0;
+  double flops = 0;       // forward + backward FLOPs this rank runs (GEMMs, attention; causal for flash)
+  double bytes_fwd = 0;   // forward bytes of a memory-bound op on this rank (0 for GEMMs)
+  std::string source;     // measured | interpolated | roofline
+};
+
 struct SimulationResult {
   Prediction prediction;
+  std::vector<OpCostRow> ops;                  // empty unless SimulateOptions::op_costs
   std::vector<std::vector<int>> stage_layers;  // virtual stage -> layer groups, as in Plan
   std::vector<TimelineEvent> timeline;         // empty unless SimulateOptions::timeline
 };
 
 struct SimulateOptions {
   bool timeline = false;                           // record events (costs time; off in search)
+  bool op_costs = false;                           // fill SimulationResult::ops (first block, head)
   // The software stack the job runs under; nullptr: costmodel::default_software_stack_name
   // of the cluster's device. Must outlive the call.
   const costmodel::SoftwareStack* stack = nullptr;

@@ -227,6 +227,34 @@ std::string format_plan_table(const PlanReport& r) {
   return header_lines(r) + t.render() + explain_best(r) + explain_memory(r.plans.empty() ? nullptr : &r.plans.front(), "#1");
 }
 
+std::string format_op_costs(const std::vector<planner::OpCostRow>& ops) {
+  std::string out =
+      "# per op, one micro-batch on one rank (compute only: TP collectives, overlaps and the pipeline "
+      "are in the breakdown above); TFLOP/s = model FLOPs / time (flash attention: causal half)\n";
+  Table t({{"op", Align::Left}, {"fwd", Align::Right}, {"bwd", Align::Right}, {"TFLOP/s", Align::Right},
+           {"GB/s fwd", Align::Right}, {"source", Align::Left}});
+  auto flush_group = [&](double fwd, double bwd, double flops) {
+    t.add_row({"  total", duration_cell(fwd), duration_cell(bwd),
+               flops > 0 ? fmt::format("{:.1f}", flops / (fwd + bwd) / 1e12) : "", "", ""});
+  };
+  int group = -1;
+  double gf = 0, gb = 0, gflops = 0;
+  for (const auto& o : ops) {
+    if (o.group != group) {
+      if (group >= 0) flush_group(gf, gb, gflops);
+      group = o.group, gf = gb = gflops = 0;
+    }
+    gf += o.fwd_s, gb += o.bwd_s, gflops += o.flops;
+    const double s = o.fwd_s + o.bwd_s;
+    t.add_row({o.name + " (" + o.kind + ")", duration_cell(o.fwd_s), duration_cell(o.bwd_s),
+               o.flops > 0 && s > 0 ? fmt::format("{:.1f}", o.flops / s / 1e12) : "",
+               o.bytes_fwd > 0 && o.fwd_s > 0 ? fmt::format("{:.0f}", o.bytes_fwd / o.fwd_s / 1e9) : "",
+               o.source});
+  }
+  if (group >= 0) flush_group(gf, gb, gflops);
+  return out + t.render();
+}
+
 std::string format_simulation_table(const PlanReport& r) {
   STRATA_CHECK(r.plans.size() == 1, "simulate report holds {} plans", r.plans.size());
   const auto& p = r.plans.front();
@@ -238,7 +266,9 @@ std::string format_simulation_table(const PlanReport& r) {
   Table t({{"metric", Align::Left}, {"value", Align::Right}, {"share", Align::Right}});
   t.add_row({"step time", duration_cell(q.iteration_s), ""});
   if (q.uncertainty >= 0)
-    t.add_row({"uncertainty", fmt::format("+-{:.0f}%", 100 * q.uncertainty), ""});
+    t.add_row({"likely range", fmt::format("{} - {}", duration_cell(q.iteration_s * q.uncertainty_low),
+                                           duration_cell(q.iteration_s * q.uncertainty_high)),
+               ""});
   t.add_row({"tokens/s", fmt::format("{:.0f}", q.tokens_per_s), ""});
   t.add_row({"model TFLOP/s/GPU", tflops_cell(q.model_tflops_per_gpu), ""});
   t.add_row({"hardware TFLOP/s/GPU", tflops_cell(q.hardware_tflops_per_gpu), ""});

@@ -8,6 +8,7 @@
 #include "report/plan_report.h"
 #include "costmodel/cluster_spec.h"
 #include "models/model_spec.h"
+#include "planner/simulator.h"
 
 namespace strata::report {
 
@@ -36,6 +37,9 @@ std::string percent_cell(double fraction);
 std::string format_plan_table(const PlanReport& report);
 // `strata simulate`: one strategy's prediction as labelled rows with the breakdown.
 std::string format_simulation_table(const PlanReport& report);
+// `strata simulate --ops`: per-op cost rows (first block, head) with achieved TFLOP/s for
+// GEMMs and attention, GB/s for memory-bound ops, and each group's totals.
+std::string format_op_costs(const std::vector<planner::OpCostRow>& ops);
 // One sentence: the best plan's breakdown and what separates it from the runner-up.
 std::string explain_best(const PlanReport& report);
 // One line: the best plan's memory per GPU on its fullest pipeline stage, by part.

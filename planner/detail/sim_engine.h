@@ -55,6 +55,7 @@ struct GroupCostTable {
   bool tp_measured = false;           // TP collective time from a measured table
   bool blocks_measured = false;       // transformer blocks from the measured block_table
   bool tp_blocks_measured = false;    // ... and their TP communication too
+  std::vector<OpCostRow> ops;         // first block and head group, when SimEngine::record_ops
 };
 
 struct Placement {
@@ -93,6 +94,9 @@ class SimEngine {
   // Memory and a lower bound on the iteration time without the pipeline walk (the walk is
   // most of run()'s time): the search walks only candidates that fit and can still rank.
   Screening screen(const Strategy& s);
+  // Keep per-op costs of the first block and the head group (SimulationResult::ops); set
+  // before the first run().
+  void record_ops(bool on) { record_ops_ = on; }
   // Notes on where the numbers came from, for a strategy (cheap to skip in search).
   std::vector<std::string> notes(const Strategy& s);
 
@@ -132,6 +136,7 @@ class SimEngine {
   // Uncertainty band of the stack on this device for the strategy's GPU count (cached).
   const costmodel::PredictionBand& band_for(const Strategy& s);
 
+  bool record_ops_ = false;
   models::ModelSpec model_;
   costmodel::ClusterSpec cluster_;
   costmodel::SoftwareStack stack_;

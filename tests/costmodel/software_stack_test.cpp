@@ -140,6 +140,18 @@ TEST(SoftwareStack, BandComesFromTheCommittedResidualsAndWarnsOutsideTheirRange)
   EXPECT_TRUE(in.warnings.empty());
   const auto out = sc::prediction_band("megatron-2021", "a100-sxm-80gb", 145.6, 16, 8192);
   EXPECT_EQ(out.warnings.size(), 2u);  // GPU count and sequence length
+  // The band covers every validation row: published / predicted = 1 / (1 + error) for the
+  // rows' most negative and most positive errors, and the prediction itself.
+  for (const auto& v : sc::validation_residuals()) {
+    const auto b = sc::prediction_band(v.stack, v.device, v.params_b_min, v.gpus_min, v.seq_min);
+    ASSERT_TRUE(b.relative.has_value()) << v.stack;
+    for (double e : {v.err_min, v.err_max}) {
+      EXPECT_LE(b.low, 1 / (1 + e) + 1e-12) << v.stack;
+      EXPECT_GE(b.high, 1 / (1 + e) - 1e-12) << v.stack;
+    }
+    EXPECT_LE(b.low, 1.0);
+    EXPECT_GE(b.high, 1.0);
+  }
   const auto none = sc::prediction_band("nemo-2024", "toy", 1, 8, 2048);
   EXPECT_FALSE(none.relative.has_value());
   EXPECT_EQ(none.warnings.size(), 1u);

@@ -866,3 +866,39 @@ TEST(Simulator, UserbuffersOverlapSlowsTheGemmBesideItBySmShare) {
 
 }  // namespace
 }  // namespace strata::planner
+
+namespace strata::planner {
+namespace {
+
+// `strata simulate --ops`: the rows are what the simulator charged. On one GPU without
+// recompute the compute of an iteration is micro-batches x (embedding + blocks + head),
+// and every block costs what the first one does.
+TEST(OpCosts, RowsAddUpToTheComputeOfTheIteration) {
+  const models::ModelSpec model = models::load_model("gpt2-124m");
+  const costmodel::ClusterSpec cluster = costmodel::load_cluster("dgx-a100");
+  Strategy s;
+  s.micro_batch = 2;
+  s.global_batch = 8;
+  SimulateOptions o;
+  o.op_costs = true;
+  const SimulationResult r = simulate(model, cluster, s, o);
+  ASSERT_FALSE(r.ops.empty());
+  double block = 0, head = 0;
+  for (const auto& op : r.ops) {
+    EXPECT_GT(op.fwd_s, 0) << op.name;
+    EXPECT_GT(op.bwd_s, 0) << op.name;
+    EXPECT_TRUE(op.flops > 0 || op.bytes_fwd > 0 || op.kind == "loss") << op.name;
+    (op.group == 1 ? block : head) += op.fwd_s + op.bwd_s;
+  }
+  EXPECT_EQ(r.ops.front().group, 1);
+  EXPECT_EQ(r.ops.back().group, static_cast<int>(model.layers) + 1);
+  const double per_mb = r.prediction.breakdown_s.compute / 4;
+  const double counted = static_cast<double>(model.layers) * block + head;
+  EXPECT_GE(per_mb, counted * (1 - 1e-9));
+  EXPECT_LE(per_mb, counted * 1.02);  // the embedding group is not in the rows
+  // Without the option nothing is recorded (the search never pays for it).
+  EXPECT_TRUE(simulate(model, cluster, s).ops.empty());
+}
+
+}  // namespace
+}  // namespace strata::planner
