@@ -32,6 +32,20 @@ double op_work(const models::Op& op, int tp, bool sequence_parallel, DType dtype
   return op.bytes_fwd * (dtype_bytes(dtype) / 2.0) / bytes_divisor(op, tp, sequence_parallel);
 }
 
+models::GemmShape sharded_gemm(const models::Op& op, int tp, bool sequence_parallel) {
+  models::GemmShape g = op.gemm;
+  switch (op.sharding) {
+    case models::Sharding::ColumnParallel:
+    case models::Sharding::VocabParallel:
+    case models::Sharding::HeadParallel: g.n = ceil_div(g.n, tp); break;
+    case models::Sharding::RowParallel: g.k = ceil_div(g.k, tp); break;
+    case models::Sharding::Replicated:
+      if (sequence_parallel) g.m = ceil_div(g.m, tp);
+      break;
+  }
+  return g;
+}
+
 OpCostOptions op_cost_options(const SoftwareStack& stack, const DeviceProfile& device) {
   OpCostOptions o;
   o.attention = stack.attention;
@@ -85,16 +99,8 @@ OpTime OpCost::time(const models::Op& op, int tp, bool sequence_parallel, DType 
   using models::Sharding;
 
   if (models::is_gemm(op.kind)) {
-    std::int64_t m = op.gemm.m, n = op.gemm.n, k = op.gemm.k;
-    switch (op.sharding) {
-      case Sharding::ColumnParallel:
-      case Sharding::VocabParallel:
-      case Sharding::HeadParallel: n = ceil_div(n, tp); break;
-      case Sharding::RowParallel: k = ceil_div(k, tp); break;
-      case Sharding::Replicated:
-        if (sequence_parallel) m = ceil_div(m, tp);
-        break;
-    }
+    const models::GemmShape g = sharded_gemm(op, tp, sequence_parallel);
+    const std::int64_t m = g.m, n = g.n, k = g.k;
     GemmEstimate fwd = gemm_.estimate(m, n, k, dtype);
     GemmEstimate dgrad = gemm_.estimate(m, k, n, dtype);  // dX(m,k) = dY(m,n) W^T(n,k)
     GemmEstimate wgrad = gemm_.estimate(k, n, m, dtype);  // dW(k,n) = X^T(k,m) dY(m,n)

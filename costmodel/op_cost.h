@@ -63,6 +63,9 @@ inline constexpr double kFlashBackwardFlopsRatio = 2.5;
 // factor). 0 for GEMM ops.
 double op_work(const models::Op& op, int tp, bool sequence_parallel, DType dtype);
 
+// The GEMM shape one TP rank runs for a GEMM op, sharded per Op::sharding (rules above).
+models::GemmShape sharded_gemm(const models::Op& op, int tp, bool sequence_parallel);
+
 // What the framework runs (from the SoftwareStack); the defaults are FlashAttention with
 // fused elementwise kernels and no per-kernel overhead.
 struct OpCostOptions {

@@ -78,6 +78,7 @@
 #include "costmodel/expert_dispatch_cost.h"
 #include "costmodel/fp8_linear.h"
 #include "costmodel/prediction_band.h"
+#include "costmodel/userbuffers_gemm.h"
 #include "costmodel/zero_sharding.h"
 #include "costmodel/rank_grid.h"
 #include "planner/detail/sim_engine.h"
@@ -326,9 +327,29 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
       // exchange around them, and the permutes (memory passes) on the compute stream.
       // (FP8 with experts is refused by validation: expert_parallel.cpp.)
       const bool in_fp8 = fp8_ && costmodel::runs_in_fp8(op.kind);
-      const costmodel::OpTime ot = op.routed_expert
-                                       ? costmodel::expert_gemm_time(op_cost_.gemm(), op, el, dtype_)
-                                       : op_cost_.time(op, tp, sp, in_fp8 ? DType::Fp8 : dtype_);
+      costmodel::OpTime ot = op.routed_expert
+                                 ? costmodel::expert_gemm_time(op_cost_.gemm(), op, el, dtype_)
+                                 : op_cost_.time(op, tp, sp, in_fp8 ? DType::Fp8 : dtype_);
+      // The op's GEMMs as the stack runs them: forward, and the backward's input-gradient
+      // (dgrad) and weight-gradient (wgrad) halves; userbuffers cut some into chunks
+      // (costmodel/userbuffers_gemm.h), which the collectives below are pipelined with.
+      const bool ub = stack_.overlap_tp_comm && sp && tp > 1;  // userbuffers overlap needs SP
+      const costmodel::UserbuffersChunks chunks =
+          ub && models::is_gemm(op.kind) ? costmodel::userbuffers_chunks(op, tp) : costmodel::UserbuffersChunks{};
+      double gemm_f = models::is_gemm(op.kind) ? ot.fwd_s : 0.0;
+      double dgrad = models::is_gemm(op.kind) ? ot.bwd_s / 2 : 0.0, wgrad = dgrad;  // equal FLOPs
+      if (chunks.fwd > 1 || chunks.dgrad > 1) {
+        const models::GemmShape g = costmodel::sharded_gemm(op, tp, sp);
+        const DType gd = in_fp8 ? DType::Fp8 : dtype_;
+        const auto whole = costmodel::chunked_gemm_time(op_cost_.gemm(), g.m, g.n, g.k, {}, gd);
+        const auto parts = costmodel::chunked_gemm_time(op_cost_.gemm(), g.m, g.n, g.k, chunks, gd);
+        const double count = static_cast<double>(op.gemm_count);
+        ot.fwd_s += count * (parts.fwd_s - whole.fwd_s);
+        ot.bwd_s += count * (parts.dgrad_s - whole.dgrad_s);
+        gemm_f = ot.fwd_s;
+        dgrad = count * parts.dgrad_s;
+        wgrad = count * parts.wgrad_s;
+      }
       if (op.ep_comm != models::EpComm::None) {
         const costmodel::DispatchTime dt = costmodel::dispatch_time(coll_, op, el, pl.ep, pl.etp, act_bytes_);
         c.ep_fwd_s += dt.fwd_s;
@@ -385,12 +406,7 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
       // tp_comm_bytes assume 2-byte activations; the loss' reductions are fp32 already.
       const double bytes = op.kind == models::OpKind::Loss ? op.tp_comm_bytes
                                                            : op.tp_comm_bytes * act_bytes_ / 2.0;
-      // The op's own GEMMs, which the stack's overlaps can hide a collective behind:
-      // forward, and the backward's input-gradient (dgrad) and weight-gradient (wgrad)
-      // halves (equal FLOPs).
-      const double gemm_f = models::is_gemm(op.kind) ? ot.fwd_s : 0.0;
-      const double dgrad = models::is_gemm(op.kind) ? ot.bwd_s / 2 : 0.0, wgrad = dgrad;
-      const bool ub = stack_.overlap_tp_comm && sp;  // userbuffers overlap needs SP
+      // The op's own GEMMs (above) hide its collective where the stack overlaps them.
       const bool async_bwd = stack_.overlap_tp_backward;
       // A userbuffers kernel holding SMs beside its GEMM ("pipeline": the row-parallel
       // forward's reduce-scatter; "bulk": the column-parallel backward's all-gather and
@@ -409,7 +425,7 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
           if (sp) {
             const double ag = coll(Collective::AllGather, bytes);
             const double rs = coll(Collective::ReduceScatter, bytes);
-            c.tp_fwd_s += ub ? exposed(ag, gemm_f) : ag;  // ring exchange: copy engines
+            c.tp_fwd_s += ub ? costmodel::ring_exchange_exposed(ag, gemm_f, chunks.fwd) : ag;  // copy engines
             c.tp_bwd_s += (async_bwd || ub) ? exposed(ag, dgrad) : ag;
             c.tp_bwd_s += (async_bwd || ub) ? exposed(rs, wgrad) : rs;
             c.tp_bwd_s += ub_slowdown(ag, dgrad) + ub_slowdown(rs, wgrad);  // bulk
@@ -426,9 +442,9 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
           if (sp) {
             const double rs = coll(Collective::ReduceScatter, bytes);
             const double ag = coll(Collective::AllGather, bytes);
-            c.tp_fwd_s += ub ? exposed(rs, gemm_f) : rs;
-            c.tp_fwd_s += ub_slowdown(rs, gemm_f);          // pipeline
-            c.tp_bwd_s += ub ? exposed(ag, dgrad) : ag;     // ring exchange: copy engines
+            c.tp_fwd_s += ub ? costmodel::pipeline_exposed(rs, gemm_f, chunks.fwd) : rs;
+            c.tp_fwd_s += ub_slowdown(rs, gemm_f);  // pipeline
+            c.tp_bwd_s += ub ? costmodel::ring_exchange_exposed(ag, dgrad, chunks.dgrad) : ag;  // copy engines
           } else {
             c.tp_fwd_s += coll(Collective::AllReduce, bytes);
           }

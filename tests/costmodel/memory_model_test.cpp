@@ -118,11 +118,13 @@ TEST(MemoryModel, ZeroThreeByHand) {
   EXPECT_DOUBLE_EQ(z3[1].params, 2 * block);
   EXPECT_DOUBLE_EQ(z2[1].weights_bytes, 2 * 2 * block);          // 12,609,536 B
   EXPECT_DOUBLE_EQ(z3[1].weights_bytes, 2 * 2 * block / 8 + 2 * 2 * block);  // shard + 2 gathered
-  EXPECT_DOUBLE_EQ(z3[1].grads_bytes, 4 * 2 * block / 8);
+  EXPECT_DOUBLE_EQ(z3[1].grads_bytes, 4 * 2 * block / 8 + 4 * block);  // shard + one block's whole gradient
+  EXPECT_DOUBLE_EQ(z2[1].grads_bytes, z3[1].grads_bytes);
   EXPECT_DOUBLE_EQ(z3[1].optimizer_bytes, 12 * 2 * block / 8);
-  // 18 bytes per parameter / 8 + 2 x 2 bytes x the largest group (one block):
+  // 18 bytes per parameter / 8 + 2 x 2 bytes x the largest group (one block) gathered
+  // + 4 bytes x that block's gradient:
   EXPECT_DOUBLE_EQ(z3[1].weights_bytes + z3[1].grads_bytes + z3[1].optimizer_bytes,
-                   18.0 * 2 * 3152384 / 8 + 4.0 * 3152384);
+                   18.0 * 2 * 3152384 / 8 + 8.0 * 3152384);
   // dp 1: nothing to gather, ZeRO-3 is the plain layout.
   in.dp = 1;
   EXPECT_DOUBLE_EQ(mm.per_stage(in)[1].weights_bytes, 2 * 2 * block);
@@ -218,7 +220,7 @@ TEST(MemoryModel, ContextParallelDividesActivationsAndShardsZeroOverDpTimesCp) {
   st = mm.per_stage(in);
   // The shard, plus two gathered blocks (stage 1 holds two equal blocks: one is params / 2).
   EXPECT_DOUBLE_EQ(st[1].weights_bytes, 2 * st[1].params / 8 + 2 * 2 * (st[1].params / 2));
-  EXPECT_DOUBLE_EQ(st[1].grads_bytes, 4 * st[1].params / 8);
+  EXPECT_DOUBLE_EQ(st[1].grads_bytes, 4 * st[1].params / 8 + 4 * (st[1].params / 2));
   in.cp = 0;
   EXPECT_THROW(mm.per_stage(in), strata::InputError);
 }
@@ -303,7 +305,8 @@ TEST(MemoryModel, TinyGptZeroShardsAsTheRuntimeCounts) {
       const auto m = mm.per_stage(in)[0];
       EXPECT_DOUBLE_EQ(m.params, P);
       EXPECT_DOUBLE_EQ(m.weights_bytes / 2, zero == 3 ? P / dp + 2 * block : P) << zero;
-      EXPECT_DOUBLE_EQ(m.grads_bytes / 4, zero >= 2 ? P / dp : P) << zero;
+      // ZeRO-2/3: the shard and one block's whole gradient before its reduce-scatter.
+      EXPECT_DOUBLE_EQ(m.grads_bytes / 4, zero >= 2 ? P / dp + block : P) << zero;
       EXPECT_DOUBLE_EQ(m.optimizer_bytes / 12, zero >= 1 ? P / dp : P) << zero;
     }
   }

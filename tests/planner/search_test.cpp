@@ -109,7 +109,12 @@ TEST_F(SearchGpt2, MemoryIsNonIncreasingInTheZeroStage) {
       EXPECT_LE(by_zero.at(1), by_zero.at(0));
       ++pairs;
     }
-    if (by_zero.count(1) && by_zero.count(2)) EXPECT_LE(by_zero.at(2), by_zero.at(1));
+    // ZeRO-2 shards the gradients but holds one layer group's whole fp32 gradient before
+    // its reduce-scatter: with a small dp it can exceed ZeRO-1 by at most that (GPT-2's
+    // largest group is the tied embedding, vocab x hidden values, split over tp).
+    const int tp = std::get<1>(key);
+    const double group_gib = 4.0 * static_cast<double>(model_->vocab) * model_->hidden / tp / (1024.0 * 1024 * 1024);
+    if (by_zero.count(1) && by_zero.count(2)) EXPECT_LE(by_zero.at(2), by_zero.at(1) + group_gib);
   }
   EXPECT_GT(pairs, 10);
 }
