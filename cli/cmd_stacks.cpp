@@ -41,6 +41,9 @@ std::vector<std::pair<std::string, std::string>> settings(const SoftwareStack& s
       {"overlap.p2p", costmodel::to_string(s.p2p)},
       {"cp_comm_type", costmodel::to_string(s.cp_comm)},
       {"zero_prefetch", b(s.zero_prefetch)},
+      {"grad_buffer.zero", b(s.grad_buffer_zero)},
+      {"grad_buffer.nan_check", b(s.grad_buffer_nan_check)},
+      {"grad_buffer.scale", b(s.grad_buffer_scale)},
       {"grad_bucket_params", s.grad_bucket_params < 0 ? std::string("max(40M, 1M x dp)")
                                                       : fmt::format("{}", s.grad_bucket_params)},
       {"optimizer", s.optimizer},

@@ -68,7 +68,7 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   r.expect_keys({"name", "description", "framework", "version", "precision", "grad_reduce_dtype",
                  "attention", "fusions", "overlap", "grad_bucket_params", "optimizer",
                  "distributed_optimizer", "kernel_overhead_us", "cp_comm_type", "zero_prefetch",
-                 "sources"});
+                 "grad_buffer", "sources"});
   SoftwareStack s;
   s.file = source;
   s.name = r.get_string("name");
@@ -125,6 +125,13 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   s.cp_comm = cp_comm_type_from_string(
       r.get_enum("cp_comm_type", {"p2p", "all_gather", "allgather"}, "p2p"));
   s.zero_prefetch = r.get_bool("zero_prefetch", true);
+  if (r.has("grad_buffer")) {
+    YamlReader g = r.child("grad_buffer");
+    g.expect_keys({"zero", "nan_check", "scale"});
+    s.grad_buffer_zero = g.get_bool("zero", false);
+    s.grad_buffer_nan_check = g.get_bool("nan_check", false);
+    s.grad_buffer_scale = g.get_bool("scale", false);
+  }
 
   if (r.has("sources")) {
     YamlReader src = r.child("sources");

@@ -23,6 +23,8 @@
 //   cp_comm_type: p2p               # optional: context-parallel K/V exchange, p2p | all_gather
 //                                   # (default p2p, Megatron-LM's --cp-comm-type default)
 //   zero_prefetch: true             # optional: ZeRO-3 gathers ahead of use (default true)
+//   grad_buffer: {zero: true, nan_check: false, scale: true}   # optional, default all false:
+//                                   # passes over the gradient buffer every iteration
 //   sources: {precision: {ref: ..., commit: ..., status: P}, ...}   # one per setting
 // Every setting cites where it comes from (`sources:`); `strata stacks` prints them.
 #pragma once
@@ -92,6 +94,14 @@ struct SoftwareStack {
   // ZeRO-3 parameter all-gathers issued ahead of use, beside the previous layer's compute
   // (costmodel/zero_sharding.h).
   bool zero_prefetch = true;
+  // Memory passes over the whole local gradient buffer (grad_reduce_dtype) once per
+  // iteration, outside the backward and the optimizer: zero-filled before the first
+  // micro-batch (Megatron's zero_grad_buffer), an L2 norm read before each bucket's
+  // reduction to catch NaNs (Megatron-Core check_for_nan_in_grad), and scaled in place by
+  // 1/dp before a sum reduction (read + write) instead of averaging in the collective.
+  bool grad_buffer_zero = false;
+  bool grad_buffer_nan_check = false;
+  bool grad_buffer_scale = false;
   // dotted setting key -> "ref (commit ...; status ...): note".
   std::map<std::string, std::string> sources;
   std::string file;  // where it was read from (catalog path or user file)

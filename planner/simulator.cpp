@@ -362,15 +362,6 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
       }
       c.fwd_s += ot.fwd_s;
       c.bwd_s += ot.bwd_s;
-      if (record_ops_ && (gi == 1 || static_cast<int>(gi) == layers + 1)) {
-        t.ops.push_back(op_cost_row(op, static_cast<int>(gi), ot, tp, sp, el, in_fp8 ? DType::Fp8 : dtype_,
-                                    stack_.flash_like()));
-        if (op.kind == models::OpKind::Loss && op.logits > 0)  // the cross-entropy passes it charged
-          t.ops.back().bytes_fwd =
-              op.logits / tp *
-              costmodel::cross_entropy_work(stack_.fused_cross_entropy, std::max<double>(2, act_bytes_))
-                  .fwd_bytes_per_logit;
-      }
       if (models::is_gemm(op.kind)) {
         if (ot.source == costmodel::TimeSource::Roofline) t.gemm_roofline = true;
         else t.gemm_measured = true;
@@ -398,10 +389,36 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
       c.params_rank += op_params_rank;
       if (op.routed_expert) c.expert_params_rank += op_params_rank;
       if (in_fp8) c.fp8_weights_rank += costmodel::fp8_weights(whole_op) / tp;
-      // Unfused gradient accumulation: one add kernel per weight, reading the running
-      // gradient and the new one and writing the sum (parameter dtype).
-      if (!stack_.fused_grad_accumulation && op_params_rank > 0)
-        c.bwd_s += 3.0 * op_params_rank * act_bytes_ / mem_bytes_per_s_ + kernel_overhead_s_;
+      // Accumulating the weight gradient into the main gradient (grad_reduce_dtype) every
+      // micro-batch. Fused (Megatron --gradient-accumulation-fusion, TE
+      // fuse_wgrad_accumulation): the wgrad GEMM reads and writes the main gradient with
+      // beta = 1 instead of writing a fresh gradient in the compute dtype (the table's GEMM):
+      // 2 x main - compute bytes more per weight, no extra kernel (TransformerEngine v1.9
+      // e79d915a module/layernorm_linear.py and linear.py: out = weight.main_grad,
+      // accumulate after the first micro-batch ever). Otherwise, and for the weights of
+      // non-GEMM ops (norms, embeddings) in any case, one add kernel per weight reads the
+      // running main gradient and the new gradient and writes the sum (Megatron's DDP
+      // hook main_grad.add_(grad), megatron/core/distributed/distributed_data_parallel.py
+      // at core_r0.8.0 baf94af3; megatron/model/distributed.py at v2.5 e269e200).
+      double grad_acc_s = 0;
+      if (op_params_rank > 0 && mem_bytes_per_s_ > 0) {
+        const double main_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
+        if (stack_.fused_grad_accumulation && models::is_gemm(op.kind))
+          grad_acc_s = op_params_rank * std::max(0.0, 2.0 * main_bytes - act_bytes_) / mem_bytes_per_s_;
+        else
+          grad_acc_s = op_params_rank * (2.0 * main_bytes + act_bytes_) / mem_bytes_per_s_ + kernel_overhead_s_;
+        c.bwd_s += grad_acc_s;
+      }
+      if (record_ops_ && (gi == 1 || static_cast<int>(gi) == layers + 1)) {
+        t.ops.push_back(op_cost_row(op, static_cast<int>(gi), ot, tp, sp, el, in_fp8 ? DType::Fp8 : dtype_,
+                                    stack_.flash_like()));
+        t.ops.back().bwd_s += grad_acc_s;  // into the main gradient, as charged above
+        if (op.kind == models::OpKind::Loss && op.logits > 0)  // the cross-entropy passes it charged
+          t.ops.back().bytes_fwd =
+              op.logits / tp *
+              costmodel::cross_entropy_work(stack_.fused_cross_entropy, std::max<double>(2, act_bytes_))
+                  .fwd_bytes_per_logit;
+      }
       if (tp == 1 || op.tp_comm == models::TpComm::None) continue;
       // tp_comm_bytes assume 2-byte activations; the loss' reductions are fp32 already.
       const double bytes = op.kind == models::OpKind::Loss ? op.tp_comm_bytes
@@ -719,9 +736,27 @@ double SimEngine::optimizer_s(const Strategy& s, const costmodel::StageMemory& m
   const double opt_params = s.zero >= 1 ? dense_params / grad_group + mem.expert_params / s.edp()
                                         : mem.params;
   double opt = mem_bw > 0 ? opt_params * adam_bytes_per_param(dtype_) / mem_bw : 0;
+  opt += grad_buffer_passes_s(s, mem);
   // FP8 recipe: the updated weights are cast to FP8 (and transposed) once per step.
   if (fp8_ && mem_bw > 0) opt += costmodel::fp8_weight_cast_bytes(fp8_weights_rank) / mem_bw;
   return opt;
+}
+
+double SimEngine::grad_buffer_passes_s(const Strategy& s, const costmodel::StageMemory& mem) const {
+  const int passes = (stack_.grad_buffer_zero ? 1 : 0) + (stack_.grad_buffer_nan_check ? 1 : 0) +
+                     (stack_.grad_buffer_scale ? 2 : 0);
+  if (passes == 0 || mem_bytes_per_s_ <= 0) return 0;
+  // The buffer a rank keeps: whole up to ZeRO-1 (the distributed optimizer reduce-scatters
+  // out of a full buffer), its shard from ZeRO-2 on.
+  const int grad_group = s.dp * s.cp;
+  const double dense = mem.params - mem.expert_params;
+  const double buffer = s.zero >= 2 ? dense / grad_group + mem.expert_params / s.edp() : mem.params;
+  // The norm and the scaling run per reduction bucket; the fill once over the buffer.
+  const double per_bucket = costmodel::grad_bucket_params(stack_, grad_group);
+  const double buckets = per_bucket > 0 ? std::max(1.0, std::ceil(buffer / per_bucket)) : 1.0;
+  const int bucket_kernels = (stack_.grad_buffer_nan_check ? 1 : 0) + (stack_.grad_buffer_scale ? 1 : 0);
+  return passes * buffer * costmodel::dtype_bytes(stack_.grad_reduce_dtype) / mem_bytes_per_s_ +
+         ((stack_.grad_buffer_zero ? 1 : 0) + bucket_kernels * buckets) * kernel_overhead_s_;
 }
 
 double SimEngine::param_gather_s(const Strategy& s, const Placement& pl,

@@ -129,6 +129,9 @@ class SimEngine {
                                              const std::vector<std::vector<int>>& sl, bool every_step);
   // Adam step of one pipeline rank (+ the FP8 weight casts), without the ZeRO gather.
   double optimizer_s(const Strategy& s, const costmodel::StageMemory& mem, double fp8_weights_rank) const;
+  // Once per iteration: the stack's passes over the gradient buffer (zero fill, NaN-check
+  // norm, 1/dp scaling; SoftwareStack::grad_buffer_*), on the compute stream.
+  double grad_buffer_passes_s(const Strategy& s, const costmodel::StageMemory& mem) const;
   // ZeRO-1/2 parameter all-gather after the step, as far as the next forward does not hide it.
   double param_gather_s(const Strategy& s, const Placement& pl, const costmodel::StageMemory& mem) const;
   std::vector<double> fp8_weights_per_rank(const Strategy& s, const GroupCostTable& t,
