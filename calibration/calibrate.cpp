@@ -233,6 +233,7 @@ void calibrate(const CalibrationRequest& f, const CalibrationOutput& io) {
   // GEMMs are timed in bursts of >= 2 ms so every rank computes at once for the whole
   // sample, as in training (see TimingOptions::min_sample_s).
   kp::TimingOptions gemm_timing = f.quick ? kp::TimingOptions{1, 3, 10, 0.1, 2e-3} : kp::TimingOptions{2, 3, 30, 0.3, 2e-3};
+  gemm_timing.sustain_s = f.sustain_s;
   kp::TimingOptions coll_timing = f.quick ? kp::TimingOptions{2, 3, 20, 0.05} : kp::TimingOptions{5, 5, 100, 0.2};
 
   kp::RunContext ctx;

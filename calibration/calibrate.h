@@ -28,6 +28,7 @@ struct CalibrationRequest {
   std::vector<std::string> dtypes;     // GEMM dtypes; empty: the backend's
   std::string format = "table";        // report: table | json
   std::string name;                    // profile name; empty: from `out`
+  double sustain_s = 0;                // seconds of GEMM load before the GEMM rows (TimingOptions)
 };
 
 // The caller's side of the procedure.

@@ -67,6 +67,11 @@ void add_calibrate_command(CLI::App& app) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   cmd->add_option("--name", flags->name, "Profile name (default: the --out file name without extension)");
+  cmd->add_option("--sustain", flags->sustain_s,
+                  "Seconds of back-to-back GEMMs before the GEMM rows are timed, so they are measured at the "
+                  "clocks a device holds under sustained load (power and thermal limits) as in training; "
+                  "e.g. 60 on a GPU (default 0: none)")
+      ->check(CLI::Range(0.0, 3600.0));
   cmd->callback([flags] { run_calibrate(*flags); });
 }
 

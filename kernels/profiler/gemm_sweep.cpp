@@ -25,9 +25,35 @@ void barrier(Communicator* c) {
 
 }  // namespace
 
+double sustain_gemm_load(GemmRunner& runner, const std::vector<GemmProblem>& problems,
+                         const GemmSweepOptions& options, Communicator* sync) {
+  if (!(options.timing.sustain_s > 0) || options.dtypes.empty()) return 0;
+  const GemmDType dtype = options.dtypes.front();
+  const GemmProblem* best = nullptr;
+  for (const GemmProblem& p : problems)
+    if (operand_gib(p, dtype) <= options.max_operand_gib &&
+        (!best || static_cast<double>(p.m) * p.n * p.k > static_cast<double>(best->m) * best->n * best->k))
+      best = &p;
+  if (!best) return 0;
+  runner.prepare(*best, dtype);
+  // Bursts of about 50 ms between the ranks' agreement on the elapsed time.
+  barrier(sync);
+  const double one_s = max_over_ranks(sync, runner.run_timed_us(1) * 1e-6);
+  const int runs = std::max(1, static_cast<int>(std::min(65536.0, 0.05 / std::max(one_s, 1e-9))));
+  double elapsed = one_s;
+  while (elapsed < options.timing.sustain_s) elapsed += max_over_ranks(sync, runs * runner.run_timed_us(runs) * 1e-6);
+  runner.release();
+  return elapsed;
+}
+
 std::vector<GemmRecord> run_gemm_sweep(GemmRunner& runner, const std::vector<GemmProblem>& problems,
                                        const GemmSweepOptions& options, Communicator* sync,
                                        const ProgressFn& progress) {
+  if (options.timing.sustain_s > 0) {
+    if (progress) progress(0, problems.size() * options.dtypes.size(),
+                           fmt::format("sustained load for {:g} s", options.timing.sustain_s));
+    sustain_gemm_load(runner, problems, options, sync);
+  }
   std::vector<GemmRecord> out;
   const std::size_t total = problems.size() * options.dtypes.size();
   std::size_t done = 0;

@@ -47,7 +47,14 @@ struct GemmSweepOptions {
 // done, total, label ("gemm 1024x768x768 fp32").
 using ProgressFn = std::function<void(std::size_t, std::size_t, const std::string&)>;
 
+// Runs the problem with the most FLOPs that fits max_operand_gib, in the first dtype, back
+// to back on every rank for options.timing.sustain_s seconds (the slowest rank's clock
+// decides when all stop). Returns the seconds it ran (0 when sustain_s <= 0 or nothing fits).
+double sustain_gemm_load(GemmRunner& runner, const std::vector<GemmProblem>& problems,
+                         const GemmSweepOptions& options, Communicator* sync);
+
 // `sync` (may be null: one rank) is the group of ranks that run the sweep together.
+// Calls sustain_gemm_load first.
 std::vector<GemmRecord> run_gemm_sweep(GemmRunner& runner, const std::vector<GemmProblem>& problems,
                                        const GemmSweepOptions& options, Communicator* sync,
                                        const ProgressFn& progress = {});

@@ -30,6 +30,8 @@ std::string preamble(const RunContext& ctx, const char* what, const TimingOption
     s += fmt::format("#   a repetition runs the kernel back to back for >= {:.3g} ms (all ranks busy at once)\n"
                      "#   and counts the mean per run\n",
                      t.min_sample_s * 1e3);
+  if (t.sustain_s > 0)
+    s += fmt::format("#   timed after {:g} s of back-to-back GEMMs on every rank (sustained clocks)\n", t.sustain_s);
   return s;
 }
 

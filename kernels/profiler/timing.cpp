@@ -43,6 +43,8 @@ std::string describe(const TimingOptions& opt) {
                               opt.max_reps, opt.budget_s);
   if (opt.min_sample_s > 0)
     s += fmt::format("; each rep runs the kernel back to back for >= {} ms (mean per run)", opt.min_sample_s * 1e3);
+  if (opt.sustain_s > 0)
+    s += fmt::format("; after {:g} s of back-to-back GEMMs (sustained clocks)", opt.sustain_s);
   return s;
 }
 

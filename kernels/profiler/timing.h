@@ -19,6 +19,11 @@ struct TimingOptions {
   // only partly and the table misses the contention of cores that share execution
   // units or caches (measured ~30% on a 2-vCPU guest).
   double min_sample_s = 0;
+  // GEMM sweeps: seconds of back-to-back GEMMs on every rank before the first timed row,
+  // so the rows are timed at the clocks the device holds under sustained load (power and
+  // thermal limits), as in a training run, not at the boost clock of an idle device
+  // (a few repetitions after one warm-up, as published GEMM tables are taken). 0 = none.
+  double sustain_s = 0;
 };
 
 struct TimingStats {

@@ -397,7 +397,7 @@ TEST(RuntimeFaults, SecondJobOnALockedCheckpointFolderIsRefused) {
   const std::string plan = write_plan(l, dir);
   const std::string ck = (dir / "ck").string();
   RunResult first;
-  std::thread job([&] { first = run_strata({"train", "--plan", plan, "--steps", "400", "--checkpoint-dir", ck,
+  std::thread job([&] { first = run_strata({"train", "--plan", plan, "--steps", "120", "--checkpoint-dir", ck,
                                             "--log-every", "1000"}, 120); });
   // Wait until the first job holds the lock (it writes its pid into the lock file).
   const auto lock = fs::path(ck) / ".strata-train.lock";
@@ -408,7 +408,7 @@ TEST(RuntimeFaults, SecondJobOnALockedCheckpointFolderIsRefused) {
   EXPECT_EQ(second.exit_code, 2) << second.err;
   EXPECT_NE(second.err.find("is in use by another `strata train` job"), std::string::npos) << second.err;
   EXPECT_EQ(first.exit_code, 0) << "the first job finished: " << first.err;
-  EXPECT_TRUE(fs::exists(fs::path(ck) / "step_00000400" / "manifest.json"));
+  EXPECT_TRUE(fs::exists(fs::path(ck) / "step_00000120" / "manifest.json"));
 }
 
 // A job killed after step 5 whose last checkpoint is step 3: the resumed job's metrics

@@ -17,6 +17,8 @@
 #include "costmodel/block_table.h"
 #include "costmodel/device_profile.h"
 #include "models/catalog.h"
+#include <chrono>
+
 #include "tests/integration/cli_run.h"
 
 namespace {
@@ -131,3 +133,19 @@ TEST(CalibrateCli, JsonFormatIsOneObject) {
 }
 
 }  // namespace
+
+// --sustain: the GEMM rows are timed after that many seconds of back-to-back GEMMs, and the
+// profile says so (the clocks a device holds under load, not an idle device's boost clock).
+TEST(CalibrateCli, SustainRunsTheLoadFirstAndRecordsIt) {
+  const std::string path = temp_path("sustain.yaml");
+  const auto start = std::chrono::steady_clock::now();
+  Result r = run("--backend cpu --quick --max-gemm-dim 128 --max-bytes 1K --sustain 0.5 --out " + path);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_GE(took, 0.5);
+  EXPECT_NE(strata::read_file(path).find("after 0.5 s of back-to-back GEMMs (sustained clocks)"), std::string::npos);
+  EXPECT_NE(r.out.find("sustained clocks"), std::string::npos) << r.out;
+  Result bad = run("--backend cpu --quick --sustain -1 --out " + temp_path("bad.yaml"));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("error: "), std::string::npos) << bad.err;
+}
