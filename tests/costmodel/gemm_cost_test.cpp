@@ -13,20 +13,16 @@ using sc::DType;
 
 namespace {
 
-sc::GemmSample row(std::int64_t m, std::int64_t n, std::int64_t k, double time_us) {
-  sc::GemmSample s;
-  s.m = m, s.n = n, s.k = k, s.dtype = DType::Bf16, s.time_us = time_us;
-  return s;
-}
+using sc::testing::gemm_row;
 
 // A measured table: an m sweep for one weight shape, and a few square sizes.
 sc::DeviceProfile measured_device() {
   auto p = sc::testing::toy_device();
   p.gemm_source = {"measured", {{"tool", "unit test"}}};
   // m sweep at n = k = 4096: efficiency rises with m.
-  p.gemm_table = {row(256, 4096, 4096, 60), row(1024, 4096, 4096, 160), row(4096, 4096, 4096, 560),
+  p.gemm_table = {gemm_row(256, 4096, 4096, 60), gemm_row(1024, 4096, 4096, 160), gemm_row(4096, 4096, 4096, 560),
                   // squares
-                  row(512, 512, 512, 4), row(2048, 2048, 2048, 70), row(8192, 8192, 8192, 3400)};
+                  gemm_row(512, 512, 512, 4), gemm_row(2048, 2048, 2048, 70), gemm_row(8192, 8192, 8192, 3400)};
   return p;
 }
 
@@ -112,8 +108,8 @@ TEST(GemmCost, Fp8UsesItsRowAndIsCappedAtThePeakRatioOfBf16) {
   p.peak_tflops[DType::Fp8] = 800;  // 2x bf16's 400
   // bf16: 100 TF at 1024^3, 500 TF at 8192^3; fp8: one best-shape row, 700 TF at 8192^3.
   const double f1 = 2.0 * 1024 * 1024 * 1024, f8 = 2.0 * 8192 * 8192 * 8192;
-  p.gemm_table = {row(1024, 1024, 1024, f1 / 100e12 * 1e6), row(8192, 8192, 8192, f8 / 500e12 * 1e6)};
-  sc::GemmSample r8 = row(8192, 8192, 8192, f8 / 700e12 * 1e6);
+  p.gemm_table = {gemm_row(1024, 1024, 1024, f1 / 100e12 * 1e6), gemm_row(8192, 8192, 8192, f8 / 500e12 * 1e6)};
+  sc::GemmSample r8 = gemm_row(8192, 8192, 8192, f8 / 700e12 * 1e6);
   r8.dtype = DType::Fp8;
   p.gemm_table.push_back(r8);
   sc::GemmCost g(p);

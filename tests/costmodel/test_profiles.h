@@ -20,6 +20,13 @@ inline DeviceProfile toy_device() {
   return p;
 }
 
+// One measured bf16 GEMM row of a device's gemm_table.
+inline GemmSample gemm_row(std::int64_t m, std::int64_t n, std::int64_t k, double time_us) {
+  GemmSample s;
+  s.m = m, s.n = n, s.k = k, s.dtype = DType::Bf16, s.time_us = time_us;
+  return s;
+}
+
 // 8 ranks per node, NVLink-like 300 GB/s / 3 us inside, 25 GB/s / 6 us across.
 inline ClusterSpec toy_cluster() {
   ClusterSpec c;

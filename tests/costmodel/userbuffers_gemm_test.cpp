@@ -10,11 +10,7 @@ using sc::DType;
 
 namespace {
 
-sc::GemmSample row(std::int64_t m, std::int64_t n, std::int64_t k, double time_us) {
-  sc::GemmSample s;
-  s.m = m, s.n = n, s.k = k, s.dtype = DType::Bf16, s.time_us = time_us;
-  return s;
-}
+using sc::testing::gemm_row;
 
 sm::Op op_of(sm::OpKind kind) {
   sm::Op op;
@@ -53,8 +49,8 @@ TEST(UserbuffersGemm, ChunkedTimeIsTheSumOfTheSmallerMeasuredGemms) {
   auto p = sc::testing::toy_device();
   p.gemm_source = {"measured", {{"tool", "unit test"}}};
   // m sweep at n = 2048, k = 1024; dgrad (m, k = 1024, n = 2048) and wgrad (1024, 2048, m).
-  p.gemm_table = {row(1024, 2048, 1024, 20), row(4096, 2048, 1024, 50), row(1024, 1024, 2048, 22),
-                  row(4096, 1024, 2048, 55), row(1024, 2048, 4096, 48)};
+  p.gemm_table = {gemm_row(1024, 2048, 1024, 20), gemm_row(4096, 2048, 1024, 50), gemm_row(1024, 1024, 2048, 22),
+                  gemm_row(4096, 1024, 2048, 55), gemm_row(1024, 2048, 4096, 48)};
   const sc::GemmCost g(p);
   const auto whole = sc::chunked_gemm_time(g, 4096, 2048, 1024, {}, DType::Bf16);
   EXPECT_DOUBLE_EQ(whole.fwd_s, 50e-6);
