@@ -1169,8 +1169,10 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
       (t.tp_measured ||
        coll_.estimate(Collective::AllReduce, 64.0 * 1024 * 1024, pl.dp).source !=
            costmodel::TimeSource::Roofline)
-          ? "measured table where available, alpha-beta otherwise"
-          : "alpha-beta model",
+          ? fmt::format("{} table where available ({}), alpha-beta otherwise",
+                        dev.collective_source.kind == "published" ? "published" : "measured",
+                        ref(dev.collective_source))
+          : std::string("alpha-beta model"),
       links));
   if (s.cp > 1)
     n.push_back(fmt::format(

@@ -10,12 +10,9 @@ total=${1:-60}
 jobs=${FUZZ_BUILD_JOBS:-$(nproc)}
 targets=(model_yaml hf_config hf_mapping cluster device_profile plan checkpoint_manifest megatron_args)
 
-# The `fuzz` preset (RelWithDebInfo, fuzz targets only), or FUZZ_PRESET=sanitize: the
-# sanitizer build's targets (scripts/test-hardening.sh has just built it; no second build).
-preset=${FUZZ_PRESET:-fuzz}
-build=${FUZZ_BUILD_DIR:-build-$preset}   # the preset's folder unless overridden
+build=${FUZZ_BUILD_DIR:-build-fuzz}   # the `fuzz` preset's folder unless overridden
 
-cmake --preset "$preset" -B "$build" >/dev/null
+cmake --preset fuzz -B "$build" >/dev/null
 cmake --build "$build" --target fuzz_targets -j"$jobs"
 
 per=$(( total / ${#targets[@]} ))

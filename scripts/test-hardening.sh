@@ -2,8 +2,7 @@
 # The hardening checks (issue 6), run by scripts/test.sh after the main tests, or alone:
 # the ASan + UBSan build of the tests (preset `sanitize`; LeakSanitizer on, with Open MPI's
 # own allocations suppressed by tests/lsan-openmpi.supp), its non-MPI tests, then the
-# libFuzzer targets for a bounded time ($1 seconds over all targets, default 60), built by
-# the same sanitizer build.
+# libFuzzer targets for a bounded time ($1 seconds over all targets, default 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 phase() { echo "## $1"; phase_start=$SECONDS; }
@@ -23,6 +22,6 @@ phase "sanitizer tests (ctest --preset sanitize -LE 'mpi|browser')"
 ctest --preset sanitize -j"$jobs" -LE 'mpi|browser'
 phase_done "sanitizer tests"
 
-phase "fuzzing (scripts/fuzz.sh ${1:-60}: the sanitizer build's targets, ${1:-60} s over all targets)"
-FUZZ_PRESET=sanitize bash scripts/fuzz.sh "${1:-60}"
+phase "fuzzing (scripts/fuzz.sh ${1:-60}: build, then ${1:-60} s over all targets)"
+bash scripts/fuzz.sh "${1:-60}"
 phase_done "fuzzing"

@@ -164,3 +164,30 @@ TEST(CollectiveCost, RejectsNegativeBytesAndInconsistentGroups) {
   EXPECT_THROW(cc.time_s(Collective::AllReduce, -1, {8, 1, 8}), strata::InputError);
   EXPECT_THROW(cc.time_s(Collective::AllReduce, 1, {2, 3, 1}), strata::InputError);
 }
+
+// The H100 profile carries the published all-reduce curve of a DGX H100 node (nccl-tests
+// busbw by size): 8-rank all-reduces inside a node follow it, busbw interpolated in log
+// space; other collectives and placements keep the alpha-beta ring.
+TEST(CollectiveCost, PublishedH100AllReduceCurveByHand) {
+  const auto c = sc::load_cluster("dgx-h100");
+  const sc::CollectiveCost cost(c);
+  const sc::PlacedGroup node{8, 1, 8};
+  const double bf = 2.0 * 7 / 8;
+  // At a published size: the published busbw (67.0 GB/s at 1 MiB).
+  auto at = cost.estimate(sc::Collective::AllReduce, 1048576, node);
+  EXPECT_EQ(at.source, sc::TimeSource::Measured);
+  EXPECT_NEAR(at.time_s, 1048576 * bf / 67.0e9, 1e-3 * at.time_s);
+  // 2 MiB lies halfway (in log bytes) between 1 MiB (67.0) and 4 MiB (135.4 GB/s).
+  auto mid = cost.estimate(sc::Collective::AllReduce, 2097152, node);
+  EXPECT_EQ(mid.source, sc::TimeSource::Interpolated);
+  EXPECT_NEAR(mid.time_s, 2097152 * bf / std::sqrt(67.0e9 * 135.4e9), 2e-3 * mid.time_s);
+  // Small messages cost far more than the alpha-beta ring says (protocol and channel ramp).
+  const double ring = sc::CollectiveCost::ring_time_s(sc::Collective::AllReduce, 4194304, 8,
+                                                      c.intra_node.latency_us * 1e-6,
+                                                      c.intra_node.bandwidth_gbps * 1e9 * c.intra_node.efficiency);
+  EXPECT_GT(cost.time_s(sc::Collective::AllReduce, 4194304, node), 1.4 * ring);
+  // All-gather on the same group, and an all-reduce over two nodes: still the ring model.
+  EXPECT_EQ(cost.estimate(sc::Collective::AllGather, 4194304, node).source, sc::TimeSource::Roofline);
+  EXPECT_EQ(cost.estimate(sc::Collective::AllReduce, 4194304, sc::PlacedGroup{16, 2, 8}).source,
+            sc::TimeSource::Roofline);
+}
