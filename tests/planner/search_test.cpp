@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <ostream>
 
 #include "common/errors.h"
 #include "costmodel/cluster_spec.h"
@@ -307,6 +308,14 @@ struct PruneCase {
   const char* precision = "";
 };
 
+// ctest names the cases by this (not by the bytes of the struct).
+void PrintTo(const PruneCase& pc, std::ostream* os) {
+  *os << pc.model << "_" << pc.cluster << "_x" << pc.gpus << "_gb" << pc.global_batch << "_top" << pc.top_k;
+  if (pc.seq_len > 0) *os << "_seq" << pc.seq_len;
+  if (*pc.stack) *os << "_" << pc.stack;
+  if (*pc.precision) *os << "_" << pc.precision;
+}
+
 void expect_same_search(const PruneCase& pc) {
   SCOPED_TRACE(fmt::format("{} on {} x {} gb {} top {} seq {} stack '{}' precision '{}'", pc.model,
                            pc.gpus, pc.cluster, pc.global_batch, pc.top_k, pc.seq_len, pc.stack,
@@ -369,23 +378,26 @@ void expect_same_search(const PruneCase& pc) {
   }
 }
 
-TEST(SearchPruning, SameResultAsSimulatingEveryCandidate) {
-  for (const PruneCase& pc : {
-           PruneCase{"gpt2-124m", "dgx-a100", 8, 64, 10},
-           PruneCase{"gpt2-124m", "dgx-a100", 8, 64, 1},
-           // Many micro-batches: walks extended from two shorter ones (no bound proven).
-           PruneCase{"gpt2-124m", "dgx-h100", 16, 4096, 5},
-           // Long sequences: context parallel in the space.
-           PruneCase{"gpt2-124m", "dgx-a100", 8, 8, 10, 8192},
-           PruneCase{"llama2-7b", "dgx-h100", 32, 256, 10},
-           PruneCase{"llama2-7b", "dgx-h100", 16, 128, 3, 0, "", "fp8"},
-           PruneCase{"megatron-1.7b", "dgx-a100", 32, 512, 10, 0, "megatron-2021"},
-           PruneCase{"mixtral-8x7b", "dgx-h100", 32, 128, 10},
-           // Nothing fits: the closest candidate is the same.
-           PruneCase{"gpt3-175b", "dgx-a100", 8, 16, 10},
-       })
-    expect_same_search(pc);
-}
+// One ctest per case, so the (unpruned) full searches run in parallel.
+class SearchPruningCase : public ::testing::TestWithParam<PruneCase> {};
+
+TEST_P(SearchPruningCase, SameResultAsSimulatingEveryCandidate) { expect_same_search(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(
+    SearchPruning, SearchPruningCase,
+    ::testing::Values(
+        PruneCase{"gpt2-124m", "dgx-a100", 8, 64, 10},
+        PruneCase{"gpt2-124m", "dgx-a100", 8, 64, 1},
+        // Many micro-batches: walks extended from two shorter ones (no bound proven).
+        PruneCase{"gpt2-124m", "dgx-h100", 16, 4096, 5},
+        // Long sequences: context parallel in the space.
+        PruneCase{"gpt2-124m", "dgx-a100", 8, 8, 10, 8192},
+        PruneCase{"llama2-7b", "dgx-h100", 32, 256, 10},
+        PruneCase{"llama2-7b", "dgx-h100", 16, 128, 3, 0, "", "fp8"},
+        PruneCase{"megatron-1.7b", "dgx-a100", 32, 512, 10, 0, "megatron-2021"},
+        PruneCase{"mixtral-8x7b", "dgx-h100", 32, 128, 10},
+        // Nothing fits: the closest candidate is the same.
+        PruneCase{"gpt3-175b", "dgx-a100", 8, 16, 10}));
 
 // The pruning does prune: on gpt2's 8-GPU space most candidates that fit are never walked.
 TEST_F(SearchGpt2, PruningLeavesOutMostCandidates) {
