@@ -69,6 +69,8 @@ std::string show_text(const SoftwareStack& s) {
                               s.framework, s.version);
   for (const auto& [k, v] : settings(s)) {
     auto it = s.sources.find(k);
+    // A section's one source ("grad_buffer") covers its dotted settings ("grad_buffer.zero").
+    if (it == s.sources.end() && k.find('.') != std::string::npos) it = s.sources.find(k.substr(0, k.find('.')));
     o += fmt::format("{:<26} {:<20} {}\n", k, v,
                      it == s.sources.end() ? std::string("(no source given)") : it->second);
   }
