@@ -129,9 +129,9 @@ OpCostRow op_cost_row(const models::Op& op, int group, const costmodel::OpTime& 
   if (op.routed_expert) {
     const costmodel::ExpertGemmShape g = costmodel::expert_gemm_shape(op, el);
     r.flops = 6.0 * static_cast<double>(g.m) * g.n * g.k * g.count;
-  } else if (models::is_gemm(op.kind)) {
-    const bool split = op.sharding != models::Sharding::Replicated || sp;
-    r.flops = split ? total / tp : total;
+  } else if (models::is_gemm(op.kind)) {  // forward, dgrad and wgrad of the rank's shard
+    const models::GemmShape g = costmodel::sharded_gemm(op, tp, sp);
+    r.flops = 6.0 * static_cast<double>(g.m) * g.n * g.k * op.gemm_count;
   } else if (op.kind == models::OpKind::AttentionCore) {
     r.flops = (flash ? costmodel::kCausalAttentionFraction : 1.0) * total / tp;
   } else {

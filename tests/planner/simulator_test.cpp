@@ -289,6 +289,12 @@ class SimulatorOnGpt2 : public ::testing::Test {
  protected:
   models::ModelSpec model = models::load_model("gpt2-124m");
   costmodel::ClusterSpec cluster = costmodel::load_cluster("dgx-a100");
+
+  Prediction under(const costmodel::SoftwareStack& stack, const Strategy& s) const {
+    SimulateOptions o;
+    o.stack = &stack;
+    return simulate(model, cluster, s, o).prediction;
+  }
 };
 
 TEST_F(SimulatorOnGpt2, SinglePipelineStageHasNoBubbleAndNoP2P) {
@@ -580,11 +586,8 @@ TEST_F(SimulatorOnGpt2, UnfusedGradientAccumulationAddsAPassPerWeight) {
   auto unfused = fused;
   unfused.fused_grad_accumulation = false;
   const Strategy s = strategy(1, 1, 1, 1, 4);
-  SimulateOptions o;
-  o.stack = &fused;
-  const auto a = simulate(model, cluster, s, o).prediction;
-  o.stack = &unfused;
-  const auto b = simulate(model, cluster, s, o).prediction;
+  const auto a = under(fused, s);
+  const auto b = under(unfused, s);
   const auto graph = models::ModelGraph::build(model, 1);
   const double bw = cluster.device.memory_bandwidth_gbps * 1e9 * cluster.device.memory_efficiency;
   // megatron-2022 keeps fp32 main gradients of bf16 weights. Unfused: an add kernel per
@@ -610,11 +613,8 @@ TEST_F(SimulatorOnGpt2, GradientBufferPassesCostByHand) {
   all.grad_buffer_zero = all.grad_buffer_nan_check = all.grad_buffer_scale = true;
   ASSERT_EQ(none.grad_bucket_params, 0);
   const Strategy s = strategy(2, 1, 1, 1, 4);
-  SimulateOptions o;
-  o.stack = &none;
-  const auto a = simulate(model, cluster, s, o).prediction;
-  o.stack = &all;
-  const auto b = simulate(model, cluster, s, o).prediction;
+  const auto a = under(none, s);
+  const auto b = under(all, s);
   const double bw = cluster.device.memory_bandwidth_gbps * 1e9 * cluster.device.memory_efficiency;
   const double params = models::ModelGraph::build(model, 1).total_params();
   const double want = (4.0 + 4.0 + 8.0) * params / bw + 3 * cluster.device.kernel_overhead_us * 1e-6;
@@ -902,9 +902,7 @@ namespace {
 // `strata simulate --ops`: the rows are what the simulator charged. On one GPU without
 // recompute the compute of an iteration is micro-batches x (embedding + blocks + head),
 // and every block costs what the first one does.
-TEST(OpCosts, RowsAddUpToTheComputeOfTheIteration) {
-  const models::ModelSpec model = models::load_model("gpt2-124m");
-  const costmodel::ClusterSpec cluster = costmodel::load_cluster("dgx-a100");
+TEST_F(SimulatorOnGpt2, OpCostRowsAddUpToTheComputeOfTheIteration) {
   Strategy s;
   s.micro_batch = 2;
   s.global_batch = 8;
