@@ -54,13 +54,13 @@ struct ErrorStats {
 };
 
 inline void print_residual_entry(const ErrorStats& e, const std::string& stack, const std::string& device,
-                                 const std::string& set, long long seq) {
+                                 const std::string& set, long long seq_min, long long seq_max) {
   if (e.rows == 0) return;
   fmt::print("# residuals entry (costmodel/stacks/residuals.yaml):\n");
   fmt::print("#   - {{stack: {}, device: {}, set: \"{}\", rows: {}, mape: {:.3f}, max_abs: {:.3f}, "
              "bias: {:+.3f}, err: [{:+.3f}, {:+.3f}], params_b: [{:g}, {:g}], gpus: [{}, {}], seq: [{}, {}]}}\n",
              stack, device, set, e.rows, e.mape(), e.max_abs, e.bias(), e.err_min, e.err_max, e.params_min, e.params_max,
-             e.gpus_min, e.gpus_max, seq, seq);
+             e.gpus_min, e.gpus_max, seq_min, seq_max);
 }
 
 // 1 (with an error line) when the MAPE exceeds the committed threshold, else 0.

@@ -152,7 +152,7 @@ int run(int argc, char** argv) {
              100 * stats.bias());
   strata::bench::print_residual_entry(
       stats, stack_name, cluster.device.name,
-      fmt::format("{} ({})", std::filesystem::path(path).stem().string(), source), seq);
+      fmt::format("{} ({})", std::filesystem::path(path).stem().string(), source), seq, seq);
   return strata::bench::check_max_mape(stats, max_mape);
 }
 

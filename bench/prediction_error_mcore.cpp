@@ -99,7 +99,7 @@ int run(int argc, char** argv) {
   strata::bench::print_residual_entry(stats, stack.name, cluster.device.name,
                                       fmt::format("{} ({})", std::filesystem::path(path).stem().string(),
                                                   doc["source"].as<std::string>().substr(0, 60)),
-                                      seq);
+                                      seq, seq);
   return strata::bench::check_max_mape(stats, max_mape);
 }
 

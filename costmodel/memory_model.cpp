@@ -222,12 +222,14 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     if (in.fp8_weights)
       m.weights_bytes += kFp8WeightCopyBytes * fp8_rank[static_cast<std::size_t>(p)] /
                          (in.zero >= 3 ? dp : 1.0);
-    m.grads_bytes = 4.0 * sharded(2);
+    m.grads_bytes = in.grad_buffer_bytes * sharded(2);
+    // The optimizer's fp32 copy of a narrower gradient, over the parameters it steps.
+    if (in.grad_buffer_bytes < 4.0) m.grads_bytes += 4.0 * sharded(1);
     // ZeRO-2/3 keep only a shard of the gradients, but the backward of a layer group
     // produces its whole gradient before the reduce-scatter takes the shard out: one
     // group's full gradient lives at a time (the runtime's gathered-gradient buffer,
     // tests/integration/runtime_memory_test.cpp; FSDP's unsharded gradient of the unit).
-    if (in.zero >= 2 && dp > 1) m.grads_bytes += 4.0 * largest_group[static_cast<std::size_t>(p)];
+    if (in.zero >= 2 && dp > 1) m.grads_bytes += in.grad_buffer_bytes * largest_group[static_cast<std::size_t>(p)];
     m.optimizer_bytes = 12.0 * sharded(1);
 
     long long flight;

@@ -3,7 +3,13 @@
 //
 // Weights, gradients, optimizer (mixed-precision Adam, 18 bytes/param):
 //   2 (bf16 weights) + 4 (fp32 gradient accumulation buffer) + 12 (fp32 master
-//   weights, Adam m, Adam v). ZeRO-1 shards the 12 optimizer bytes over dp;
+//   weights, Adam m, Adam v). The gradient buffer holds the stack's grad_reduce_dtype
+//   (MemoryInputs::grad_buffer_bytes): Megatron-Core's DDP allocates it in fp32 with
+//   grad_reduce_in_fp32, else in the parameters' dtype. A buffer narrower than fp32 adds
+//   the fp32 copy the mixed-precision optimizer makes of the gradients it steps (Megatron's
+//   _copy_model_grads_to_main_grads: .float() of each gradient), 4 bytes per parameter of
+//   the optimizer's shard: fp16 grads without ZeRO 2 + 4 = 6 bytes, a bf16 buffer with the
+//   distributed optimizer 2 + 4/dp. ZeRO-1 shards the 12 optimizer bytes over dp;
 //   ZeRO-2 also shards gradients; ZeRO-3 also weights, and then holds two layer groups'
 //   gathered bf16 parameters (the one in use and the prefetched next: 2 x 2 bytes x the
 //   largest group's parameters on the stage). Parameters of TP-sharded ops
@@ -89,6 +95,7 @@ struct MemoryInputs {
   RecomputeMode recompute = RecomputeMode::None;
   bool sequence_parallel = false;
   double attention_score_bytes = kUnfusedScoreBytes;  // see kUnfusedScoreBytes
+  double grad_buffer_bytes = 4.0;     // per parameter: the gradient reduction dtype's size (2 or 4)
   // FP8 recipe (costmodel/fp8_linear.h): the FP8 copies of the linear layers' weights,
   // kFp8WeightCopyBytes per weight, sharded like the weights (tp; dp x cp under ZeRO-3).
   bool fp8_weights = false;

@@ -719,6 +719,7 @@ std::vector<costmodel::StageMemory> SimEngine::memory(const Strategy& s, const G
   mem_in_.recompute = memory_recompute(s.recompute);
   mem_in_.sequence_parallel = s.sequence_parallel;
   mem_in_.attention_score_bytes = score_bytes(stack_);
+  mem_in_.grad_buffer_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
   mem_in_.fp8_weights = fp8_;
   mem_in_.stage_layers = sl;
   // What the pipeline walk's peak_chunks is, known without walking (the search screens
@@ -1193,8 +1194,15 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
       n.push_back("overlapped DP collectives: their SM use is not charged (the cluster's link gives no "
                   "comm_sms)");
   }
-  n.push_back("memory: Korthikanti et al. 2022 activations, 18 B/param mixed-precision Adam, "
-              "reserve from the device profile");
+  // The memory model's bytes per parameter before ZeRO sharding (costmodel/memory_model.h).
+  const double grad_buffer = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
+  const double fp32_copy = grad_buffer < 4 ? 4.0 : 0.0;
+  n.push_back(fmt::format("memory: Korthikanti et al. 2022 activations, {:g} B/param mixed-precision Adam "
+                          "(2 weights + {:g} {} gradient buffer{} + 12 fp32 optimizer state), reserve from the "
+                          "device profile",
+                          14.0 + grad_buffer + fp32_copy, grad_buffer,
+                          costmodel::to_string(stack_.grad_reduce_dtype),
+                          fp32_copy > 0 ? " + 4 its fp32 copy for the optimizer" : ""));
   return n;
 }
 

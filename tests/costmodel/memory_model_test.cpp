@@ -98,6 +98,35 @@ TEST(MemoryModel, WeightsGradsOptimizerAre18BytesPerParamAndZeroShardsThem) {
   EXPECT_DOUBLE_EQ(z0[0].total_bytes - z1[0].total_bytes, 12 * z0[0].params * (1 - 1.0 / 4));
 }
 
+// A 16-bit gradient reduction (grad_reduce_in_fp32 off; fp16 grads in Megatron 2021) keeps a
+// 2-byte gradient buffer, and the mixed-precision optimizer makes an fp32 copy of the
+// gradients it steps: without ZeRO 2 + 4 bytes per parameter, with the distributed optimizer
+// over dp = 4 ranks 2 + 4/4.
+TEST(MemoryModel, GradientBufferFollowsTheReductionDtype) {
+  auto spec = small_gpt();
+  auto graph = sm::ModelGraph::build(spec, 1);
+  sc::MemoryModel mm(graph, sc::testing::toy_device());
+  sc::MemoryInputs in;
+  in.dp = 4;
+  in.grad_buffer_bytes = 2;
+  auto z0 = mm.per_stage(in);
+  EXPECT_DOUBLE_EQ(z0[0].grads_bytes, 6 * z0[0].params);
+  EXPECT_DOUBLE_EQ(z0[0].weights_bytes + z0[0].optimizer_bytes, 14 * z0[0].params);
+  in.zero = 1;
+  auto z1 = mm.per_stage(in);
+  EXPECT_DOUBLE_EQ(z1[0].grads_bytes, 2 * z0[0].params + 4 * z0[0].params / 4);
+  // ZeRO-2: the buffer and the fp32 copy are both shards; plus one layer group's whole
+  // gradient in the buffer's dtype (half of what an fp32 buffer holds for it).
+  in.zero = 2;
+  const double bf16_grads = mm.per_stage(in)[0].grads_bytes;
+  in.grad_buffer_bytes = 4;
+  const double fp32_grads = mm.per_stage(in)[0].grads_bytes;
+  const double P = z0[0].params;
+  const double largest_group = (fp32_grads - 4 * P / 4) / 4;  // what the fp32 case adds
+  EXPECT_GT(largest_group, 0);
+  EXPECT_NEAR(bf16_grads, 2 * P / 4 + 4 * P / 4 + 2 * largest_group, 1e-9 * P);
+}
+
 // Up to ZeRO-2 every stage can only shard more. ZeRO-3 also holds two gathered layer
 // groups, which on a stage of few layers with a small dp can outweigh what it shards (see
 // ZeroThreeByHand).

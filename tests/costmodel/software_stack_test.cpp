@@ -34,7 +34,7 @@ sm::Op attention_op(double b, double heads, double s, double d) {
 
 TEST(SoftwareStack, EveryCatalogStackParsesAndCitesEverySetting) {
   const auto names = sc::software_stack_catalog_names();
-  for (const char* want : {"megatron-2021", "megatron-2022", "mcore-2024", "nemo-2024", "strata-cpu"})
+  for (const char* want : {"megatron-2021", "megatron-2022", "mcore-2024", "nemo-2024", "nemo-2024-perf", "strata-cpu"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   for (const auto& n : names) {
     const sc::SoftwareStack s = sc::load_software_stack(n);
