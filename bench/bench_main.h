@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 namespace strata::bench {
 
@@ -21,6 +23,22 @@ int bench_main(Run run, int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   }
+}
+
+// A validation file, with its path in the error of a malformed one.
+inline YAML::Node load_yaml(const std::string& path) {
+  try {
+    return YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+// A key a validation file must have; `where` names the file and entry in the error.
+template <typename T>
+T need(const YAML::Node& n, const char* key, const std::string& where) {
+  if (!n[key]) throw std::runtime_error(fmt::format("{}: missing key '{}'", where, key));
+  return n[key].as<T>();
 }
 
 // Positional arguments; `--max-mape X` is taken out into *max_mape (-1 when absent).

@@ -34,11 +34,7 @@ struct Row {
   double tflops_per_gpu = 0;
 };
 
-template <typename T>
-T need(const YAML::Node& n, const char* key, const std::string& where) {
-  if (!n[key]) throw std::runtime_error(fmt::format("{}: missing key '{}'", where, key));
-  return n[key].as<T>();
-}
+using strata::bench::need;
 
 int run(int argc, char** argv) {
   // --max-mape X: exit 1 when the MAPE exceeds X percent (the ctest figure check).
@@ -46,12 +42,7 @@ int run(int argc, char** argv) {
   const std::vector<std::string> args = strata::bench::positional_args(argc, argv, &max_mape);
   const std::string path =
       !args.empty() ? args[0] : std::string(STRATA_SOURCE_DIR) + "/bench/validation/megatron-2021.yaml";
-  YAML::Node doc;
-  try {
-    doc = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
-  }
+  const YAML::Node doc = strata::bench::load_yaml(path);
   const std::string cluster_name = need<std::string>(doc, "cluster", path);
   const std::int64_t seq = need<std::int64_t>(doc, "seq_len", path);
   const std::int64_t vocab = need<std::int64_t>(doc, "vocab", path);

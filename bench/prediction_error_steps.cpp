@@ -28,23 +28,14 @@
 
 namespace {
 
-template <typename T>
-T need(const YAML::Node& n, const char* key, const std::string& where) {
-  if (!n[key]) throw std::runtime_error(fmt::format("{}: missing key '{}'", where, key));
-  return n[key].as<T>();
-}
+using strata::bench::need;
 
 int run(int argc, char** argv) {
   double max_mape;
   const std::vector<std::string> args = strata::bench::positional_args(argc, argv, &max_mape);
   const std::string path =
       !args.empty() ? args[0] : std::string(STRATA_SOURCE_DIR) + "/bench/validation/dgxc-2025-h100.yaml";
-  YAML::Node doc;
-  try {
-    doc = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
-  }
+  const YAML::Node doc = strata::bench::load_yaml(path);
   const auto cluster = strata::costmodel::load_cluster(need<std::string>(doc, "cluster", path));
   const std::string stack_name = args.size() > 1 ? args[1] : need<std::string>(doc, "stack", path);
   const auto stack = strata::costmodel::load_software_stack(stack_name);
