@@ -32,5 +32,8 @@ endfunction()
 function(strata_use_test_pch target)
   if(TARGET strata_test_pch)
     target_precompile_headers(${target} REUSE_FROM strata_test_pch)
+    # GCC uses a PCH only where the macros its headers test are defined alike: fmt's
+    # FMT_SHARED comes with fmt::fmt, which a test that never calls fmt would lack.
+    target_link_libraries(${target} PRIVATE fmt::fmt)
   endif()
 endfunction()
