@@ -50,8 +50,9 @@ int run(int argc, char** argv) {
   fmt::print("# strata {} commit {} build {}\n", STRATA_VERSION, STRATA_GIT_COMMIT, STRATA_BUILD_TYPE);
   fmt::print("# published: {} ({})\n", source, path);
   fmt::print("# cluster {} (device {}), stack {} ({}); every row simulated with its published layout, "
-             "distributed optimizer (ZeRO 1), no recompute\n",
-             cluster.name, cluster.device.name, stack.name, to_string(stack.precision));
+             "ZeRO {} (the stack's optimizer), no recompute\n",
+             cluster.name, cluster.device.name, stack.name, to_string(stack.precision),
+             stack.distributed_optimizer ? 1 : 0);
   fmt::print("# no constant is fitted to these rows; err = (predicted - published) / published\n#\n");
   fmt::print("# {:>10} {:>5} {:>3} {:>3} {:>3} {:>4} {:>3} {:>5} {:>5} {:>8} {:>8} {:>7} {:>6} {:>5}  {}\n", "row",
              "gpus", "tp", "pp", "cp", "dp", "vpp", "B", "prec", "pub(s)", "pred(s)", "err(%)", "mem", "fits",

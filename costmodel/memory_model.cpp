@@ -224,7 +224,7 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
                          (in.zero >= 3 ? dp : 1.0);
     m.grads_bytes = in.grad_buffer_bytes * sharded(2);
     // The optimizer's fp32 copy of a narrower gradient, over the parameters it steps.
-    if (in.grad_buffer_bytes < 4.0) m.grads_bytes += 4.0 * sharded(1);
+    m.grads_bytes += optimizer_grad_copy_bytes(in.grad_buffer_bytes) * sharded(1);
     // ZeRO-2/3 keep only a shard of the gradients, but the backward of a layer group
     // produces its whole gradient before the reduce-scatter takes the shard out: one
     // group's full gradient lives at a time (the runtime's gathered-gradient buffer,

@@ -83,6 +83,13 @@ inline constexpr double kUnfusedScoreBytes = 5.0;
 inline constexpr double kUnfusedNoDropoutScoreBytes = 2.0;
 inline constexpr double kFlashScoreBytes = 0.0;
 
+// Bytes per parameter of the fp32 gradient copy the mixed-precision optimizer makes of the
+// parameters it steps, given the gradient buffer's bytes per parameter: 4 when the buffer
+// is narrower than fp32, none when the buffer already is fp32 (see the header comment).
+inline double optimizer_grad_copy_bytes(double grad_buffer_bytes) {
+  return grad_buffer_bytes < 4.0 ? 4.0 : 0.0;
+}
+
 struct MemoryInputs {
   int tp = 1, pp = 1, dp = 1, vpp = 1;
   int cp = 1;                         // context parallel ranks per sequence

@@ -1196,7 +1196,7 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
   }
   // The memory model's bytes per parameter before ZeRO sharding (costmodel/memory_model.h).
   const double grad_buffer = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
-  const double fp32_copy = grad_buffer < 4 ? 4.0 : 0.0;
+  const double fp32_copy = costmodel::optimizer_grad_copy_bytes(grad_buffer);
   n.push_back(fmt::format("memory: Korthikanti et al. 2022 activations, {:g} B/param mixed-precision Adam "
                           "(2 weights + {:g} {} gradient buffer{} + 12 fp32 optimizer state), reserve from the "
                           "device profile",
