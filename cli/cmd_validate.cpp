@@ -12,12 +12,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "calibration/fit_runs.h"
+#include "calibration/measured_runs.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
@@ -54,6 +57,7 @@ struct ValidateFlags {
   std::string mpirun = "mpirun";
   double timeout_s = 300;
   std::string keep_dir;
+  std::string runs;  // --runs: published / user runs checked against the cost model, nothing launched
 };
 
 struct PlanToRun {
@@ -404,6 +408,14 @@ void run_validate(ValidateFlags& f) {
   print_stdout(f.format == "json" ? validate_json(report) : validate_table(report));
 }
 
+
+void run_validate_runs(const std::string& runs_path, const std::string& profile_path) {
+  const auto runs = calibration::load_measured_runs(runs_path);
+  std::optional<costmodel::DeviceProfile> profile;
+  if (!profile_path.empty()) profile = costmodel::load_device_profile(profile_path);
+  print_stdout(calibration::check_runs(runs, profile ? &*profile : nullptr, profile_path).text);
+}
+
 }  // namespace
 
 void add_validate_command(CLI::App& app) {
@@ -448,7 +460,13 @@ void add_validate_command(CLI::App& app) {
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   cmd->add_option("--keep-dir", f.keep_dir, "keep plan files, metrics and logs in this folder");
-  cmd->callback([flags] { run_validate(*flags); });
+  cmd->add_option("--runs", f.runs,
+                  "check the cost model against measured runs (a runs file, calibration/measured_runs.h) instead of "
+                  "launching plans: predicted vs measured per row, with --profile applied when given");
+  cmd->callback([flags] {
+    if (!flags->runs.empty()) return run_validate_runs(flags->runs, flags->mc.profile);
+    run_validate(*flags);
+  });
 }
 
 }  // namespace strata::cli
