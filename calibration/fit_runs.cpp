@@ -9,9 +9,10 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/errors.h"
-#include "costmodel/detail/yaml_emit.h"
+#include "models/model_stats.h"
 
 namespace strata::calibration {
 
@@ -22,6 +23,9 @@ using costmodel::loss_parameters;
 using costmodel::TrainingLosses;
 using Vec = std::vector<double>;
 using Mat = std::vector<Vec>;
+
+// A double-quoted YAML scalar (JSON's string escapes are YAML's).
+std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
 
 const costmodel::LossParameter& spec(int j) { return loss_parameters()[static_cast<std::size_t>(j)]; }
 
@@ -259,6 +263,15 @@ FitCore fit_rows(const std::vector<const MeasuredRun*>& rows, const FitOptions& 
   return f;
 }
 
+RowFit row_fit(const MeasuredRun& r) {
+  RowFit f;
+  f.id = r.id, f.source = r.source, f.sweep = r.sweep, f.fit = r.fit, f.measured_s = r.measured_s;
+  f.stack = r.stack.name, f.device = r.cluster.device.name;
+  f.params_b = models::total_params(r.model) / 1e9;
+  f.gpus = r.strategy.gpus(), f.seq = r.model.seq_len;
+  return f;
+}
+
 SweepCheck check_sweep(const std::string& name, const std::vector<double>& measured, const std::vector<double>& pred) {
   SweepCheck s;
   s.sweep = name;
@@ -343,8 +356,7 @@ FitResult fit_training_losses(const std::vector<MeasuredRun>& runs, const FitOpt
   out.iterations = all.iterations;
   const TrainingLosses neutral;  // no losses: the kernel tables alone
   for (const auto& r : runs) {
-    RowFit f;
-    f.id = r.id, f.source = r.source, f.sweep = r.sweep, f.fit = r.fit, f.measured_s = r.measured_s;
+    RowFit f = row_fit(r);
     f.neutral_s = predict_run_s(r, neutral);
     f.fitted_s = predict_run_s(r, out.losses);
     if (r.fit) {
@@ -408,7 +420,7 @@ FitResult fit_training_losses(const std::vector<MeasuredRun>& runs, const FitOpt
   for (const auto& f : out.rows)
     rec += fmt::format("  - {{id: {}, source: {}, use: {}, measured_s: {:.6g}, neutral_s: {:.6g}, fitted_s: {:.6g}, "
                        "residual_pct: {:+.2f}{}}}\n",
-                       costmodel::detail::yaml_quote(f.id), costmodel::detail::yaml_quote(f.source),
+                       quoted(f.id), quoted(f.source),
                        f.fit ? "fit" : "check", f.measured_s, f.neutral_s, f.fitted_s,
                        100 * (f.fitted_s / f.measured_s - 1),
                        f.held_out_s > 0 ? fmt::format(", held_out_s: {:.6g}", f.held_out_s) : "");
@@ -416,13 +428,13 @@ FitResult fit_training_losses(const std::vector<MeasuredRun>& runs, const FitOpt
     rec += "cross_validation:  # leave-one-source-out\n";
     for (const auto& c : out.held_out)
       rec += fmt::format("  - {{held_out: {}, rows: {}, mape_pct: {:.2f}, bias_pct: {:+.2f}, worst_pct: {:+.2f}{}}}\n",
-                         costmodel::detail::yaml_quote(c.source), c.error.rows, 100 * c.error.mape,
+                         quoted(c.source), c.error.rows, 100 * c.error.mape,
                          100 * c.error.bias, 100 * c.error.worst,
-                         c.note.empty() ? "" : ", note: " + costmodel::detail::yaml_quote(c.note));
+                         c.note.empty() ? "" : ", note: " + quoted(c.note));
   }
   if (!out.notes.empty()) {
     rec += "notes:\n";
-    for (const auto& n : out.notes) rec += "  - " + costmodel::detail::yaml_quote(n) + "\n";
+    for (const auto& n : out.notes) rec += "  - " + quoted(n) + "\n";
   }
   out.losses.record_yaml = rec;
   return out;
@@ -442,11 +454,11 @@ std::string fit_report(const FitResult& r) {
                      r.losses.status[ju]);
   }
   for (const auto& n : r.notes) o += "# note: " + n + "\n";
-  o += fmt::format("#\n# {:<32} {:<28} {:>10} {:>10} {:>8} {:>10} {:>8} {:>9}\n", "row", "source", "measured",
+  o += fmt::format("#\n# {:<32} {:<40} {:>10} {:>10} {:>8} {:>10} {:>8} {:>9}\n", "row", "source", "measured",
                    "neutral", "err(%)", "fitted", "err(%)", "held(%)");
   for (const auto& f : r.rows)
     o += fmt::format("  {:<24} {:<28} {:>10.4g} {:>10.4g} {:>+8.1f} {:>10.4g} {:>+8.1f} {:>9}{}\n", f.id,
-                     f.source.substr(0, 28), f.measured_s, f.neutral_s, 100 * (f.neutral_s / f.measured_s - 1),
+                     f.source.substr(0, 40), f.measured_s, f.neutral_s, 100 * (f.neutral_s / f.measured_s - 1),
                      f.fitted_s, 100 * (f.fitted_s / f.measured_s - 1),
                      f.held_out_s > 0 ? fmt::format("{:+.1f}", 100 * (f.held_out_s / f.measured_s - 1)) : "-",
                      f.fit ? "" : "  (check only)");
@@ -468,10 +480,41 @@ std::string fit_report(const FitResult& r) {
   return o;
 }
 
+std::string residual_entries(const FitResult& r) {
+  struct Acc {
+    ErrorSummary e;
+    double lo = 0, hi = 0, pmin = 0, pmax = 0;
+    long long gmin = 0, gmax = 0, smin = 0, smax = 0;
+    std::string device;
+  };
+  std::map<std::pair<std::string, std::string>, Acc> by;
+  for (const auto& f : r.rows) {
+    if (!f.fit || !(f.held_out_s > 0)) continue;
+    Acc& a = by[{f.stack, f.source}];
+    const double err = f.held_out_s / f.measured_s - 1;
+    const bool first = a.e.rows == 0;
+    a.e.add(err);
+    a.device = f.device;
+    a.lo = first ? err : std::min(a.lo, err), a.hi = first ? err : std::max(a.hi, err);
+    a.pmin = first ? f.params_b : std::min(a.pmin, f.params_b), a.pmax = std::max(a.pmax, f.params_b);
+    a.gmin = first ? f.gpus : std::min(a.gmin, f.gpus), a.gmax = std::max(a.gmax, f.gpus);
+    a.smin = first ? f.seq : std::min(a.smin, f.seq), a.smax = std::max(a.smax, f.seq);
+  }
+  std::string o;
+  for (const auto& [key, a] : by)
+    o += fmt::format("  - {{stack: {}, device: {}, set: {}, rows: {}, mape: {:.3f}, max_abs: {:.3f}, bias: {:.3f}, "
+                     "err: [{:.3f}, {:.3f}], params_b: [{:.6g}, {:.6g}], gpus: [{}, {}], seq: [{}, {}], profile: fitted}}\n",
+                     key.first, a.device,
+                     quoted(key.second + ", held out of the fitted profile"), a.e.rows,
+                     a.e.mape, std::fabs(a.e.worst), a.e.bias, a.lo, a.hi, a.pmin, a.pmax, a.gmin, a.gmax, a.smin,
+                     a.smax);
+  return o;
+}
+
 std::string fitted_profile_yaml(const FitResult& r, costmodel::DeviceProfile base, const std::string& runs_path) {
   base.training_losses = r.losses;
   base.training_losses.record_yaml =
-      fmt::format("fitted_from: {}\n", costmodel::detail::yaml_quote(runs_path)) + r.losses.record_yaml;
+      fmt::format("fitted_from: {}\n", quoted(runs_path)) + r.losses.record_yaml;
   std::string head = fmt::format(
       "# Written by `strata calibrate --from-runs {}`: device {} with its training-loss parameters fitted to\n"
       "# the measured runs listed under training_losses.rows (costmodel/training_losses.h). Use it with\n"
@@ -493,8 +536,7 @@ RunsCheck check_runs(const std::vector<MeasuredRun>& runs, const costmodel::Devi
     MeasuredRun r = run;
     if (profile) costmodel::apply_profile(r.cluster, *profile, profile_name);
     const TrainingLosses& l = r.cluster.device.training_losses;
-    RowFit f;
-    f.id = r.id, f.source = r.source, f.sweep = r.sweep, f.fit = r.fit, f.measured_s = r.measured_s;
+    RowFit f = row_fit(r);
     f.fitted_s = predict_run_s(r, l);
     const double err = f.fitted_s / f.measured_s - 1;
     c.all.add(err);

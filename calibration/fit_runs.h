@@ -39,6 +39,9 @@ struct FitOptions {
 
 struct RowFit {
   std::string id, source, sweep;
+  std::string stack, device;
+  double params_b = 0;
+  long long gpus = 0, seq = 0;
   bool fit = true;
   double measured_s = 0;
   double neutral_s = 0;  // predicted with no training losses (the kernel tables alone)
@@ -86,6 +89,11 @@ double kendall_tau(const std::vector<double>& a, const std::vector<double>& b);
 
 // The text `strata calibrate --from-runs` prints: parameters, rows, cross-validation.
 std::string fit_report(const FitResult& r);
+// The held-out predictions as residual entries (costmodel/stacks/residuals.yaml format, one
+// per stack and source of fitted rows): the uncertainty band of a fitted profile is what it
+// did on sources it never saw.
+std::string residual_entries(const FitResult& r);
+
 // `base` (the device the runs ran on) with the fitted training_losses section.
 std::string fitted_profile_yaml(const FitResult& r, costmodel::DeviceProfile base, const std::string& runs_path);
 

@@ -22,7 +22,7 @@ namespace {
 // A row's value for `key`, else the file's defaults.
 YAML::Node row_or_default(const YamlReader& row, const YAML::Node& defaults, const std::string& key) {
   if (row.has(key)) return row.node()[key];
-  if (defaults && defaults[key]) return defaults[key];
+  if (defaults.IsMap() && defaults[key]) return defaults[key];
   return YAML::Node();
 }
 
@@ -131,8 +131,8 @@ std::vector<MeasuredRun> parse_measured_runs(const std::string& yaml_text, const
   const YamlReader doc(parse_yaml(yaml_text, source), source);
   doc.expect_keys({"source", "defaults", "runs", "note"});
   const std::string file_source = doc.get_string("source", "");
-  const YAML::Node defaults = doc.has("defaults") ? doc.node()["defaults"] : YAML::Node();
-  if (defaults && !defaults.IsMap()) doc.fail("defaults", "expected a map (model, cluster, stack)");
+  const YAML::Node defaults = doc.has("defaults") ? doc.node()["defaults"] : YAML::Node(YAML::NodeType::Map);
+  if (!defaults.IsMap()) doc.fail("defaults", "expected a map (model, cluster, stack)");
   if (!doc.has("runs")) doc.fail("runs", "missing: the list of measured runs");
   const YamlReader rows = doc.child("runs");
   rows.expect_sequence();

@@ -70,7 +70,9 @@ void run_from_runs(const FromRunsFlags& f, const std::string& out) {
   const calibration::FitResult fit = calibration::fit_training_losses(runs, o);
   const std::string what = f.runs.empty() ? "--from-log" : f.runs;
   const std::string yaml = calibration::fitted_profile_yaml(fit, runs.front().cluster.device, what);
-  const std::string report = calibration::fit_report(fit);
+  const std::string report = calibration::fit_report(fit) +
+                             "# residuals entries (held-out rows; costmodel/stacks/residuals.yaml format):\n" +
+                             calibration::residual_entries(fit);
   if (is_stdio(out)) {
     std::fputs(report.c_str(), stderr);
     write_output(out, yaml, "--out");

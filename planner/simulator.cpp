@@ -534,7 +534,7 @@ const costmodel::PredictionBand& SimEngine::band_for(const Strategy& s) {
     it = bands_.emplace(s.gpus(), costmodel::prediction_band(
                                       stack_.name, cluster_.device.name,
                                       graph_for(s.micro_batch).graph->total_params() / 1e9,
-                                      s.gpus(), model_.seq_len))
+                                      s.gpus(), model_.seq_len, cluster_.device.training_losses.present))
              .first;
   return it->second;
 }
