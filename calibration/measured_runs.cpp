@@ -26,6 +26,8 @@ YAML::Node row_or_default(const YamlReader& row, const YAML::Node& defaults, con
   return YAML::Node();
 }
 
+std::string name_or_path(const std::string& file, const std::string& ref);
+
 models::ModelSpec read_run_model(const YamlReader& row, const YAML::Node& node, std::string* name) {
   if (node.IsMap()) {
     *name = node["name"] ? node["name"].as<std::string>("") : "inline model";
@@ -33,7 +35,7 @@ models::ModelSpec read_run_model(const YamlReader& row, const YAML::Node& node, 
   }
   if (!node.IsScalar()) row.fail("model", "expected a catalog name, a path or a model map");
   *name = node.as<std::string>();
-  return models::load_model(*name);
+  return models::load_model(name_or_path(row.source(), *name));
 }
 
 // A path in the runs file, relative to the file's folder.
@@ -41,6 +43,12 @@ std::string relative_to(const std::string& file, const std::string& path) {
   const std::filesystem::path p(path);
   if (p.is_absolute() || file.empty()) return path;
   return (std::filesystem::path(file).parent_path() / p).string();
+}
+
+// A catalog name, or a path: relative to the runs file when such a file exists there.
+std::string name_or_path(const std::string& file, const std::string& ref) {
+  const std::string rel = relative_to(file, ref);
+  return rel != ref && std::filesystem::is_regular_file(rel) ? rel : ref;
 }
 
 double measured_seconds(const YamlReader& row, const MeasuredRun& r) {
@@ -80,11 +88,11 @@ MeasuredRun read_run(const YamlReader& row, const YAML::Node& defaults, const st
   const YAML::Node cluster = row_or_default(row, defaults, "cluster");
   if (!cluster || !cluster.IsScalar()) row.fail("cluster", "missing (a catalog name or a path)");
   r.cluster_name = cluster.as<std::string>();
-  r.cluster = costmodel::load_cluster(r.cluster_name);
+  r.cluster = costmodel::load_cluster(name_or_path(row.source(), r.cluster_name));
   const YAML::Node stack = row_or_default(row, defaults, "stack");
   r.stack_name = stack && stack.IsScalar() ? stack.as<std::string>()
                                            : costmodel::default_software_stack_name(r.cluster.device);
-  r.stack = costmodel::load_software_stack(r.stack_name);
+  r.stack = costmodel::load_software_stack(name_or_path(row.source(), r.stack_name));
   if (row.has("job")) {  // the job's own arguments in place of model + strategy
     if (row.has("model") || row.has("strategy")) row.fail("job", "give either job or model + strategy, not both");
     YamlReader job = row.child("job");

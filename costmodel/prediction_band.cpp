@@ -25,7 +25,7 @@ const std::vector<ValidationResidual>& validation_residuals() {
       for (std::size_t i = 0; i < list.size(); ++i) {
         YamlReader e = list.element(i);
         e.expect_keys({"stack", "device", "set", "rows", "mape", "max_abs", "bias", "err", "params_b",
-                       "gpus", "seq", "profile"});
+                       "gpus", "seq", "profile", "mfu_max"});
         ValidationResidual v;
         v.stack = e.get_string("stack");
         v.device = e.get_string("device");
@@ -47,6 +47,7 @@ const std::vector<ValidationResidual>& validation_residuals() {
         range("params_b", &v.params_b_min, &v.params_b_max);
         range("gpus", &v.gpus_min, &v.gpus_max);
         range("seq", &v.seq_min, &v.seq_max);
+        v.mfu_max = e.get_double("mfu_max", 0.0);
         v.fitted = e.get_enum("profile", {"fitted", "tables"}, "tables") == "fitted";
         out.push_back(std::move(v));
       }
@@ -54,6 +55,16 @@ const std::vector<ValidationResidual>& validation_residuals() {
     return out;
   }();
   return all;
+}
+
+std::string mfu_warning(const std::string& device, double mfu) {
+  const ValidationResidual* top = nullptr;
+  for (const auto& v : validation_residuals())
+    if (v.device == device && v.mfu_max > 0 && (!top || v.mfu_max > top->mfu_max)) top = &v;
+  if (!top || !(mfu > top->mfu_max)) return "";
+  return fmt::format("warning: predicted MFU {:.1f}% is above the highest of the published runs on {} that "
+                     "strata is validated against ({:.1f}%, {}): treat the step time as optimistic",
+                     100 * mfu, device, 100 * top->mfu_max, top->set);
 }
 
 PredictionBand prediction_band(const std::string& stack, const std::string& device,

@@ -23,6 +23,8 @@ struct ValidationResidual {
   // The entry describes predictions with the device's fitted training losses (held-out
   // rows of `calibrate --from-runs`), not the kernel tables alone.
   bool fitted = false;
+  // Highest model-FLOP utilisation a published row of the set reached (0: not given).
+  double mfu_max = 0;
 };
 
 // Every committed residual entry.
@@ -45,5 +47,9 @@ struct PredictionBand {
 // only entries with `profile: fitted` describe it; without, only entries without.
 PredictionBand prediction_band(const std::string& stack, const std::string& device,
                                double params_b, long long gpus, long long seq, bool fitted = false);
+
+// A warning when a predicted MFU exceeds the highest any published run on the device reached
+// (over every residual entry of the device that gives mfu_max); empty otherwise.
+std::string mfu_warning(const std::string& device, double mfu);
 
 }  // namespace strata::costmodel

@@ -34,6 +34,7 @@
 #include <tuple>
 
 #include "common/errors.h"
+#include "costmodel/prediction_band.h"
 #include "planner/detail/sim_engine.h"
 #include "planner/search.h"
 
@@ -399,6 +400,8 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     c.strategy = space[i];
     c.prediction = std::move(r.prediction);
     c.prediction.notes = engine.notes(c.strategy);
+    if (auto w = costmodel::mfu_warning(cluster.device.name, c.prediction.mfu); !w.empty())
+      c.prediction.notes.push_back(w);
     c.stage_layers = std::move(r.stage_layers);
     result.ranked.push_back(std::move(c));
   }
@@ -408,6 +411,8 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     c.strategy = space[closest];
     c.prediction = std::move(r.prediction);
     c.prediction.notes = engine.notes(c.strategy);
+    if (auto w = costmodel::mfu_warning(cluster.device.name, c.prediction.mfu); !w.empty())
+      c.prediction.notes.push_back(w);
     c.stage_layers = std::move(r.stage_layers);
     result.closest_infeasible = std::move(c);
   }

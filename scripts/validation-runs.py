@@ -103,6 +103,29 @@ def h100(layouts):
             "defaults: {cluster: dgx-h100}\nruns:\n")
     open("bench/validation/runs/h100.yaml", "w").write(head + "\n".join(out) + "\n")
 
+def gemm_measured_variant(profile):
+    """The H100 rows again, on DGX H100 nodes whose device carries the sustained GEMM table
+    measured on an H200 (same GH100 die, same clocks and tensor peaks): what the runs say
+    about the other losses once GEMMs are measured, not fitted."""
+    import re
+    def section(lines, key):
+        s = [i for i, l in enumerate(lines) if l.startswith(key + ":")][0]
+        e = [i for i, l in enumerate(lines) if i > s and re.match(r"^[a-z_]+:", l)]
+        return s, (e[0] if e else len(lines))
+    src = open(profile).read().splitlines()
+    s, e = section(src, "gemm_table")
+    dev = open("costmodel/hardware/h100-sxm-80gb.yaml").read().splitlines()
+    s2, e2 = section(dev, "gemm_table")
+    head = ["# H100 SXM datasheet profile with the GEMM table measured on an H200 under sustained load",
+            f"# (written by scripts/validation-runs.py from {profile}): for the fit that takes GEMMs as measured."]
+    open("bench/validation/h100-sxm-80gb-gemm-measured.yaml", "w").write("\n".join(head + dev[:s2] + src[s:e] + dev[e2:]) + "\n")
+    cl = open("costmodel/hardware/clusters/dgx-h100.yaml").read()
+    cl = "\n".join(l for l in cl.splitlines() if not l.startswith("profile:")) + "\n"
+    cl = cl.replace("name: dgx-h100", "name: dgx-h100-gemm-measured").replace("device: h100-sxm-80gb", "device: h100-sxm-80gb-gemm-measured.yaml")
+    open("bench/validation/dgx-h100-gemm-measured.yaml", "w").write(cl)
+    runs = open("bench/validation/runs/h100.yaml").read().replace("defaults: {cluster: dgx-h100}", "defaults: {cluster: ../dgx-h100-gemm-measured.yaml}")
+    open("bench/validation/runs/h100-gemm-measured.yaml", "w").write(runs)
+
 layouts = {}
 if len(sys.argv) > 2 and sys.argv[1] == "--mcore-layouts":
     for line in open(sys.argv[2]):
@@ -112,3 +135,4 @@ if len(sys.argv) > 2 and sys.argv[1] == "--mcore-layouts":
             layouts[f[0]] = (int(mbs), int(vpp), sp == "sp", rc)
 a100()
 h100(layouts)
+gemm_measured_variant("costmodel/hardware/profiles/h200-sxm-141gb-measured.yaml")
