@@ -89,6 +89,10 @@ struct SoftwareStack {
   // Fixed time of each non-GEMM kernel (launch and tail) in microseconds; -1: the
   // device profile's value.
   double kernel_overhead_us = -1;
+  // FP8 recipes only: the weights of the FP8-run linear layers are kept in FP8 alone (TE
+  // fp8_model_init; NeMo fp8_params, Megatron-LM --fp8-param-gather): no 16-bit copy beside
+  // the FP8 weight and its transpose (costmodel/memory_model.h).
+  bool fp8_params = false;
   // How context-parallel ranks exchange K/V (costmodel/context_parallel_cost.h).
   CpCommType cp_comm = CpCommType::P2p;
   // ZeRO-3 parameter all-gathers issued ahead of use, beside the previous layer's compute

@@ -721,6 +721,7 @@ std::vector<costmodel::StageMemory> SimEngine::memory(const Strategy& s, const G
   mem_in_.attention_score_bytes = score_bytes(stack_);
   mem_in_.grad_buffer_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
   mem_in_.fp8_weights = fp8_;
+  mem_in_.fp8_params = fp8_ && stack_.fp8_params;
   mem_in_.stage_layers = sl;
   // What the pipeline walk's peak_chunks is, known without walking (the search screens
   // memory before it walks).
