@@ -256,7 +256,7 @@ Strategy strategy(int dp, int tp, int pp, std::int64_t mb, std::int64_t gb) {
 }
 
 double breakdown_sum(const Breakdown& b) {
-  return b.compute + b.tp_comm + b.pp_comm + b.dp_comm + b.optimizer + b.bubble;
+  return b.compute + b.tp_comm + b.pp_comm + b.dp_comm + b.optimizer + b.bubble + b.straggler;
 }
 
 TEST(Simulator, UniformStagesMatchTheOneFOneBClosedFormEndToEnd) {
