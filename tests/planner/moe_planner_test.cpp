@@ -114,7 +114,7 @@ TEST(MoeSearch, CoversEpAndEtp) {
     EXPECT_TRUE(validate(s, m).empty());
     if (s.ep > 1) ep_seen = true;
     if (s.etp > 1) etp_seen = true;
-    if (s.ep == 1 && s.etp == 1) EXPECT_EQ(cand.prediction.breakdown_s.ep_comm, 0.0);
+    if (s.ep == 1 && s.etp == 1) { EXPECT_EQ(cand.prediction.breakdown_s.ep_comm, 0.0); }
   }
   EXPECT_TRUE(ep_seen);
   EXPECT_TRUE(etp_seen);

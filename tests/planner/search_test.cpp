@@ -115,7 +115,7 @@ TEST_F(SearchGpt2, MemoryIsNonIncreasingInTheZeroStage) {
     // largest group is the tied embedding, vocab x hidden values, split over tp).
     const int tp = std::get<1>(key);
     const double group_gib = 4.0 * static_cast<double>(model_->vocab) * model_->hidden / tp / (1024.0 * 1024 * 1024);
-    if (by_zero.count(1) && by_zero.count(2)) EXPECT_LE(by_zero.at(2), by_zero.at(1) + group_gib);
+    if (by_zero.count(1) && by_zero.count(2)) { EXPECT_LE(by_zero.at(2), by_zero.at(1) + group_gib); }
   }
   EXPECT_GT(pairs, 10);
 }
