@@ -115,25 +115,6 @@ PredictionBand prediction_band(const std::string& stack, const std::string& devi
   outside("sequence length", static_cast<double>(seq), static_cast<double>(u.seq_min),
           static_cast<double>(u.seq_max));
   return b;
-  }
-  b.relative = best->max_abs;
-  // error e = (predicted - published) / published, so published / predicted = 1 / (1 + e).
-  b.low = std::min(1.0, 1.0 / (1.0 + best->err_max));
-  b.high = std::max(1.0, 1.0 / (1.0 + best->err_min));
-  b.basis = fmt::format("{} on {}: {} published rows ({}), MAPE {:.1f}%, max {:.1f}%, mean {:+.1f}%",
-                        stack, device, best->rows, best->set, 100 * best->mape,
-                        100 * best->max_abs, 100 * best->bias);
-  auto outside = [&](const char* what, double x, double lo, double hi) {
-    if (x < lo * 0.999 || x > hi * 1.001)
-      b.warnings.push_back(fmt::format("{} {:g} is outside the validated range {:g}..{:g} of {}",
-                                       what, x, lo, hi, best->set));
-  };
-  outside("model size (B params)", params_b, best->params_b_min, best->params_b_max);
-  outside("GPU count", static_cast<double>(gpus), static_cast<double>(best->gpus_min),
-          static_cast<double>(best->gpus_max));
-  outside("sequence length", static_cast<double>(seq), static_cast<double>(best->seq_min),
-          static_cast<double>(best->seq_max));
-  return b;
 }
 
 }  // namespace strata::costmodel

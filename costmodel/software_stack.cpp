@@ -68,7 +68,7 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   r.expect_keys({"name", "description", "framework", "version", "precision", "grad_reduce_dtype",
                  "attention", "fusions", "overlap", "grad_bucket_params", "optimizer",
                  "distributed_optimizer", "kernel_overhead_us", "cp_comm_type", "zero_prefetch",
-                 "grad_buffer", "fp8_params", "sources"});
+                 "grad_buffer", "fp8_params", "supports", "sources"});
   SoftwareStack s;
   s.file = source;
   s.name = r.get_string("name");
@@ -126,6 +126,15 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   s.cp_comm = cp_comm_type_from_string(
       r.get_enum("cp_comm_type", {"p2p", "all_gather", "allgather"}, "p2p"));
   s.zero_prefetch = r.get_bool("zero_prefetch", true);
+  if (r.has("supports")) {
+    YamlReader u = r.child("supports");
+    u.expect_keys({"sequence_parallel", "selective_recompute", "zero", "context_parallel", "experts"});
+    s.supports.sequence_parallel = u.get_bool("sequence_parallel", true);
+    s.supports.selective_recompute = u.get_bool("selective_recompute", true);
+    s.supports.max_zero = static_cast<int>(u.get_int_in("zero", 0, 3, 3));
+    s.supports.context_parallel = u.get_bool("context_parallel", true);
+    s.supports.experts = u.get_bool("experts", true);
+  }
   if (r.has("grad_buffer")) {
     YamlReader g = r.child("grad_buffer");
     g.expect_keys({"zero", "nan_check", "scale"});

@@ -36,6 +36,7 @@
 #include "common/errors.h"
 #include "costmodel/prediction_band.h"
 #include "planner/detail/sim_engine.h"
+#include "planner/stack_support.h"
 #include "planner/search.h"
 
 namespace strata::planner {
@@ -166,7 +167,7 @@ std::vector<int> vpp_degrees(int layers, int pp, std::int64_t m, const SearchOpt
 // Every recompute, sequence-parallel, ZeRO and expert variant of one layout (dp, tp, pp,
 // cp, vpp, micro_batch set in `layout`), appended to `space`.
 void add_variants(const models::ModelSpec& model, const SearchOptions& options, const Strategy& layout,
-                  std::vector<Strategy>& space) {
+                  const costmodel::SoftwareStack& stack, std::vector<Strategy>& space) {
   const int tp = layout.tp, dp = layout.dp, cp = layout.cp;
   for (Recompute rc : pinned_or<Recompute>(options.recompute,
                                            {Recompute::None, Recompute::Selective, Recompute::Full})) {
@@ -182,7 +183,7 @@ void add_variants(const models::ModelSpec& model, const SearchOptions& options, 
           s.sequence_parallel = sp;
           s.ep = ep;
           s.etp = etp;
-          space.push_back(s);
+          if (stack_refusal(s, stack).empty()) space.push_back(s);  // what the stack cannot run at all
         }
       }
     }
@@ -220,7 +221,7 @@ std::vector<Strategy> enumerate_space(const models::ModelSpec& model, const Sear
             layout.global_batch = gb;
             layout.schedule = kind;
             layout.precision = options.precision;
-            add_variants(model, options, layout, space);
+            add_variants(model, options, layout, stack, space);
           }
         }
       }
@@ -472,6 +473,17 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     input_error("--cp ({}) > 1 needs a flash / cuDNN attention kernel, but stack '{}' runs unfused "
                 "attention",
                 *options.cp, stack.name);
+
+  {  // Options pinned to something the stack cannot run: say so instead of an empty space.
+    Strategy pinned;
+    pinned.sequence_parallel = options.sequence_parallel.value_or(false);
+    pinned.recompute = options.recompute.value_or(Recompute::None);
+    pinned.zero = options.zero.value_or(0);
+    pinned.cp = options.cp.value_or(1);
+    pinned.ep = options.ep.value_or(1);
+    pinned.etp = options.etp.value_or(1);
+    if (const std::string why = stack_refusal(pinned, stack); !why.empty()) throw InputError(why);
+  }
 
   // Enumerate once into a flat list (cheap), so progress knows the total.
   std::vector<Strategy> space = enumerate_space(model, options, stack, gb);

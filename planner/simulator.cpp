@@ -48,6 +48,7 @@
 #include "common/errors.h"
 #include "costmodel/expert_dispatch_cost.h"
 #include "costmodel/prediction_band.h"
+#include "planner/stack_support.h"
 #include "costmodel/rank_grid.h"
 #include "planner/detail/group_times.h"
 #include "planner/detail/sim_engine.h"
@@ -524,6 +525,7 @@ SimulationResult simulate(const models::ModelSpec& model, const costmodel::Clust
                 strategy.gpus(), strategy.dp, strategy.tp, strategy.pp, strategy.cp, cluster.name,
                 cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
   detail::SimEngine engine(model, cluster, options.stack, strategy.precision);
+  if (const std::string why = stack_refusal(strategy, engine.stack()); !why.empty()) throw InputError(why);
   engine.record_ops(options.op_costs);
   SimulationResult r = engine.run(strategy, options.timeline, options.stage_layers);
   r.prediction.notes = engine.notes(strategy);
