@@ -83,14 +83,12 @@ std::string megatron_layout(const Plan& p) {
   return out;
 }
 
-std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& plan_stack) {
-  check_megatron_can_run(p);
-  const SoftwareStack stack = planned_stack(p, plan_stack);
-  const auto& s = p.strategy;
-  const auto& m = p.model;
-  const StageShape shape = stage_shape(p);
-  FlagWriter flag;
+namespace {
 
+// megatron_args in parts, each appending its flags in the order Megatron-LM's arguments
+// are read back (export/import_megatron.cpp).
+
+void model_flags(FlagWriter& flag, const models::ModelSpec& m, const SoftwareStack& stack) {
   // Model shape. Megatron-LM builds GPT-style models by default (LayerNorm, GELU, learned
   // absolute positions, biases, tied embeddings, dropout 0.1); every difference is a flag.
   flag("--num-layers", num(m.layers));
@@ -167,7 +165,9 @@ std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& plan_stack) {
   } else {
     flag("--attention-dropout", num(stack.attention_dropout));
   }
+}
 
+void precision_flags(FlagWriter& flag, const SoftwareStack& stack) {
   // Precision and kernels.
   const DType rest = non_fp8_precision(stack);
   if (rest == DType::Bf16) flag("--bf16");
@@ -186,7 +186,11 @@ std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& plan_stack) {
   flag("--attention-backend", stack.attention == costmodel::AttentionKernel::Flash2   ? "flash"
                               : stack.attention == costmodel::AttentionKernel::Cudnn ? "fused"
                                                                                       : "unfused");
+}
 
+void layout_flags(FlagWriter& flag, const Plan& p, const SoftwareStack& stack, const StageShape& shape) {
+  const auto& s = p.strategy;
+  const auto& m = p.model;
   // Parallel layout.
   flag("--tensor-model-parallel-size", num(std::int64_t{s.tp}));
   flag("--pipeline-model-parallel-size", num(std::int64_t{s.pp}));
@@ -215,7 +219,9 @@ std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& plan_stack) {
       flag("--pipeline-model-parallel-layout", megatron_layout(p));
     }
   }
+}
 
+void training_flags(FlagWriter& flag, const planner::Strategy& s, const SoftwareStack& stack) {
   // Batch, recompute, optimizer.
   flag("--micro-batch-size", num(s.micro_batch));
   flag("--global-batch-size", num(s.global_batch));
@@ -245,6 +251,21 @@ std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& plan_stack) {
   if (stack.overlap_param_gather && stack.overlap_grad_reduce && s.zero >= 1 && s.dp > 1)
     flag("--overlap-param-gather");
   if (stack.overlap_tp_comm && s.tp > 1 && s.sequence_parallel) flag("--tp-comm-overlap");
+}
+
+}  // namespace
+
+std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& plan_stack) {
+  check_megatron_can_run(p);
+  const SoftwareStack stack = planned_stack(p, plan_stack);
+  const auto& s = p.strategy;
+  const auto& m = p.model;
+  const StageShape shape = stage_shape(p);
+  FlagWriter flag;
+  model_flags(flag, m, stack);
+  precision_flags(flag, stack);
+  layout_flags(flag, p, stack, shape);
+  training_flags(flag, s, stack);
   return flag.args();
 }
 
