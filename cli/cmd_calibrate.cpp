@@ -6,13 +6,23 @@
 //       [--tp-degrees 1,2,4,8] [--micro-batch B] [--quick] [--max-bytes N]
 //       [--max-gemm-dim D] [--dtypes bf16,fp32] [--format table|json] [--name NAME]
 //
+//   strata calibrate --from-runs runs.yaml --out fitted.yaml [--freeze P,...] [--row-sigma S]
+//   strata calibrate --from-log train.log --job args.sh --cluster C [--stack S] --out fitted.yaml
+//       (--from-log / --job repeat in pairs; may be combined with --from-runs)
+// fits the training-loss parameters to measured runs instead of measuring kernels
+// (calibration/fit_runs.h) and writes the cluster's device with them.
+//
 // Works under mpirun (every rank measures; rank 0 prints and writes) and without it
 // (a singleton MPI process). The procedure is calibration/calibrate.h; this file holds
 // the flags and where the report and the profile go.
 #include <cstdio>
+
+#include <fmt/format.h>
 #include <memory>
 
 #include "calibration/calibrate.h"
+#include "calibration/fit_runs.h"
+#include "calibration/measured_runs.h"
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "common/atomic_file.h"
@@ -36,6 +46,40 @@ void run_calibrate(const calibration::CalibrationRequest& request) {
   };
   io.progress_tty = stderr_is_tty();
   calibration::calibrate(request, io);
+}
+
+struct FromRunsFlags {
+  std::string runs;
+  std::vector<std::string> logs, jobs;
+  std::string cluster, stack, source = "training logs";
+  std::vector<std::string> freeze;
+  double row_sigma = 0.04;
+  bool any() const { return !runs.empty() || !logs.empty() || !jobs.empty(); }
+};
+
+void run_from_runs(const FromRunsFlags& f, const std::string& out) {
+  check_output_path(out, "--out");
+  std::vector<calibration::MeasuredRun> runs;
+  if (!f.runs.empty()) runs = calibration::load_measured_runs(f.runs);
+  for (auto& r : calibration::runs_from_logs(f.logs, f.jobs, f.cluster, f.stack, f.source))
+    runs.push_back(std::move(r));
+  calibration::FitOptions o;
+  o.freeze = f.freeze;
+  o.row_sigma = f.row_sigma;
+  if (stderr_is_tty()) o.progress = [](const std::string& s) { std::fprintf(stderr, "# %s\n", s.c_str()); };
+  const calibration::FitResult fit = calibration::fit_training_losses(runs, o);
+  const std::string what = f.runs.empty() ? "--from-log" : f.runs;
+  const std::string yaml = calibration::fitted_profile_yaml(fit, runs.front().cluster.device, what);
+  const std::string report = calibration::fit_report(fit) +
+                             "# residuals entries (held-out rows; costmodel/stacks/residuals.yaml format):\n" +
+                             calibration::residual_entries(fit);
+  if (is_stdio(out)) {
+    std::fputs(report.c_str(), stderr);
+    write_output(out, yaml, "--out");
+  } else {
+    write_output(out, yaml, "--out");
+    print_stdout(report + fmt::format("# profile written to {} (use it with --profile)\n", out));
+  }
 }
 
 }  // namespace
@@ -72,7 +116,28 @@ void add_calibrate_command(CLI::App& app) {
                   "clocks a device holds under sustained load (power and thermal limits) as in training; "
                   "e.g. 60 on a GPU (default 0: none)")
       ->check(CLI::Range(0.0, 3600.0));
-  cmd->callback([flags] { run_calibrate(*flags); });
+  auto runs = std::make_shared<FromRunsFlags>();
+  cmd->add_option("--from-runs", runs->runs,
+                  "Fit the training-loss parameters to the measured runs in this file instead of measuring "
+                  "kernels (calibration/measured_runs.h describes the format)");
+  cmd->add_option("--from-log", runs->logs,
+                  "Training log (Megatron-LM, NeMo or TorchTitan format) whose step times to fit; pairs with --job")
+      ->take_all();
+  cmd->add_option("--job", runs->jobs, "Megatron-LM arguments (script or command line) of the job a --from-log log ran")
+      ->take_all();
+  cmd->add_option("--cluster", runs->cluster, "Cluster the --from-log jobs ran on (catalog name or file)");
+  cmd->add_option("--stack", runs->stack, "Software stack of the --from-log jobs (default: the device's)");
+  cmd->add_option("--source", runs->source, "Where the --from-log numbers come from (recorded in the profile)");
+  cmd->add_option("--freeze", runs->freeze, "Training-loss parameters to hold at their prior (comma-separated)")
+      ->delimiter(',');
+  cmd->add_option("--row-sigma", runs->row_sigma,
+                  "Scatter of log(predicted/measured) per run the parameters cannot explain (the residuals' weight)")
+      ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
+  cmd->callback([flags, runs] {
+    if (runs->any()) return run_from_runs(*runs, flags->out);
+    run_calibrate(*flags);
+  });
 }
 
 }  // namespace strata::cli

@@ -4,14 +4,21 @@
 // time after warm-up and reports the error per plan, the MAPE and the rank correlation.
 // A plan that fails to run is reported as failed, never dropped. The flags are here; the
 // plan choice (validation/validate_plans.h) and the rounds under mpirun with the report
-// of them (validation/validate_rounds.h) are the validation component's.
+// of them (validation/validate_rounds.h) are the validation component's. With --runs it
+// launches nothing: measured runs from a file are checked against the cost model
+// (calibration/fit_runs.h).
 #include <memory>
+#include <optional>
+
+#include "calibration/fit_runs.h"
+#include "calibration/measured_runs.h"
 
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
 #include "common/errors.h"
 #include "costmodel/cluster_spec.h"
+#include "costmodel/device_profile.h"
 #include "validation/validate_plans.h"
 #include "validation/validate_report.h"
 #include "validation/validate_rounds.h"
@@ -24,6 +31,7 @@ struct ValidateFlags {
   ModelClusterFlags mc;
   ValidateOptions run;  // everything but the model / cluster flags and the output format
   std::string format = "table";
+  std::string runs;  // --runs: published / user runs checked against the cost model, nothing launched
 };
 
 void run_validate(ValidateFlags& f) {
@@ -43,13 +51,20 @@ void run_validate(ValidateFlags& f) {
   const auto plans = choose_plans(o, model, cluster, stack, warn_line);
   for (const auto& n : provenance_notes(cluster)) warn(n);
 
-  // Measured here, under mpirun. A source of measured runs other than mpirun (a `--runs
-  // FILE` flag) would fill the report's runs and a MeasuredSteps in place of run_plans;
-  // new_report and finish_report stay as they are.
+  // Measured here, under mpirun. Step times of these plans from another source would fill
+  // the report's runs and a MeasuredSteps in place of run_plans; new_report and
+  // finish_report stay as they are.
   ValidateReport report = new_report(o, model.name, plans);
   const MeasuredSteps measured = run_plans(o, strata, plans, cluster, stack, report, warn_line);
   finish_report(report, measured, o, warn_line);
   print_stdout(f.format == "json" ? validate_json(report) : validate_table(report));
+}
+
+void run_validate_runs(const std::string& runs_path, const std::string& profile_path) {
+  const auto runs = calibration::load_measured_runs(runs_path);
+  std::optional<costmodel::DeviceProfile> profile;
+  if (!profile_path.empty()) profile = costmodel::load_device_profile(profile_path);
+  print_stdout(calibration::check_runs(runs, profile ? &*profile : nullptr, profile_path).text);
 }
 
 }  // namespace
@@ -97,7 +112,13 @@ void add_validate_command(CLI::App& app) {
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   cmd->add_option("--keep-dir", o.keep_dir, "keep plan files, metrics and logs in this folder");
-  cmd->callback([flags] { run_validate(*flags); });
+  cmd->add_option("--runs", f.runs,
+                  "check the cost model against measured runs (a runs file, calibration/measured_runs.h) instead of "
+                  "launching plans: predicted vs measured per row, with --profile applied when given");
+  cmd->callback([flags] {
+    if (!flags->runs.empty()) return run_validate_runs(flags->runs, flags->mc.profile);
+    run_validate(*flags);
+  });
 }
 
 }  // namespace strata::cli

@@ -106,6 +106,9 @@ void apply_profile(ClusterSpec& cluster, const DeviceProfile& measured,
     d.block_table = measured.block_table;
     d.block_source = measured.block_source;
   }
+  // A fitted section travels with the profile it was fitted for; a measured profile
+  // without one keeps the device's (its tables say nothing about a long job's losses).
+  if (measured.training_losses.present) d.training_losses = measured.training_losses;
   if (measured.source.measured()) {
     d.memory_bandwidth_gbps = measured.memory_bandwidth_gbps;
     d.gemm_efficiency = measured.gemm_efficiency;

@@ -134,9 +134,12 @@ double CollectiveCost::ring_time_s(Collective c, double bytes, int n, double alp
 
 CollectiveCost::CollectiveCost(const ClusterSpec& cluster)
     : alpha_intra_s_(cluster.intra_node.latency_us * 1e-6),
-      alpha_inter_s_(cluster.inter_node.latency_us * 1e-6),
+      // A long job's losses at scale (training_losses.h): latency per ring step and busbw
+      // across nodes; measured curves below are taken as they are.
+      alpha_inter_s_(cluster.inter_node.latency_us * 1e-6 + cluster.device.training_losses.step_latency_s()),
       bw_intra_(cluster.intra_node.bandwidth_gbps * 1e9 * cluster.intra_node.efficiency),
-      bw_inter_(cluster.inter_node.bandwidth_gbps * 1e9 * cluster.inter_node.efficiency) {
+      bw_inter_(cluster.inter_node.bandwidth_gbps * 1e9 * cluster.inter_node.efficiency *
+                cluster.device.training_losses.network_efficiency()) {
   if (!(bw_intra_ > 0)) input_error("cluster '{}' intra_node.bandwidth_gbps must be > 0", cluster.name);
   // Per (collective, ranks, nodes): busbw vs size; repeated sizes merged (geometric mean).
   struct Acc {

@@ -171,6 +171,7 @@ std::string device_profile_yaml(const DeviceProfile& p, int indent) {
   }
   o += op_table_yaml(p.op_table, p.op_source, indent);
   o += block_table_yaml(p.block_table, p.block_source, indent);
+  if (p.training_losses.present) o += pad + "training_losses:\n" + training_losses_yaml(p.training_losses, indent + 2);
   return o;
 }
 
@@ -196,7 +197,7 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
   r.expect_keys({"name", "source", "compute_dtype", "memory_gib", "memory_bandwidth_gbps",
                  "peak_tflops", "efficiency", "reserve_gib", "reserve_source", "kernel_overhead_us",
                  "kernel_overhead_source", "default_stack", "sm_count", "gemm_table",
-                 "collective_table", "op_table", "block_table"});
+                 "collective_table", "op_table", "block_table", "training_losses"});
   DeviceProfile p;
   p.name = r.get_string("name");
   if (p.name.empty()) r.fail("name", "must not be empty");
@@ -335,10 +336,22 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
     }
     return s;
   });
+  if (r.has("training_losses")) p.training_losses = parse_training_losses(r.child("training_losses"));
   return p;
 }
 
 }  // namespace detail
+
+bool DeviceProfile::gemm_table_sustained() const {
+  if (gemm_table.empty() || !gemm_source.measured()) return false;
+  for (const auto& [key, value] : gemm_source.fields)
+    if (value.find("sustained clocks") != std::string::npos) return true;
+  return false;
+}
+
+double DeviceProfile::effective_gemm_sustain() const {
+  return gemm_table_sustained() ? 1.0 : training_losses.gemm_sustain();
+}
 
 DeviceProfile parse_device_profile(const std::string& yaml_text, const std::string& source) {
   return detail::parse_device_profile_node(YamlReader(parse_yaml(yaml_text, source), source));

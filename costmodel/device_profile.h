@@ -39,6 +39,10 @@
 //     # block: costmodel::block_signature of the model; times for one micro-batch on one
 //     # TP rank, TP collectives excluded (see costmodel/block_table.h). Optional for tp > 1:
 //     # fwd_with_tp_us, bwd_with_tp_us: the same with a real TP group inside one node.
+//   training_losses:                      # optional, fitted: costmodel/training_losses.h
+//     source: {kind: estimate, tool: "strata calibrate --from-runs", ...}
+//     parameters: {gemm_sustain: {value: 0.9, std_error: 0.01, status: fitted}, ...}
+//     rows: [...], cross_validation: [...]   # the fit's record, kept verbatim
 // `source` maps need `kind` (datasheet | measured | estimate) and at least one more
 // field; other keys are free-form scalars (nested maps are flattened to "a.b").
 // Unknown top-level keys, non-positive sizes/bandwidths/peaks are errors naming the key.
@@ -50,6 +54,7 @@
 #include <vector>
 
 #include "costmodel/collective.h"
+#include "costmodel/training_losses.h"
 
 namespace strata::costmodel {
 
@@ -144,8 +149,16 @@ struct DeviceProfile {
   Provenance op_source;
   std::vector<BlockSample> block_table;
   Provenance block_source;
+  // What a long training job loses against these tables (costmodel/training_losses.h):
+  // fitted by `strata calibrate --from-runs`; neutral when the profile has no section.
+  TrainingLosses training_losses;
 
   double peak_flops(DType d) const;  // FLOP/s; InputError if the profile lacks the dtype
+  // True when the GEMM table was measured under sustained load (`calibrate --sustain`, its
+  // provenance says "sustained clocks"): the measurement replaces training_losses'
+  // gemm_sustain. effective_gemm_sustain(): 1 then, else the fitted value.
+  bool gemm_table_sustained() const;
+  double effective_gemm_sustain() const;
 };
 
 DeviceProfile parse_device_profile(const std::string& yaml_text, const std::string& source);

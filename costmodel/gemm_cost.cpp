@@ -29,6 +29,7 @@ double gemm_flops(std::int64_t m, std::int64_t n, std::int64_t k) {
 
 GemmCost::GemmCost(const DeviceProfile& profile)
     : gemm_efficiency_(profile.gemm_efficiency),
+      sustain_(profile.effective_gemm_sustain()),
       memory_bytes_per_s_(profile.memory_bandwidth_gbps * 1e9 * profile.memory_efficiency) {
   for (const auto& [d, tf] : profile.peak_tflops) peak_flops_[d] = tf * 1e12;
 
@@ -97,6 +98,7 @@ GemmEstimate GemmCost::estimate(std::int64_t m, std::int64_t n, std::int64_t k, 
     const double capped = b.time_s * p16->second / p8->second;
     if (capped > e.time_s) e = {capped, std::max(e.source, b.source)};  // the less direct source
   }
+  e.time_s /= sustain_;  // clocks under a long job's power limit (training_losses.h)
   return e;
 }
 

@@ -78,6 +78,7 @@ class GemmCost {
   std::map<DType, Table> tables_;
   std::map<DType, double> peak_flops_;
   double gemm_efficiency_ = 0;
+  double sustain_ = 1.0;  // DeviceProfile::effective_gemm_sustain (costmodel/training_losses.h)
   double memory_bytes_per_s_ = 0;  // bandwidth * memory_efficiency
 };
 

@@ -57,6 +57,7 @@ OpCostOptions op_cost_options(const SoftwareStack& stack, const DeviceProfile& d
   o.fused_cross_entropy = stack.fused_cross_entropy;
   o.kernel_overhead_s =
       (stack.kernel_overhead_us >= 0 ? stack.kernel_overhead_us : device.kernel_overhead_us) * 1e-6;
+  o.host_gap_s = device.training_losses.host_gap_s();
   return o;
 }
 
@@ -90,7 +91,8 @@ OpCost::OpCost(const DeviceProfile& profile, const OpCostOptions& options)
       memory_bytes_per_s_(profile.memory_bandwidth_gbps * 1e9 * profile.memory_efficiency),
       options_(options) {
   for (const auto& [d, tf] : profile.peak_tflops)
-    attention_flops_per_s_[d] = tf * 1e12 * profile.attention_efficiency;
+    attention_flops_per_s_[d] = tf * 1e12 * profile.attention_efficiency *
+                                profile.training_losses.attention_sustain();
 }
 
 OpTime OpCost::time(const models::Op& op, int tp, bool sequence_parallel, DType dtype) const {
@@ -106,13 +108,13 @@ OpTime OpCost::time(const models::Op& op, int tp, bool sequence_parallel, DType 
     GemmEstimate wgrad = gemm_.estimate(k, n, m, dtype);  // dW(k,n) = X^T(k,m) dY(m,n)
     // A grouped GEMM (experts) runs op.gemm_count GEMMs of this shape.
     const double count = static_cast<double>(op.gemm_count);
-    t.fwd_s = count * fwd.time_s;
-    t.bwd_s = count * (dgrad.time_s + wgrad.time_s);
+    t.fwd_s = count * (fwd.time_s + options_.host_gap_s);
+    t.bwd_s = count * (dgrad.time_s + wgrad.time_s + 2 * options_.host_gap_s);
     t.source = worse(fwd.source, worse(dgrad.source, wgrad.source));
     if (dtype == DType::Fp8) {  // the casts to FP8 around the GEMMs (costmodel/fp8_linear.h)
       const Fp8CastWork c = fp8_activation_casts(m, n, k);
-      t.fwd_s += c.fwd_bytes / memory_bytes_per_s_ + c.fwd_kernels * options_.kernel_overhead_s;
-      t.bwd_s += c.bwd_bytes / memory_bytes_per_s_ + c.bwd_kernels * options_.kernel_overhead_s;
+      t.fwd_s += c.fwd_bytes / memory_bytes_per_s_ + c.fwd_kernels * per_kernel_s();
+      t.bwd_s += c.bwd_bytes / memory_bytes_per_s_ + c.bwd_kernels * per_kernel_s();
     }
     return t;
   }
@@ -126,8 +128,8 @@ OpTime OpCost::time(const models::Op& op, int tp, bool sequence_parallel, DType 
   }
 
   const KernelCount kc = kernel_count(op, options_);
-  const double over_fwd = kc.fwd * options_.kernel_overhead_s;
-  const double over_bwd = kc.bwd * options_.kernel_overhead_s;
+  const double over_fwd = kc.fwd * per_kernel_s();
+  const double over_bwd = kc.bwd * per_kernel_s();
   if (op.kind == models::OpKind::AttentionCore && options_.attention == AttentionKernel::Unfused) {
     t = unfused_attention(op, tp, dtype);
     t.fwd_s += over_fwd;
@@ -148,8 +150,8 @@ OpTime OpCost::time(const models::Op& op, int tp, bool sequence_parallel, DType 
   if (op.kind == models::OpKind::Loss && op.logits > 0) {
     const CrossEntropyWork w = cross_entropy_work(options_.fused_cross_entropy, std::max<double>(2, dtype_bytes(dtype)));
     const double logits = op.logits / tp;  // vocab-parallel: V/tp logits per token
-    t.fwd_s = logits * w.fwd_bytes_per_logit / memory_bytes_per_s_ + w.fwd_kernels * options_.kernel_overhead_s;
-    t.bwd_s = logits * w.bwd_bytes_per_logit / memory_bytes_per_s_ + w.bwd_kernels * options_.kernel_overhead_s;
+    t.fwd_s = logits * w.fwd_bytes_per_logit / memory_bytes_per_s_ + w.fwd_kernels * per_kernel_s();
+    t.bwd_s = logits * w.bwd_bytes_per_logit / memory_bytes_per_s_ + w.bwd_kernels * per_kernel_s();
     t.source = TimeSource::Roofline;
     return t;
   }

@@ -77,6 +77,9 @@ struct OpCostOptions {
   bool fused_layernorm = true;
   bool fused_cross_entropy = false;
   double kernel_overhead_s = 0;
+  // Idle GPU time per launched kernel, GEMMs included (training_losses.h host_gap_us); not
+  // charged on measured op_table rows.
+  double host_gap_s = 0;
 };
 // The stack's kernels, with its kernel overhead or else the device profile's.
 OpCostOptions op_cost_options(const SoftwareStack& stack, const DeviceProfile& device);
@@ -113,6 +116,7 @@ class OpCost {
   OpCostOptions options_;
 
   OpTime unfused_attention(const models::Op& op, int tp, DType dtype) const;
+  double per_kernel_s() const { return options_.kernel_overhead_s + options_.host_gap_s; }
 };
 
 }  // namespace strata::costmodel

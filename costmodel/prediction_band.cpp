@@ -25,7 +25,7 @@ const std::vector<ValidationResidual>& validation_residuals() {
       for (std::size_t i = 0; i < list.size(); ++i) {
         YamlReader e = list.element(i);
         e.expect_keys({"stack", "device", "set", "rows", "mape", "max_abs", "bias", "err", "params_b",
-                       "gpus", "seq"});
+                       "gpus", "seq", "profile"});
         ValidationResidual v;
         v.stack = e.get_string("stack");
         v.device = e.get_string("device");
@@ -47,6 +47,7 @@ const std::vector<ValidationResidual>& validation_residuals() {
         range("params_b", &v.params_b_min, &v.params_b_max);
         range("gpus", &v.gpus_min, &v.gpus_max);
         range("seq", &v.seq_min, &v.seq_max);
+        v.fitted = e.get_enum("profile", {"fitted", "tables"}, "tables") == "fitted";
         out.push_back(std::move(v));
       }
     }
@@ -56,16 +57,16 @@ const std::vector<ValidationResidual>& validation_residuals() {
 }
 
 PredictionBand prediction_band(const std::string& stack, const std::string& device,
-                               double params_b, long long gpus, long long seq) {
+                               double params_b, long long gpus, long long seq, bool fitted) {
   PredictionBand b;
   const ValidationResidual* best = nullptr;
   for (const auto& v : validation_residuals())
-    if (v.stack == stack && v.device == device && (!best || v.rows > best->rows)) best = &v;
+    if (v.stack == stack && v.device == device && v.fitted == fitted && (!best || v.rows > best->rows)) best = &v;
   if (!best) {
     b.warnings.push_back(fmt::format(
-        "stack {} has not been validated on {}: no uncertainty band (validated: see "
+        "stack {} has not been validated on {}{}: no uncertainty band (validated: see "
         "costmodel/stacks/residuals.yaml)",
-        stack, device));
+        stack, device, fitted ? " with fitted training losses" : ""));
     return b;
   }
   b.relative = best->max_abs;

@@ -20,6 +20,9 @@ struct ValidationResidual {
   double params_b_min = 0, params_b_max = 0;
   long long gpus_min = 0, gpus_max = 0;
   long long seq_min = 0, seq_max = 0;
+  // The entry describes predictions with the device's fitted training losses (held-out
+  // rows of `calibrate --from-runs`), not the kernel tables alone.
+  bool fitted = false;
 };
 
 // Every committed residual entry.
@@ -38,7 +41,9 @@ struct PredictionBand {
   std::vector<std::string> warnings;  // outside the validated range, or not validated
 };
 
+// `fitted`: the prediction charges fitted training losses (DeviceProfile::training_losses):
+// only entries with `profile: fitted` describe it; without, only entries without.
 PredictionBand prediction_band(const std::string& stack, const std::string& device,
-                               double params_b, long long gpus, long long seq);
+                               double params_b, long long gpus, long long seq, bool fitted = false);
 
 }  // namespace strata::costmodel

@@ -123,6 +123,7 @@ Prediction read_prediction(const YamlReader& r) {
     d.optimizer = read_double(b, "optimizer", 0);
     d.bubble = read_double(b, "bubble", 0);
     d.ep_comm = read_double(b, "ep_comm", 0);
+    d.straggler = read_double(b, "straggler", 0);
   }
   if (r.has("notes")) {
     YamlReader l = r.child("notes");
@@ -219,6 +220,7 @@ void emit_prediction(YAML::Emitter& e, const Prediction& p) {
   e << YAML::Key << "optimizer" << YAML::Value << yaml_double(b.optimizer);
   e << YAML::Key << "bubble" << YAML::Value << yaml_double(b.bubble);
   e << YAML::Key << "ep_comm" << YAML::Value << yaml_double(b.ep_comm);
+  if (b.straggler > 0) e << YAML::Key << "straggler" << YAML::Value << yaml_double(b.straggler);
   e << YAML::EndMap;
   e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
   for (const auto& n : p.notes) e << YAML::DoubleQuoted << n;
@@ -233,6 +235,8 @@ nlohmann::ordered_json json_number(double x) {
 }
 
 }  // namespace
+
+Strategy strategy_from_yaml(const YamlReader& r) { return read_strategy(r); }
 
 std::vector<std::vector<int>> even_stage_layers(const models::ModelSpec& m, int pp, int vpp) {
   if (pp < 1) input_error("strategy.pp ({}) must be >= 1", pp);
@@ -379,7 +383,8 @@ std::string plan_to_json(const Plan& p) {
                                         {"dp_comm", json_number(b.dp_comm)},
                                         {"optimizer", json_number(b.optimizer)},
                                         {"bubble", json_number(b.bubble)},
-                                        {"ep_comm", json_number(b.ep_comm)}}}};
+                                        {"ep_comm", json_number(b.ep_comm)},
+                                        {"straggler", json_number(b.straggler)}}}};
   j["stack"] = q.stack;
   {
     const MemoryBreakdown& m = q.peak_memory;

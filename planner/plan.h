@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/yaml_reader.h"
 #include "models/model_spec.h"
 #include "planner/prediction.h"
 #include "planner/strategy.h"
@@ -25,6 +26,9 @@ struct Plan {
 // The default even split (embedding with the first stage, head with the last).
 // When L is not a multiple of pp*vpp the extra blocks go to the middle virtual stages first.
 // InputError when model.layers < pp * vpp.
+// A strategy map as plan files write it (dp, tp, pp, cp, vpp, micro_batch, global_batch,
+// zero, recompute, sequence_parallel, schedule, rank_order, ep, etp, precision).
+Strategy strategy_from_yaml(const YamlReader& r);
 std::vector<std::vector<int>> even_stage_layers(const models::ModelSpec& m, int pp, int vpp);
 // InputError (message starts "stage_layers") unless the map has pp*vpp non-empty virtual
 // stages listing layer groups 0..L+1 once each, in order.

@@ -9,6 +9,9 @@ struct Breakdown {  // seconds on the critical path of one iteration
   double compute = 0, tp_comm = 0, pp_comm = 0, dp_comm = 0, optimizer = 0, bubble = 0;
   double cp_comm = 0;  // context-parallel K/V exchange the attention does not hide
   double ep_comm = 0;  // MoE token dispatch / combine (all-to-all, and all-gather / reduce-scatter over etp)
+  // Waiting for the slowest of the ranks that synchronise every step (costmodel/
+  // training_losses.h jitter_cv): 0 without a fitted profile.
+  double straggler = 0;
 };
 
 // Memory of one rank of the pipeline stage with the most (GiB), by what holds it.

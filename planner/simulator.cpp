@@ -534,7 +534,7 @@ const costmodel::PredictionBand& SimEngine::band_for(const Strategy& s) {
     it = bands_.emplace(s.gpus(), costmodel::prediction_band(
                                       stack_.name, cluster_.device.name,
                                       graph_for(s.micro_batch).graph->total_params() / 1e9,
-                                      s.gpus(), model_.seq_len))
+                                      s.gpus(), model_.seq_len, cluster_.device.training_losses.present))
              .first;
   return it->second;
 }
@@ -1014,6 +1014,11 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
     pr.uncertainty_high = band.high;
     pr.uncertainty_basis = band.basis;
   }
+  // Every rank waits for the slowest at the step's synchronisations: the expected maximum
+  // of the ranks' jittery step times (costmodel/training_losses.h jitter_cv).
+  const double straggler =
+      costmodel::straggler_s(iteration, s.gpus(), cluster_.device.training_losses.jitter_cv());
+  iteration += straggler;
   pr.iteration_s = iteration;
   const double tokens = static_cast<double>(s.global_batch) * static_cast<double>(model_.seq_len);
   pr.tokens_per_s = iteration > 0 ? tokens / iteration : 0;
@@ -1064,6 +1069,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   bd.bubble = idle_q - (bd.pp_comm - p2p_q);
   bd.dp_comm = (ready[q] - w.compute_end[q]) + ag_r + zero_q;  // + ZeRO-2/3 in the steps
   bd.optimizer = opt_r;
+  bd.straggler = straggler;
   (void)r;
   pr.bubble_fraction = iteration > 0 ? bd.bubble / iteration : 0;
 

@@ -94,7 +94,8 @@ struct Part {
 std::vector<Part> parts(const planner::Breakdown& b) {
   return {{"compute", b.compute},       {"tp comm", b.tp_comm},     {"cp comm", b.cp_comm},
           {"pp comm", b.pp_comm},       {"dp comm", b.dp_comm},     {"optimizer", b.optimizer},
-          {"bubble", b.bubble},         {"ep comm (all-to-all)", b.ep_comm}};
+          {"bubble", b.bubble},         {"ep comm (all-to-all)", b.ep_comm},
+          {"stragglers (step jitter)", b.straggler}};
 }
 
 std::string header_lines(const PlanReport& r) {

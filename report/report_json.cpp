@@ -92,7 +92,8 @@ json prediction_to_json(const planner::Prediction& p) {
                 {"pp_comm", number_or_null(b.pp_comm)},
                 {"dp_comm", number_or_null(b.dp_comm)},
                 {"optimizer", number_or_null(b.optimizer)},
-                {"bubble", number_or_null(b.bubble)}}}};
+                {"bubble", number_or_null(b.bubble)},
+                {"straggler", number_or_null(b.straggler)}}}};
 }
 
 MeasuredFile parse_measured_json(const std::string& text, const std::string& source) {

@@ -304,9 +304,14 @@ step_calibrate() {
   local log=$OUT/calibrate.log
   # --sustain: GEMM rows timed after 20 s of back-to-back GEMMs, at the clocks the GPU holds
   # under load (the published GEMM tables are idle-GPU bursts).
-  run_step "calibrate cuda --quick --sustain 20" "$log" 200 "${K[@]}" "$B/strata" calibrate --backend cuda --quick \
-    --sustain "${DEVICE_CHECK_SUSTAIN_S:-20}" --model gpt2-124m --tp-degrees 1 --micro-batch 8 \
-    --out "$OUT/h200-measured.yaml"
+  # DEVICE_CHECK_CALIBRATE_ARGS: the sweep (default: gpt2-124m's GEMMs at tp 1, --quick); e.g.
+  # "--model llama3-8b,llama3-70b --tp-degrees 1,2,4,8 --micro-batch 1 --dtypes bf16" for the
+  # shapes of the validation rows. DEVICE_CHECK_CALIBRATE_TIMEOUT_S bounds it (default 200).
+  local -a cal_args
+  read -r -a cal_args <<<"${DEVICE_CHECK_CALIBRATE_ARGS:---quick --model gpt2-124m --tp-degrees 1 --micro-batch 8}"
+  run_step "calibrate cuda ${cal_args[*]} --sustain ${DEVICE_CHECK_SUSTAIN_S:-20}" "$log" \
+    "${DEVICE_CHECK_CALIBRATE_TIMEOUT_S:-200}" "${K[@]}" "$B/strata" calibrate --backend cuda "${cal_args[@]}" \
+    --sustain "${DEVICE_CHECK_SUSTAIN_S:-20}" --out "$OUT/h200-measured.yaml"
   if [[ -s $OUT/h200-measured.yaml ]]; then
     run_step "simulate with measured" "$log" 30 "${K[@]}" "$B/strata" simulate --model gpt2-124m \
       --cluster h200-node --profile "$OUT/h200-measured.yaml" --dp 1 --tp 1 --pp 1 --micro-batch 8 --global-batch 8

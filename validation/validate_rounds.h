@@ -1,8 +1,8 @@
 // `strata validate`, second half: the plans measured under mpirun in rounds, and the report
 // made of the measurements. check_launch_options and run_plans are the launching side;
-// new_report and finish_report take measurements from anywhere, so a source other than
-// mpirun (a later `--runs FILE` of step times measured elsewhere) fills the report's runs
-// and a MeasuredSteps in place of run_plans and shares the rest.
+// new_report and finish_report take measurements from anywhere, so step times of the
+// plans measured elsewhere fill the report's runs and a MeasuredSteps in place of run_plans
+// and share the rest.
 #pragma once
 #include <string>
 #include <vector>

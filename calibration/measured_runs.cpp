@@ -1,0 +1,194 @@
+#include "calibration/measured_runs.h"
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "common/atomic_file.h"
+#include "common/errors.h"
+#include "common/yaml_reader.h"
+#include "calibration/training_log.h"
+#include "export/import_megatron.h"
+#include "planner/plan.h"
+#include "planner/simulator.h"
+
+namespace strata::calibration {
+
+namespace {
+
+// A row's value for `key`, else the file's defaults.
+YAML::Node row_or_default(const YamlReader& row, const YAML::Node& defaults, const std::string& key) {
+  if (row.has(key)) return row.node()[key];
+  if (defaults.IsMap() && defaults[key]) return defaults[key];
+  return YAML::Node();
+}
+
+models::ModelSpec read_run_model(const YamlReader& row, const YAML::Node& node, std::string* name) {
+  if (node.IsMap()) {
+    *name = node["name"] ? node["name"].as<std::string>("") : "inline model";
+    return models::read_model(YamlReader(node, row.source(), row.path() + ".model"));
+  }
+  if (!node.IsScalar()) row.fail("model", "expected a catalog name, a path or a model map");
+  *name = node.as<std::string>();
+  return models::load_model(*name);
+}
+
+// A path in the runs file, relative to the file's folder.
+std::string relative_to(const std::string& file, const std::string& path) {
+  const std::filesystem::path p(path);
+  if (p.is_absolute() || file.empty()) return path;
+  return (std::filesystem::path(file).parent_path() / p).string();
+}
+
+double measured_seconds(const YamlReader& row, const MeasuredRun& r) {
+  YamlReader m = row.child("measured");
+  m.expect_keys({"iteration_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "log", "skip"});
+  const int given = (m.has("iteration_s") ? 1 : 0) + (m.has("tokens_per_s_per_gpu") ? 1 : 0) +
+                    (m.has("model_tflops_per_gpu") ? 1 : 0) + (m.has("log") ? 1 : 0);
+  if (given != 1)
+    m.fail("", "give exactly one of iteration_s, tokens_per_s_per_gpu, model_tflops_per_gpu, log");
+  const double gpus = static_cast<double>(r.strategy.gpus());
+  const double tokens = static_cast<double>(r.strategy.global_batch) * static_cast<double>(r.model.seq_len);
+  if (m.has("iteration_s")) return m.get_positive("iteration_s");
+  if (m.has("log")) {
+    const TrainingLog log = read_training_log(relative_to(row.source(), m.get_string("log")),
+                                              static_cast<int>(m.get_int_in("skip", 0, 1000000, 1)));
+    return log.tokens_per_s_per_gpu() ? tokens / (log.median * gpus) : log.median;
+  }
+  if (m.has("tokens_per_s_per_gpu")) return tokens / (m.get_positive("tokens_per_s_per_gpu") * gpus);
+  // Model FLOPs per iteration as strata counts them (independent of any time estimate).
+  planner::SimulateOptions o;
+  o.stack = &r.stack;
+  const auto p = planner::simulate(r.model, r.cluster, r.strategy, o).prediction;
+  const double flops = p.model_tflops_per_gpu * 1e12 * gpus * p.iteration_s;
+  return flops / (m.get_positive("model_tflops_per_gpu") * 1e12 * gpus);
+}
+
+MeasuredRun read_run(const YamlReader& row, const YAML::Node& defaults, const std::string& file_source,
+                     std::size_t index) {
+  row.expect_keys({"id", "model", "cluster", "stack", "strategy", "precision", "measured", "source", "sweep",
+                   "use", "gpus", "note", "job"});
+  MeasuredRun r;
+  r.id = row.get_string("id", fmt::format("runs[{}]", index));
+  r.source = row.get_string("source", file_source);
+  if (r.source.empty()) row.fail("source", "every run needs a source (the row's or the file's `source:`)");
+  r.sweep = row.get_string("sweep", "");
+  r.fit = row.get_enum("use", {"fit", "check"}, "fit") == "fit";
+  const YAML::Node cluster = row_or_default(row, defaults, "cluster");
+  if (!cluster || !cluster.IsScalar()) row.fail("cluster", "missing (a catalog name or a path)");
+  r.cluster_name = cluster.as<std::string>();
+  r.cluster = costmodel::load_cluster(r.cluster_name);
+  const YAML::Node stack = row_or_default(row, defaults, "stack");
+  r.stack_name = stack && stack.IsScalar() ? stack.as<std::string>()
+                                           : costmodel::default_software_stack_name(r.cluster.device);
+  r.stack = costmodel::load_software_stack(r.stack_name);
+  if (row.has("job")) {  // the job's own arguments in place of model + strategy
+    if (row.has("model") || row.has("strategy")) row.fail("job", "give either job or model + strategy, not both");
+    YamlReader job = row.child("job");
+    job.expect_keys({"megatron", "world_size"});
+    const std::string args = relative_to(row.source(), job.get_string("megatron"));
+    exports::ImportedJob j = exports::import_megatron_args(read_file(args), args);
+    exports::resolve_world_size(j, static_cast<int>(job.get_int_in("world_size", 0, 1 << 24, 0)), args);
+    r.model = j.model;
+    r.model_name = args;
+    r.strategy = j.strategy;
+    r.stack = exports::apply_overrides(r.stack, j.stack);
+  } else {
+    const YAML::Node model = row_or_default(row, defaults, "model");
+    if (!model) row.fail("model", "missing (a catalog name, a path or a model map), or give job");
+    r.model = read_run_model(row, model, &r.model_name);
+    r.strategy = planner::strategy_from_yaml(row.child("strategy"));
+  }
+  if (row.has("precision")) r.strategy.precision = row.get_enum("precision", {"bf16", "fp16", "fp8"});
+  if (row.has("gpus") && row.get_int("gpus") != r.strategy.gpus())
+    row.fail("gpus", fmt::format("{} but the strategy uses dp x tp x pp x cp = {}", row.get_int("gpus"),
+                                 r.strategy.gpus()));
+  try {
+    planner::SimulateOptions o;
+    o.stack = &r.stack;
+    (void)planner::simulate(r.model, r.cluster, r.strategy, o);
+  } catch (const InputError& e) {
+    row.fail("strategy", e.what());
+  }
+  r.measured_s = measured_seconds(row, r);
+  return r;
+}
+
+}  // namespace
+
+std::string run_signature(const MeasuredRun& r) {
+  const planner::Strategy& s = r.strategy;
+  return fmt::format("{} on {} ({}) tp{} pp{} dp{} cp{} ep{} etp{} vpp{} mbs{} gbs{} zero{} {} sp{} {}",
+                     r.model_name, r.cluster_name, r.stack_name, s.tp, s.pp, s.dp, s.cp, s.ep, s.etp, s.vpp,
+                     s.micro_batch, s.global_batch, s.zero, planner::to_string(s.recompute),
+                     s.sequence_parallel ? 1 : 0, s.precision.empty() ? "stack precision" : s.precision);
+}
+
+std::vector<MeasuredRun> parse_measured_runs(const std::string& yaml_text, const std::string& source) {
+  const YamlReader doc(parse_yaml(yaml_text, source), source);
+  doc.expect_keys({"source", "defaults", "runs", "note"});
+  const std::string file_source = doc.get_string("source", "");
+  const YAML::Node defaults = doc.has("defaults") ? doc.node()["defaults"] : YAML::Node(YAML::NodeType::Map);
+  if (!defaults.IsMap()) doc.fail("defaults", "expected a map (model, cluster, stack)");
+  if (!doc.has("runs")) doc.fail("runs", "missing: the list of measured runs");
+  const YamlReader rows = doc.child("runs");
+  rows.expect_sequence();
+  if (rows.size() == 0) rows.fail("", "no runs: list at least one measured job");
+  std::vector<MeasuredRun> out;
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    MeasuredRun r = read_run(rows.element(i), defaults, file_source, i);
+    const std::string sig = run_signature(r);
+    if (auto it = seen.find(sig); it != seen.end()) {
+      const MeasuredRun& a = out[it->second];
+      const double ratio = std::max(a.measured_s, r.measured_s) / std::min(a.measured_s, r.measured_s);
+      if (ratio > 1.25)
+        input_error("{}: runs {} and {} are the same job ({}) but measured {:.4g} s and {:.4g} s per iteration "
+                    "({:.0f}% apart): contradictory rows; drop one or say what differs",
+                    source, a.id, r.id, sig, a.measured_s, r.measured_s, 100 * (ratio - 1));
+    }
+    seen.emplace(sig, out.size());
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<MeasuredRun> load_measured_runs(const std::string& path) {
+  return parse_measured_runs(read_file(path), path);
+}
+
+std::vector<MeasuredRun> runs_from_logs(const std::vector<std::string>& logs, const std::vector<std::string>& jobs,
+                                        const std::string& cluster, const std::string& stack,
+                                        const std::string& source) {
+  if (logs.size() != jobs.size())
+    input_error("--from-log and --job go in pairs (a log and the arguments of the job that wrote it): got {} "
+                "log(s) and {} job(s)",
+                logs.size(), jobs.size());
+  if (logs.empty()) return {};
+  if (cluster.empty()) input_error("--from-log needs --cluster (where the logged jobs ran)");
+  YAML::Node doc;
+  for (std::size_t i = 0; i < logs.size(); ++i) {
+    YAML::Node row;
+    row["id"] = logs[i];
+    row["job"]["megatron"] = jobs[i];
+    row["cluster"] = cluster;
+    if (!stack.empty()) row["stack"] = stack;
+    row["measured"]["log"] = logs[i];
+    row["source"] = source;
+    doc["runs"].push_back(row);
+  }
+  return parse_measured_runs(YAML::Dump(doc), "--from-log");
+}
+
+double predict_run_s(const MeasuredRun& run, const costmodel::TrainingLosses& losses) {
+  costmodel::ClusterSpec c = run.cluster;
+  c.device.training_losses = losses;
+  planner::SimulateOptions o;
+  o.stack = &run.stack;
+  return planner::simulate(run.model, c, run.strategy, o).prediction.iteration_s;
+}
+
+}  // namespace strata::calibration

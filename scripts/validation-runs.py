@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Writes bench/validation/runs/{a100,h100}.yaml, the dev sets in the runs-file format that
+`strata calibrate --from-runs` and `strata validate --runs` read (calibration/measured_runs.h),
+from the published sets beside them (bench/validation/*.yaml). Run from the repository root
+after changing a published set; the outputs are committed. Throughputs become seconds per
+iteration with the FLOP formula each source states; nothing is fitted here.
+    python3 scripts/validation-runs.py [--mcore-layouts FILE]
+--mcore-layouts: the layouts strata's search chose for the Megatron-Core rows, whose micro-batch,
+vpp, SP and recompute the source leaves unknown (strata_bench_prediction_error_mcore output)."""
+import sys, yaml
+
+def flow(d):
+    return "{" + ", ".join(f"{k}: {v}" for k, v in d.items()) + "}"
+
+def gpt(name, layers, hidden, heads, vocab, seq, tied=True):
+    return {"name": name, "layers": layers, "hidden": hidden, "heads": heads, "kv_heads": heads,
+            "ffn": 4 * hidden, "vocab": vocab, "seq_len": seq, "tied_embeddings": str(tied).lower()}
+
+def row(out, rid, model, strategy, seconds, source, stack=None, sweep=None, use="fit", precision=None):
+    r = {"id": rid, "model": model if isinstance(model, str) else flow(model)}
+    if stack: r["stack"] = stack
+    r["strategy"] = flow(strategy)
+    if precision: r["precision"] = precision
+    r["measured"] = flow({"iteration_s": f"{seconds:.6g}"})
+    r["source"] = f'"{source}"'
+    if sweep: r["sweep"] = f'"{sweep}"'
+    if use != "fit": r["use"] = use
+    out.append("  - " + flow(r))
+
+def strat(tp, pp, dp, mbs, gbs, vpp=1, recompute="none", sp=False, zero=0, cp=1):
+    return {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "vpp": vpp, "micro_batch": mbs, "global_batch": gbs,
+            "zero": zero, "recompute": recompute, "sequence_parallel": str(sp).lower(),
+            "schedule": "interleaved" if vpp > 1 else "1f1b"}
+
+def a100():
+    out = []
+    t1 = yaml.safe_load(open("bench/validation/megatron-2021.yaml"))
+    s, V = t1["seq_len"], t1["vocab"]
+    for r in t1["runs"]:
+        l, h, B = r["layers"], r["hidden"], r["global_batch"]
+        F = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+        dp = r["gpus"] // (r["tp"] * r["pp"])
+        row(out, f"T1-{r['params_b']:g}B", f"megatron-{r['params_b']:g}b",
+            strat(r["tp"], r["pp"], dp, r["micro_batch"], B, r["vpp"], "full"), F / (r["gpus"] * r["tflops_per_gpu"] * 1e12),
+            "Narayanan et al. 2021 Table 1 (megatron-2021.yaml)",
+            # SC21 run_table_1.sh: PyTorch DDP without pipelining, local DDP otherwise
+            stack="megatron-2021-torch-ddp" if r["pp"] == 1 else "megatron-2021")
+    ex = yaml.safe_load(open("bench/validation/narayanan-2021-extra.yaml"))
+    s, V = ex["seq_len"], ex["vocab"]
+    for r in ex["runs"]:
+        l, h, B = r["layers"], r["hidden"], r["global_batch"]
+        F = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+        dp = r["gpus"] // (r["tp"] * r["pp"])
+        vpp = r["vpp"] or 1
+        row(out, r["id"], gpt(f"gpt-{r['params_b']}b", l, h, r["heads"], V, s), strat(r["tp"], r["pp"], dp, r["micro_batch"], B, vpp, "full"),
+            F / (r["gpus"] * r["tflops_per_gpu"] * 1e12), "Narayanan et al. 2021 Table 2 + Megatron-LM README (narayanan-2021-extra.yaml)",
+            stack="megatron-2021")
+    for p in ex["points"]:
+        l, h, B = p["layers"], p["hidden"], p["global_batch"]
+        F = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+        vpp = p["vpp"] or 1
+        sg = p.get("scatter_gather")
+        if sg is False: continue  # the runs without Megatron's scatter/gather optimisation: another code path
+        sweep = f"{p['sweep']} GBS {B}"
+        row(out, f"{p['sweep']}-tp{p['tp']}pp{p['pp']}dp{p['dp']}mbs{p['micro_batch']}vpp{vpp}gbs{B}",
+            gpt(f"{p['sweep']}-l{l}-h{h}", l, h, p["heads"], V, s),
+            strat(p["tp"], p["pp"], p["dp"], p["micro_batch"], B, vpp, "full"),
+            F / (p["gpus"] * p["tflops_per_gpu"] * 1e12), "Narayanan et al. 2021 Figures 11-16, 18 (read by eye)",
+            stack="megatron-2021", sweep=sweep, use="check")
+    head = ("# Dev set, DGX A100 (written by scripts/validation-runs.py from megatron-2021.yaml and\n"
+            "# narayanan-2021-extra.yaml; see those files for every source and derivation). Seconds per\n"
+            "# iteration = F / (gpus x published TFLOP/s), F = 96 B s l h^2 (1 + s/6h + V/16lh) (recompute\n"
+            "# counted, as the paper does). Figure points are `use: check`: ranking only, never fitted.\n"
+            "source: \"Narayanan et al. 2021\"\ndefaults: {cluster: dgx-a100}\nruns:\n")
+    open("bench/validation/runs/a100.yaml", "w").write(head + "\n".join(out) + "\n")
+
+def h100(layouts):
+    out = []
+    d = yaml.safe_load(open("bench/validation/dgxc-2025-h100.yaml"))
+    models = d["models"]
+    for r in d["runs"]:
+        m = dict(models[r["model"]])
+        for k in ("tied_embeddings",):
+            if k in m: m[k] = str(m[k]).lower()
+        dp = r["gpus"] // (r["tp"] * r["pp"] * r["cp"])
+        row(out, r["id"], m, strat(r["tp"], r["pp"], dp, r["micro_batch"], r["global_batch"], r["vpp"], "none", r["sp"], 1, r["cp"]),
+            r["step_s"], "NVIDIA dgxc-benchmarking v25.02 (dgxc-2025-h100.yaml)", stack="nemo-2024-perf",
+            precision=r.get("precision"))
+    mc = yaml.safe_load(open("bench/validation/mcore-2024-h100.yaml"))
+    s, V = mc["seq_len"], mc["vocab"]
+    for r in mc["runs"]:
+        if r["id"] not in layouts: continue
+        mbs, vpp, sp, rc = layouts[r["id"]]
+        l, h, B = r["layers"], r["hidden"], r["global_batch"]
+        F = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))
+        row(out, r["id"], gpt(r["id"], l, h, r["heads"], V, s, tied=False),
+            strat(r["tp"], r["pp"], r["dp"], mbs, B, vpp, rc, sp, 1), F / (r["gpus"] * r["tflops_per_gpu"] * 1e12),
+            "Megatron-LM README, Megatron-Core r0.8.0 (mcore-2024-h100.yaml)", stack="mcore-2024")
+    head = ("# Dev set, DGX H100 (written by scripts/validation-runs.py from dgxc-2025-h100.yaml and\n"
+            "# mcore-2024-h100.yaml; see those files for every source and derivation). The Megatron-Core\n"
+            "# rows leave micro-batch, vpp, SP and recompute unknown: their layouts are the ones strata's\n"
+            "# search picks under the row's tp/pp/dp (an assumption, not a published setting).\n"
+            "defaults: {cluster: dgx-h100}\nruns:\n")
+    open("bench/validation/runs/h100.yaml", "w").write(head + "\n".join(out) + "\n")
+
+layouts = {}
+if len(sys.argv) > 2 and sys.argv[1] == "--mcore-layouts":
+    for line in open(sys.argv[2]):
+        f = line.split()
+        if len(f) >= 12 and f[0].startswith("MC24-"):
+            mbs, vpp, sp, rc = f[-1].split("/")
+            layouts[f[0]] = (int(mbs), int(vpp), sp == "sp", rc)
+a100()
+h100(layouts)

@@ -1,0 +1,197 @@
+// The fit step (calibration/fit_runs.h) and the runs file (calibration/measured_runs.h):
+// parameters recovered from runs strata synthesises with known losses, and every kind of
+// bad input refused with one clear error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "calibration/fit_runs.h"
+#include "calibration/measured_runs.h"
+#include "common/errors.h"
+#include "costmodel/device_profile.h"
+
+namespace {
+
+namespace cal = strata::calibration;
+using strata::InputError;
+using strata::costmodel::TrainingLosses;
+
+// Layouts of llama3-8b on DGX H100 nodes: TP inside a node, DP across nodes, pipelines.
+std::string synthetic_runs_yaml() {
+  struct L { int tp, pp, dp, mbs, gbs, vpp; };
+  const std::vector<L> layouts = {{1, 1, 8, 1, 64, 1},   {2, 1, 4, 1, 64, 1},   {4, 1, 2, 1, 64, 1},
+                                  {8, 1, 1, 1, 64, 1},   {1, 1, 16, 1, 128, 1}, {2, 1, 16, 1, 128, 1},
+                                  {4, 1, 16, 2, 256, 1}, {8, 1, 16, 1, 256, 1}, {1, 2, 8, 1, 128, 1},
+                                  {2, 2, 8, 1, 128, 2},  {4, 2, 8, 1, 256, 1},  {8, 2, 4, 1, 128, 2},
+                                  {1, 4, 4, 1, 64, 1},   {2, 4, 8, 1, 256, 2},  {8, 4, 8, 1, 512, 1},
+                                  {4, 4, 16, 1, 512, 2}, {1, 1, 64, 1, 512, 1}, {2, 1, 64, 1, 1024, 1},
+                                  {8, 1, 64, 1, 1024, 1}, {4, 2, 32, 1, 1024, 1}};
+  std::string y = "source: synthetic\ndefaults: {cluster: dgx-h100, stack: mcore-2024}\nruns:\n";
+  int i = 0;
+  for (const L& l : layouts)
+    y += fmt::format("  - {{id: r{}, model: llama3-8b, strategy: {{tp: {}, pp: {}, dp: {}, vpp: {}, micro_batch: {}, "
+                     "global_batch: {}, zero: 1, sequence_parallel: {}, recompute: selective}}, "
+                     "measured: {{iteration_s: 1}}}}\n",
+                     i++, l.tp, l.pp, l.dp, l.vpp, l.mbs, l.gbs, l.tp > 1 ? "true" : "false");
+  return y;
+}
+
+TEST(FitRuns, RecoversKnownParametersFromSynthesisedRuns) {
+  auto runs = cal::parse_measured_runs(synthetic_runs_yaml(), "synthetic.yaml");
+  TrainingLosses truth;
+  truth.present = true;
+  truth.value = {0.87, 1.0, 3.0, 1.0, 2.5, 0.012};  // gemm_sustain 0.87, host gap 3 us, jitter 1.2%
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0.0, 0.005);  // 0.5% run-to-run scatter
+  for (auto& r : runs) r.measured_s = cal::predict_run_s(r, truth) * std::exp(noise(rng));
+  cal::FitOptions o;
+  o.row_sigma = 0.01;
+  o.cross_validate = false;
+  const cal::FitResult f = cal::fit_training_losses(runs, o);
+  // Tolerance: 2 standard errors, and never looser than the stated absolute bounds.
+  EXPECT_EQ(f.losses.status[0], "fitted");
+  EXPECT_NEAR(f.losses.value[0], 0.87, std::max(0.015, 2 * f.losses.std_error[0]));
+  EXPECT_GT(f.losses.std_error[0], 0);
+  EXPECT_LT(f.fitted.mape, 0.015) << cal::fit_report(f);
+  // Before the fit (no losses) every row was predicted fast by 13% or more.
+  EXPECT_LT(f.neutral.bias, -0.10);
+}
+
+TEST(FitRuns, TooFewRowsAndMixedDevicesAreRefused) {
+  auto runs = cal::parse_measured_runs(synthetic_runs_yaml(), "synthetic.yaml");
+  runs.resize(2);
+  try {
+    cal::fit_training_losses(runs);
+    FAIL() << "two rows were fitted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("at least 3 runs"), std::string::npos) << e.what();
+  }
+  auto mixed = cal::parse_measured_runs(synthetic_runs_yaml(), "synthetic.yaml");
+  mixed[0] = cal::parse_measured_runs(
+      "runs: [{model: gpt3-175b, cluster: dgx-a100, source: x, strategy: {tp: 8, pp: 8, dp: 16, micro_batch: 1, "
+      "global_batch: 1536}, measured: {iteration_s: 30}}]",
+      "a100.yaml")[0];
+  EXPECT_THROW(cal::fit_training_losses(mixed), InputError);
+  cal::FitOptions o;
+  o.freeze = {"gemm_speed"};
+  EXPECT_THROW(cal::fit_training_losses(cal::parse_measured_runs(synthetic_runs_yaml(), "s.yaml"), o), InputError);
+}
+
+TEST(FitRuns, FewRowsFitFewParametersAndSayWhich) {
+  auto runs = cal::parse_measured_runs(synthetic_runs_yaml(), "synthetic.yaml");
+  runs.resize(6);  // 6 rows at 5 rows per parameter: one parameter
+  for (auto& r : runs) r.measured_s = cal::predict_run_s(r, TrainingLosses{}) * 1.15;
+  cal::FitOptions o;
+  o.cross_validate = false;
+  const auto f = cal::fit_training_losses(runs, o);
+  int fitted = 0;
+  for (const auto& s : f.losses.status) fitted += (s == "fitted" || s == "at_bound") ? 1 : 0;
+  EXPECT_EQ(fitted, 1) << cal::fit_report(f);
+  bool said = false;
+  for (const auto& n : f.notes) said |= n.find("fit at most 1 parameter") != std::string::npos;
+  EXPECT_TRUE(said) << cal::fit_report(f);
+}
+
+TEST(FitRuns, LeaveOneSourceOutPredictsEachSourceWithoutIt) {
+  auto runs = cal::parse_measured_runs(synthetic_runs_yaml(), "synthetic.yaml");
+  TrainingLosses truth;
+  truth.present = true;
+  truth.value = {0.9, 1.0, 1.0, 1.0, 2.5, 0.0075};
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    runs[i].measured_s = cal::predict_run_s(runs[i], truth);
+    runs[i].source = i % 2 ? "odd" : "even";
+  }
+  const auto f = cal::fit_training_losses(runs);
+  ASSERT_EQ(f.held_out.size(), 2u);
+  for (const auto& c : f.held_out) {
+    EXPECT_EQ(c.error.rows, 10);
+    EXPECT_LT(c.error.mape, 0.02) << c.source;
+  }
+  for (const auto& r : f.rows) EXPECT_GT(r.held_out_s, 0) << r.id;
+  EXPECT_NE(cal::residual_entries(f).find("profile: fitted"), std::string::npos);
+}
+
+TEST(FitRuns, FittedProfileRoundTripsAndCarriesTheFit) {
+  auto runs = cal::parse_measured_runs(synthetic_runs_yaml(), "synthetic.yaml");
+  for (auto& r : runs) r.measured_s = cal::predict_run_s(r, TrainingLosses{}) * 1.12;
+  cal::FitOptions o;
+  o.cross_validate = false;
+  const auto f = cal::fit_training_losses(runs, o);
+  const std::string yaml = cal::fitted_profile_yaml(f, runs.front().cluster.device, "synthetic.yaml");
+  const auto p = strata::costmodel::parse_device_profile(yaml, "fitted.yaml");
+  ASSERT_TRUE(p.training_losses.present);
+  for (std::size_t j = 0; j < p.training_losses.value.size(); ++j) {
+    EXPECT_NEAR(p.training_losses.value[j], f.losses.value[j], 1e-6 * (1 + std::fabs(f.losses.value[j])));
+    EXPECT_EQ(p.training_losses.status[j], f.losses.status[j]);
+  }
+  EXPECT_NE(p.training_losses.record_yaml.find("synthetic.yaml"), std::string::npos);
+  EXPECT_NE(p.training_losses.record_yaml.find("residual_pct"), std::string::npos);
+  // Written again, it is the same text: the record is kept verbatim.
+  EXPECT_EQ(strata::costmodel::to_yaml(p), strata::costmodel::to_yaml(
+                                                strata::costmodel::parse_device_profile(strata::costmodel::to_yaml(p), "again")));
+  // The fitted losses change predictions: 12% slower rows are met within the prior's pull.
+  cal::MeasuredRun r = runs.front();
+  EXPECT_GT(cal::predict_run_s(r, p.training_losses), 1.05 * cal::predict_run_s(r, TrainingLosses{}));
+}
+
+TEST(TrainingLossesSection, ValuesOutsideTheRangeOrUnknownNamesAreErrors) {
+  const auto base = strata::costmodel::to_yaml(strata::costmodel::load_device_profile("h100-sxm-80gb"));
+  auto with = [&](const std::string& section) { return base + "training_losses:\n" + section; };
+  EXPECT_NO_THROW(strata::costmodel::parse_device_profile(
+      with("  source: {kind: estimate, ref: test}\n  parameters: {gemm_sustain: {value: 0.9}}\n"), "ok"));
+  EXPECT_THROW(strata::costmodel::parse_device_profile(
+                   with("  source: {kind: estimate, ref: test}\n  parameters: {gemm_sustain: {value: 1.7}}\n"), "big"),
+               InputError);
+  EXPECT_THROW(strata::costmodel::parse_device_profile(
+                   with("  source: {kind: estimate, ref: test}\n  parameters: {gemm_speed: {value: 0.9}}\n"), "name"),
+               InputError);
+  EXPECT_THROW(strata::costmodel::parse_device_profile(with("  parameters: {gemm_sustain: {value: 0.9}}\n"), "src"),
+               InputError);
+}
+
+TEST(MeasuredRuns, BadRunsFilesAreOneClearError) {
+  auto err = [](const std::string& y) {
+    try {
+      cal::parse_measured_runs(y, "runs.yaml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(err("runs: []").find("no runs"), std::string::npos);
+  EXPECT_NE(err("source: x\n").find("runs"), std::string::npos);
+  const std::string row =
+      "{model: %s, cluster: dgx-h100, source: s, strategy: {tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 64}, "
+      "measured: {iteration_s: %s}}";
+  auto one = [&](const std::string& model, const std::string& t) {
+    std::string r = row;
+    r.replace(r.find("%s"), 2, model);
+    r.replace(r.find("%s"), 2, t);
+    return r;
+  };
+  EXPECT_NE(err("runs: [" + one("no-such-model", "1") + "]").find("no-such-model"), std::string::npos);
+  EXPECT_NE(err("runs: [" + one("llama3-8b", "-1") + "]").find("iteration_s"), std::string::npos);
+  EXPECT_NE(err("runs: [" + one("llama3-8b", "1") + ", " + one("llama3-8b", "2") + "]").find("contradictory"),
+            std::string::npos);
+  EXPECT_EQ(err("runs: [" + one("llama3-8b", "1") + ", " + one("llama3-8b", "1.1") + "]"), "(accepted)");
+  // tokens/s per GPU and seconds agree: 64 sequences of 8192 tokens on 8 GPUs in 2 s.
+  const auto a = cal::parse_measured_runs(
+      "runs: [{model: llama3-8b, cluster: dgx-h100, source: s, strategy: {tp: 1, pp: 1, dp: 8, micro_batch: 1, "
+      "global_batch: 64}, measured: {tokens_per_s_per_gpu: 32768}}]",
+      "t.yaml");
+  EXPECT_NEAR(a[0].measured_s, 64.0 * 8192 / (32768.0 * 8), 1e-9);
+}
+
+TEST(KendallTau, OrderAgreementIgnoringTies) {
+  EXPECT_DOUBLE_EQ(cal::kendall_tau({1, 2, 3}, {10, 20, 30}), 1.0);
+  EXPECT_DOUBLE_EQ(cal::kendall_tau({1, 2, 3}, {30, 20, 10}), -1.0);
+  EXPECT_NEAR(cal::kendall_tau({1, 2, 3}, {10, 30, 20}), 1.0 / 3, 1e-12);
+  EXPECT_TRUE(std::isnan(cal::kendall_tau({1, 1}, {1, 2})));
+}
+
+}  // namespace
