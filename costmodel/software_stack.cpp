@@ -2,21 +2,19 @@
 
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
 #include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/yaml_reader.h"
-#include "costmodel/detail/closest_names.h"
+#include "costmodel/detail/catalog_lookup.h"
 
 namespace strata::costmodel {
 
 namespace detail {
-const std::vector<std::pair<std::string_view, std::string_view>>& embedded_stacks();
+const EmbeddedFiles& embedded_stacks();
 }  // namespace detail
 
 const char* to_string(AttentionKernel k) {
@@ -157,30 +155,14 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
 }
 
 std::vector<std::string> software_stack_catalog_names() {
-  std::vector<std::string> out;
-  for (const auto& f : detail::embedded_stacks()) out.emplace_back(f.first);
-  std::sort(out.begin(), out.end());
-  return out;
+  return detail::catalog_names(detail::embedded_stacks());
 }
 
 SoftwareStack load_software_stack(const std::string& name_or_path) {
-  if (name_or_path.empty()) input_error("stack name is empty (expected a catalog name or a path)");
-  const bool path_like = name_or_path.find('/') != std::string::npos ||
-                         name_or_path.find(".yaml") != std::string::npos ||
-                         name_or_path.find(".yml") != std::string::npos;
-  if (!path_like) {
-    for (const auto& [stem, text] : detail::embedded_stacks())
-      if (stem == name_or_path)
-        return parse_software_stack(std::string(text), fmt::format("costmodel/stacks/{}.yaml", stem));
-  }
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(name_or_path, ec))
-    return parse_software_stack(read_file(name_or_path), name_or_path);
-  if (path_like) input_error("stack file '{}' not found", name_or_path);
-  input_error("unknown stack '{}' (did you mean: {}?); known stacks: {} (see `strata stacks`)",
-              name_or_path,
-              detail::join_names(detail::closest_names(name_or_path, software_stack_catalog_names())),
-              detail::join_names(software_stack_catalog_names()));
+  const detail::CatalogText t =
+      detail::read_catalog_entry(name_or_path, detail::embedded_stacks(), "costmodel/stacks",
+                                 "stack", " (see `strata stacks`)");
+  return parse_software_stack(t.text, t.source);
 }
 
 std::string default_software_stack_name(const DeviceProfile& device) {
