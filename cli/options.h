@@ -10,6 +10,7 @@
 #include "costmodel/cluster_spec.h"
 #include "costmodel/software_stack.h"
 #include "models/model_spec.h"
+#include "report/time_to_train.h"
 
 namespace strata::cli {
 
@@ -48,6 +49,19 @@ costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& flags,
 
 // Provenance of the cluster's numbers, one sentence each ("datasheet-only", "measured on ...").
 std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& cluster);
+
+// --train-tokens N [--gpu-hour-price USD] [--goodput F] (plan, simulate, compare): kept as
+// text and parsed by load_train_target, so every bad value is one error naming its flag.
+struct TrainTargetFlags {
+  std::string tokens, price, goodput;
+  CLI::Option* tokens_opt = nullptr;
+  CLI::Option* price_opt = nullptr;
+  CLI::Option* goodput_opt = nullptr;
+};
+void add_train_target_flags(CLI::App& cmd, TrainTargetFlags& flags);
+// tokens == 0 when --train-tokens is not given; --gpu-hour-price or --goodput without it is
+// an InputError, as are a price <= 0 and a goodput outside (0, 1].
+report::TrainingTarget load_train_target(const TrainTargetFlags& flags);
 
 // --format table|json|yaml
 CLI::Option* add_format_flag(CLI::App& cmd, std::string& format);
