@@ -8,6 +8,7 @@
 
 #include "common/checked_math.h"
 #include "common/errors.h"
+#include "report/report_data.h"
 
 namespace strata::report {
 
@@ -25,16 +26,6 @@ nlohmann::ordered_json ranged_json(const Ranged& r) {
     return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
   };
   return {{"value", num(r.value)}, {"low", num(r.low)}, {"high", num(r.high)}};
-}
-
-// 3 significant digits with k / M / G suffixes.
-std::string short_count(double v) {
-  if (!std::isfinite(v)) return "n/a";
-  const double a = std::fabs(v);
-  if (a >= 1e9) return fmt::format("{:.3g}G", v / 1e9);
-  if (a >= 1e6) return fmt::format("{:.3g}M", v / 1e6);
-  if (a >= 1e3) return fmt::format("{:.3g}k", v / 1e3);
-  return fmt::format("{:.3g}", v);
 }
 
 }  // namespace
@@ -100,9 +91,9 @@ std::string format_duration_days(double days) {
   return fmt::format("{:.3g} h", days * 24);
 }
 
-std::string format_gpu_hours(double hours) { return short_count(hours); }
+std::string format_gpu_hours(double hours) { return format_count(hours); }
 
-std::string format_usd(double usd) { return "$" + short_count(usd); }
+std::string format_usd(double usd) { return "$" + format_count(usd); }
 
 std::string format_token_count(std::int64_t tokens) {
   const double v = static_cast<double>(tokens);
@@ -130,8 +121,8 @@ std::string describe_time_to_train(const TimeToTrain& t) {
   };
   std::string out = fmt::format(
       "{} tokens = {} steps of {} tokens: {} on {} GPU{}, {} GPU-hours{}",
-      format_token_count(t.tokens), short_count(static_cast<double>(t.steps)),
-      short_count(static_cast<double>(t.tokens_per_step)), format_ranged_days(t.days, t.banded),
+      format_token_count(t.tokens), format_count(static_cast<double>(t.steps)),
+      format_count(static_cast<double>(t.tokens_per_step)), format_ranged_days(t.days, t.banded),
       t.gpus, t.gpus == 1 ? "" : "s", format_gpu_hours(t.gpu_hours.value),
       range(t.gpu_hours, &format_gpu_hours));
   if (t.gpu_hour_price > 0)
