@@ -39,11 +39,15 @@ void record_provenance(const CalibrationRequest& f, const SweepPlan& plan, Measu
       {"load_average", fmt::format("{} before, {} after (1-minute, /proc/loadavg; {} logical CPUs)", m.load_before,
                                    load_average(), std::thread::hardware_concurrency())});
   info.provenance.push_back(
-      {"command", fmt::format("strata calibrate --backend {} --out {}{}{}{}{}", ctx.backend, f.out,
+      {"command", fmt::format("strata calibrate --backend {} --out {}{}{}{}{}{}{}{}{}", ctx.backend, f.out,
                               model_names.empty() ? "" : " --model " + join(model_names, ","),
                               model_names.empty() ? "" : " --tp-degrees " + join(tps, ","),
+                              model_names.empty() ? "" : fmt::format(" --micro-batch {}", f.micro_batch),
                               f.quick ? " --quick" : "",
-                              f.max_bytes.empty() ? "" : " --max-bytes " + f.max_bytes)});
+                              f.max_bytes.empty() ? "" : " --max-bytes " + f.max_bytes,
+                              f.max_gemm_dim > 0 ? fmt::format(" --max-gemm-dim {}", f.max_gemm_dim) : "",
+                              f.dtypes.empty() ? "" : " --dtypes " + join(f.dtypes, ","),
+                              f.sustain_s > 0 ? fmt::format(" --sustain {:g}", f.sustain_s) : "")});
   info.provenance.push_back(
       {"method", "validate-then-time: each GEMM is checked against a double-precision reference and each "
                  "collective against a closed form before timing; warm-up, then timed repetitions after "
