@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "common/errors.h"
 #include "kernels/cpu/mpi_communicator.h"
+#include "kernels/profiler/build_info.h"
 
 namespace {
 
@@ -109,7 +110,9 @@ int main(int argc, char** argv) {
   try {
     CLI::App app{"strata: plan, simulate and run hybrid-parallel training of transformers"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "strata 0.1.0");
+    // The commit is `git describe` when the build was configured (kernels/profiler/build_info.h).
+    app.set_version_flag("--version", fmt::format("strata {} (commit {})", strata::kernels::profiler::strata_version(),
+                                                  strata::kernels::profiler::build_commit()));
     strata::cli::add_plan_command(app);
     strata::cli::add_simulate_command(app);
     strata::cli::add_models_command(app);

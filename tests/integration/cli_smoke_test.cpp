@@ -263,6 +263,7 @@ TEST(CliMain, HelpAndVersionExitZero) {
   EXPECT_NE(p.out.find("--global-batch"), std::string::npos);
   auto v = run_strata({"--version"});
   expect_clean_success(v);
+  EXPECT_EQ(v.out.rfind("strata 0.1.0 (commit ", 0), 0u) << v.out;  // the build's commit, for bug reports
 }
 
 // The software stack: listed with its sources, chosen with --stack, carried in the JSON with
