@@ -113,7 +113,7 @@ Prediction read_prediction(const YamlReader& r) {
   if (r.has("breakdown_s")) {
     YamlReader b = r.child("breakdown_s");
     b.expect_keys({"compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "optimizer", "bubble",
-                   "ep_comm"});
+                   "ep_comm", "straggler"});
     Breakdown& d = p.breakdown_s;
     d.compute = read_double(b, "compute", 0);
     d.tp_comm = read_double(b, "tp_comm", 0);

@@ -125,6 +125,7 @@ TEST(CheckStageLayers, RejectsGapsRepeatsAndWrongCounts) {
 
 TEST(PlanYaml, RoundTripsEveryField) {
   Plan p = sample_plan();
+  p.prediction.breakdown_s.straggler = 0.0125;  // written only when > 0; must read back
   const std::string y = plan_to_yaml(p);
   Plan q = parse_plan_yaml(y, "plan.yaml");
   EXPECT_EQ(q.schema_version, 1);
@@ -147,6 +148,7 @@ TEST(PlanYaml, RoundTripsEveryField) {
   EXPECT_EQ(b.breakdown_s.dp_comm, a.breakdown_s.dp_comm);
   EXPECT_EQ(b.breakdown_s.optimizer, a.breakdown_s.optimizer);
   EXPECT_EQ(b.breakdown_s.bubble, a.breakdown_s.bubble);
+  EXPECT_EQ(b.breakdown_s.straggler, a.breakdown_s.straggler);
   EXPECT_EQ(b.fits_memory, a.fits_memory);
   EXPECT_EQ(b.notes, a.notes);
   // Writing the parsed plan again gives the same text.
