@@ -135,6 +135,14 @@ void add_calibrate_command(CLI::App& app) {
       ->check(CLI::Range(0.001, 1.0))
       ->capture_default_str();
   cmd->callback([flags, runs] {
+    std::vector<PathFlag> inputs;
+    for (const auto& m : flags->models) inputs.push_back({m, "--model"});
+    inputs.push_back({runs->runs, "--from-runs"});
+    for (const auto& l : runs->logs) inputs.push_back({l, "--from-log"});
+    for (const auto& j : runs->jobs) inputs.push_back({j, "--job"});
+    inputs.push_back({runs->cluster, "--cluster"});
+    inputs.push_back({runs->stack, "--stack"});
+    check_path_aliasing({{flags->out, "--out"}}, inputs);
     if (runs->any()) return run_from_runs(*runs, flags->out);
     run_calibrate(*flags);
   });

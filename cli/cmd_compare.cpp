@@ -52,6 +52,10 @@ struct Chosen {
 };
 
 void run_compare(CompareFlags& f) {
+  std::vector<PathFlag> inputs = model_cluster_inputs(f.mc);
+  inputs.push_back({f.strategies, "--strategies"});
+  inputs.push_back({f.measured, "--measured"});
+  check_path_aliasing({{f.report, "--report"}}, inputs);
   if (f.report != "-") check_output_path(f.report, "--report");
   const std::string format = !f.format.empty() ? f.format : (f.report == "-" ? "md" : "html");
 

@@ -40,6 +40,7 @@ costmodel::SoftwareStack export_stack(const ExportFlags& f, const planner::Plan&
 }
 
 void run_export(const ExportFlags& f) {
+  check_path_aliasing({{f.out, "--out"}}, {{f.plan, "--plan"}, {f.stack, "--stack"}});
   check_output_path(f.out, "--out");
   const ExportTarget target = export_target_from_string(f.to);
   planner::Plan plan;

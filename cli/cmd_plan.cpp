@@ -114,6 +114,7 @@ planner::Plan to_plan(const models::ModelSpec& model, const std::string& cluster
 }
 
 void run_plan(PlanFlags& f) {
+  check_path_aliasing({{f.out, "--out"}, {f.trace, "--trace"}}, model_cluster_inputs(f.mc));
   if (!f.out.empty()) check_output_path(f.out, "--out");
   if (!f.trace.empty()) check_output_path(f.trace, "--trace");
 #ifndef NDEBUG

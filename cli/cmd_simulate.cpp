@@ -170,6 +170,9 @@ void run_imported(SimulateFlags& f, PlanReport& report) {
 void run_simulate(SimulateFlags& f) {
   if (f.ops && f.format != "table") input_error("--ops prints a table: use it with --format table");
   if (f.ops && f.out == "-") input_error("--ops prints a table: it cannot go with --out - (the plan on stdout)");
+  std::vector<PathFlag> inputs = model_cluster_inputs(f.mc);
+  inputs.push_back({f.job_file, "--from"});
+  check_path_aliasing({{f.out, "--out"}, {f.trace, "--trace"}}, inputs);
   if (!f.out.empty()) check_output_path(f.out, "--out");
   if (!f.trace.empty()) check_output_path(f.trace, "--trace");
 

@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "costmodel/cluster_spec.h"
@@ -83,6 +84,9 @@ runtime::TrainConfig make_config(const TrainOptions& o) {
       {"--grad-clip", o.grad_clip}, {"--min-lr", o.min_lr}};
   for (const auto& [flag, v] : reals)
     if (v && !std::isfinite(*v)) input_error("{} ({}) must be a finite number", flag, *v);
+  // Before anything is opened: --metrics over the plan or the corpus would destroy it.
+  check_path_aliasing({{o.metrics, "--metrics"}, {o.grad_norms, "--debug-grad-norms"}},
+                      {{o.plan, "--plan"}, {o.data, "--data"}, {o.text, "--text"}});
   if (o.warmup_steps < 0) input_error("--warmup-steps ({}) must be >= 0", o.warmup_steps);
   if (o.decay_steps && *o.decay_steps < 0) input_error("--decay-steps ({}) must be >= 0", *o.decay_steps);
   const std::pair<const char*, const std::string*> paths[] = {{"--metrics", &o.metrics},

@@ -34,6 +34,10 @@ void add_model_cluster_flags(CLI::App& cmd, ModelClusterFlags& f) {
       ->check(CLI::IsMember({"bf16", "fp16", "fp8"}));
 }
 
+std::vector<PathFlag> model_cluster_inputs(const ModelClusterFlags& f) {
+  return {{f.model, "--model"}, {f.cluster, "--cluster"}, {f.profile, "--profile"}, {f.stack, "--stack"}};
+}
+
 namespace {
 
 // Re-throws an InputError with the flag that supplied the value in front.

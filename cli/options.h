@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/output.h"
 #include "costmodel/cluster_spec.h"
 #include "costmodel/software_stack.h"
 #include "models/model_spec.h"
@@ -32,6 +33,9 @@ struct ModelClusterFlags {
 };
 
 void add_model_cluster_flags(CLI::App& cmd, ModelClusterFlags& flags);
+// The files these flags read (--model, --cluster, --profile, --stack), for
+// check_path_aliasing; catalog names among them match no output.
+std::vector<PathFlag> model_cluster_inputs(const ModelClusterFlags& flags);
 // Training sequence of a HuggingFace config.json when --seq is not given: its
 // max_position_embeddings is the longest context the model supports (131072 for Llama 3.1),
 // not the sequence it is trained on. 4096 is Llama 2's pre-training context (Touvron et al.
