@@ -20,6 +20,7 @@
 #include "planner/search.h"
 #include "planner/simulator.h"
 #include "planner/strategy.h"
+#include "planner/trace_bounds.h"
 
 namespace strata::cli {
 
@@ -148,13 +149,29 @@ void run_compare(CompareFlags& f) {
     e.stage_layers = sim.stage_layers;
     data.entries.push_back(std::move(e));
   }
-  // Timelines: recorded only where a Gantt chart is drawn (they are large).
+  // Timelines: recorded only where a Gantt chart is drawn (they are large; Markdown draws
+  // none), and only when the charts stay within planner::kMaxTraceBytes.
   const int best = best_entry(data);
   const int showcase = pipelined_showcase(data);
+  std::vector<std::size_t> charted;
+  double events = 0;
   for (std::size_t i = 0; i < data.entries.size(); ++i) {
     const bool wanted = f.gantt == "all" || (f.gantt == "best" && (static_cast<int>(i) == best ||
                                                                    static_cast<int>(i) == showcase));
-    if (!wanted) continue;
+    if (!wanted || format == "md") continue;
+    charted.push_back(i);
+    events += planner::trace_event_estimate(data.entries[i].strategy);
+  }
+  // Bytes per timeline event in the report, measured (91 B in the HTML's SVG, 239 B in
+  // the JSON) and rounded up.
+  const double per_event = format == "json" ? 250 : 100;
+  if (events * per_event > planner::kMaxTraceBytes)
+    input_error("--gantt {}: the timelines of {} strateg{} would hold about {:.0f} events (~{:.0f} MB "
+                "of {}), over the {:.0f} MB bound; use --gantt best or none, fewer strategies, or a "
+                "smaller --global-batch (fewer micro-batches per step)",
+                f.gantt, charted.size(), charted.size() == 1 ? "y" : "ies", events,
+                events * per_event / 1e6, format, planner::kMaxTraceBytes / 1e6);
+  for (const std::size_t i : charted) {
     planner::SimulateOptions so;
     so.stack = &stack;
     so.timeline = true;

@@ -186,6 +186,7 @@ void run_plan(PlanFlags& f) {
 
   // Files first, so a failure to write one is reported before anything is printed.
   if (!f.trace.empty()) {
+    check_trace_bound(report.plans.front().strategy, "--trace");
     planner::SimulateOptions so;
     so.stack = &stack;
     so.timeline = true;

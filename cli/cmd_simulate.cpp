@@ -64,6 +64,7 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
 
   planner::SimulateOptions so;
 
+  if (!f.trace.empty()) check_trace_bound(s, "--trace");
   so.stack = &stack;
   so.stage_layers = std::move(stage_layers);
   so.timeline = !f.trace.empty();

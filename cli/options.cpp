@@ -8,6 +8,7 @@
 #include "common/errors.h"
 #include "costmodel/device_profile.h"
 #include "planner/strategy.h"
+#include "planner/trace_bounds.h"
 
 namespace strata::cli {
 
@@ -100,6 +101,20 @@ std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& c) {
       fmt::format("profile `{}` is {}-only (not calibrated): run `strata calibrate` on the "
                   "hardware for measured GEMM and collective tables",
                   d.name, d.source.kind.empty() ? "datasheet" : d.source.kind)};
+}
+
+void check_trace_bound(const planner::Strategy& s, const char* flag) {
+  const double events = planner::trace_event_estimate(s);
+  const double bytes = events * planner::kTraceJsonBytesPerEvent;
+  if (bytes <= planner::kMaxTraceBytes) return;
+  input_error("{}: the trace of this strategy would hold about {:.0f} events (~{:.0f} MB written, "
+              "~{:.1f} GB of memory while it is built), over the {:.0f} MB bound; it grows with the "
+              "micro-batches per step ({} = global batch {} / (micro-batch {} x dp {})) times the "
+              "pipeline stages (pp {} x vpp {}): use a smaller --global-batch or a larger "
+              "--micro-batch, or leave out {}",
+              flag, events, bytes / 1e6, events * planner::kTraceMemoryBytesPerEvent / 1e9,
+              planner::kMaxTraceBytes / 1e6, s.num_microbatches(), s.global_batch, s.micro_batch,
+              s.dp, s.pp, s.vpp, flag);
 }
 
 CLI::Option* add_format_flag(CLI::App& cmd, std::string& format) {

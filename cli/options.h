@@ -11,6 +11,7 @@
 #include "costmodel/cluster_spec.h"
 #include "costmodel/software_stack.h"
 #include "models/model_spec.h"
+#include "planner/strategy.h"
 
 namespace strata::cli {
 
@@ -52,6 +53,10 @@ costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& flags,
 
 // Provenance of the cluster's numbers, one sentence each ("datasheet-only", "measured on ...").
 std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& cluster);
+
+// Refuses (InputError naming `flag`, the estimated size and what to change) a strategy
+// whose Chrome trace would pass planner::kMaxTraceBytes, before the timeline is recorded.
+void check_trace_bound(const planner::Strategy& s, const char* flag);
 
 // --format table|json|yaml
 CLI::Option* add_format_flag(CLI::App& cmd, std::string& format);

@@ -256,6 +256,26 @@ std::vector<BadInput> cases() {
       {"precision_unknown", {"simulate", "--model", "tiny", "--cluster", "dgx-h100", "--precision", "fp4"},
        2, {"--precision", "fp4"}},
       {"plan_out_is_a_folder", {"plan", "--model", "tiny", "--gpus", "4", "--out", "{dir}"}, 2, {"--out", "folder"}},
+      // Timelines bounded before they are built (planner/trace_bounds.h): the pp 96 x
+      // global batch 10,000 trace (6 GB of memory, 784 MB written before), a million
+      // micro-batches, and compare's Gantt charts.
+      {"simulate_trace_pp96_batch_10000",
+       {"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100", "--tp", "8", "--pp", "96", "--dp", "1",
+        "--global-batch", "10000", "--trace", "{dir}/t.json"},
+       2, {"--trace", "MB", "--global-batch", "pp 96"}},
+      {"simulate_trace_million_microbatches",
+       {"simulate", "--model", "tiny", "--cluster", "dgx-a100", "--pp", "4", "--dp", "1", "--global-batch",
+        "1048576", "--trace", "{dir}/t.json", "--out", "{dir}/p.yaml"},
+       2, {"--trace", "200 MB"}},
+      {"plan_trace_million_microbatches",
+       {"plan", "--model", "tiny", "--cluster", "dgx-a100", "--gpus", "4", "--pp", "4", "--global-batch",
+        "1048576", "--trace", "{dir}/t.json"},
+       2, {"--trace", "200 MB"}},
+      {"compare_gantt_all_over_bound",
+       {"compare", "--model", "tiny", "--cluster", "dgx-a100", "--gpus", "4", "--strategies", "{dir}/s.yaml",
+        "--gantt", "all", "--report", "{dir}/r.html"},
+       2, {"--gantt all", "MB", "200 MB"},
+       {{"s.yaml", "strategies:\n  - {pp: 4, global_batch: 1048576}\n  - {pp: 2, dp: 2, global_batch: 1048576}\n"}}},
       // validate: one error line, exit 2.
       {"validate_mpirun_missing", {"validate", "--mpirun", "{dir}/no-mpirun"}, 2, {"--mpirun", "no-mpirun"}},
       {"validate_no_plan_ran", {"validate", "--strata", "/bin/false", "--steps", "3", "--warmup", "1", "--top", "1"},
