@@ -279,7 +279,13 @@ void train(const TrainOptions& o) {
   // Before MPI: flags and the plan (the same on every rank).
   runtime::TrainConfig cfg = make_config(o);
   if (!cfg.checkpoint_dir.empty()) cfg.run_id = runtime::new_run_id();
-  const planner::Plan plan = planner::load_plan(o.plan);
+  const planner::Plan plan = [&] {
+    try {
+      return planner::load_plan(o.plan);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--plan: {}", e.what()));
+    }
+  }();
   const planner::Strategy& s = plan.strategy;
   planner::require_valid(s, plan.model);
   if (s.precision == "fp8")

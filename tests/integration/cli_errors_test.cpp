@@ -159,6 +159,11 @@ std::vector<BadInput> cases() {
                 "rank_grid: {dp: 1", "rank_grid: {dp: 2", {"rank_grid"}),
       plan_file("plan_unknown_schedule", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
                 "schedule: 1f1b", "schedule: zigzag", {"schedule", "zigzag"}),
+      // Stored predictions no simulation gives (planner/plan.cpp read_prediction).
+      plan_file("plan_negative_step_time_export", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
+                "  iteration_s: ", "  iteration_s: -", {"--plan", "iteration_s"}),
+      plan_file("plan_mfu_700_percent_train", {"train", "--plan", "{dir}/p.yaml", "--steps", "1"},
+                "  mfu: ", "  mfu: 7 # was ", {"--plan", "mfu"}),
       plan_file("plan_unknown_key", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
                 "schema_version: 1", "schema_version: 1\nextra_key: 1", {"extra_key"}),
       plan_file("plan_truncated_mid_model", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
