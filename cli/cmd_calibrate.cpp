@@ -18,7 +18,10 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+
+#include <cmath>
 #include <memory>
+#include <utility>
 
 #include "calibration/calibrate.h"
 #include "calibration/fit_runs.h"
@@ -26,6 +29,7 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "common/atomic_file.h"
+#include "common/errors.h"
 
 namespace strata::cli {
 
@@ -104,7 +108,8 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--max-bytes", flags->max_bytes,
                   "Largest collective message (bytes, or with K/M/G); default 1G (64M with --quick)");
   cmd->add_option("--max-gemm-dim", flags->max_gemm_dim,
-                  "Largest square GEMM of the size sweep; default 4096 (1024 with --quick)");
+                  "Largest square GEMM of the size sweep; default 4096 (1024 with --quick)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{65536}));
   cmd->add_option("--dtypes", flags->dtypes, "GEMM dtypes (cpu: fp32; cuda default: bf16,fp16,tf32,fp32)")
       ->delimiter(',');
   cmd->add_option("--format", flags->format, "Output format of the measurement tables")
@@ -135,6 +140,11 @@ void add_calibrate_command(CLI::App& app) {
       ->check(CLI::Range(0.001, 1.0))
       ->capture_default_str();
   cmd->callback([flags, runs] {
+    // CLI11's Range lets nan through (every comparison with it is false): refuse it by name.
+    const std::pair<const char*, double> reals[] = {{"--sustain", flags->sustain_s},
+                                                    {"--row-sigma", runs->row_sigma}};
+    for (const auto& [flag, v] : reals)
+      if (!std::isfinite(v)) input_error("{} ({}) must be a finite number", flag, v);
     std::vector<PathFlag> inputs;
     for (const auto& m : flags->models) inputs.push_back({m, "--model"});
     inputs.push_back({runs->runs, "--from-runs"});

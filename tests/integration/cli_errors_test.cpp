@@ -249,6 +249,25 @@ std::vector<BadInput> cases() {
       {"cluster_absurd_link_bandwidth", {"plan", "--cluster", "{dir}/c.yaml"}, 2, {"bandwidth_gbps"},
        {{"c.yaml", "name: c\ndevice: a100-sxm-80gb\ngpus_per_node: 8\nnodes: 1\n"
                    "intra_node: {bandwidth_gbps: 1e9, latency_us: 3, source: {kind: estimate, ref: test}}\n"}}},
+      // Cluster numbers checked against the device: NCCL's SMs are the device's; a link
+      // latency of a second or more (1e308 us printed a 300-digit step time).
+      {"cluster_comm_sms_beyond_the_device", {"plan", "--cluster", "{dir}/c.yaml"}, 2,
+       {"comm_sms", "200", "108"},
+       {{"c.yaml", "name: c\ndevice: a100-sxm-80gb\ngpus_per_node: 8\nnodes: 1\n"
+                   "intra_node: {bandwidth_gbps: 300, latency_us: 3, comm_sms: 200,\n"
+                   "  source: {kind: estimate, ref: test, comm_sms: test}}\n"}}},
+      {"cluster_latency_1e308_us", {"plan", "--cluster", "{dir}/c.yaml"}, 2, {"latency_us", "1 s"},
+       {{"c.yaml", "name: c\ndevice: a100-sxm-80gb\ngpus_per_node: 8\nnodes: 1\n"
+                   "intra_node: {bandwidth_gbps: 300, latency_us: 1e308, source: {kind: estimate, ref: test}}\n"}}},
+      {"cluster_latency_nan", {"plan", "--cluster", "{dir}/c.yaml"}, 2, {"latency_us"},
+       {{"c.yaml", "name: c\ndevice: a100-sxm-80gb\ngpus_per_node: 8\nnodes: 1\n"
+                   "intra_node: {bandwidth_gbps: 300, latency_us: .nan, source: {kind: estimate, ref: test}}\n"}}},
+      // calibrate: CLI11's Range lets nan through; 0 meant "the default" silently.
+      {"calibrate_sustain_nan", {"calibrate", "--sustain", "nan", "--out", "{dir}/p.yaml"}, 2, {"--sustain"}},
+      {"calibrate_max_gemm_dim_zero", {"calibrate", "--max-gemm-dim", "0", "--out", "{dir}/p.yaml"}, 2,
+       {"--max-gemm-dim"}},
+      {"calibrate_row_sigma_nan", {"calibrate", "--from-runs", "{dir}/runs.yaml", "--row-sigma", "nan", "--out",
+                                   "{dir}/p.yaml"}, 2, {"--row-sigma"}, {{"runs.yaml", "runs: []\n"}}},
       {"compare_measured_with_no_plans", {"compare", "--model", "tiny", "--cluster", "local-cpu", "--measured",
                                           "{dir}/m.json"}, 2, {"--measured", "empty"},
        {{"m.json", R"({"command": "validate", "model": "tiny", "cluster": "local-cpu", "ranks": 2, "plans": []})"}}},
