@@ -197,10 +197,11 @@ void run_plan(PlanFlags& f) {
                                                              model.name, f.gpus, f.mc.cluster)),
                  "--trace");
   }
-  if (!f.out.empty()) {
-    write_output(f.out, planner::plan_to_yaml(report.plans.front()), "--out");
-    if (f.out == "-") return;  // stdout carries the plan file only
+  if (f.out == "-") {  // stdout carries the plan only, in the --format asked for
+    print_stdout(plan_for_stdout(report.plans.front(), f.format));
+    return;
   }
+  if (!f.out.empty()) write_output(f.out, planner::plan_to_yaml(report.plans.front()), "--out");
   if (f.format == "json")
     print_stdout(format_plan_json(report));
   else if (f.format == "yaml")
@@ -230,7 +231,8 @@ void add_plan_command(CLI::App& app) {
   add_positive(*cmd, "--top", f.top, "how many plans to show", 100000)->capture_default_str();
   add_format_flag(*cmd, f.format);
   cmd->add_option("--out,-o", f.out,
-                  "write the best plan as a plan YAML file (- for stdout, instead of the table)")
+                  "write the best plan as a plan YAML file (- for stdout, instead of the table; JSON with "
+                  "--format json)")
       ->check(non_empty_path());
   cmd->add_option("--trace", f.trace, "write the best plan's Chrome/Perfetto trace (JSON)")
       ->check(non_empty_path());

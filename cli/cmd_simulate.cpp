@@ -102,10 +102,11 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
         planner::chrome_trace_json(sim, fmt::format("strata simulate: {} tp={} pp={} dp={}",
                                                     model.name, s.tp, s.pp, s.dp)),
         "--trace");
-  if (!f.out.empty()) {
-    write_output(f.out, planner::plan_to_yaml(plan), "--out");
-    if (f.out == "-") return;
+  if (f.out == "-") {  // stdout carries the plan only, in the --format asked for
+    print_stdout(plan_for_stdout(plan, f.format));
+    return;
   }
+  if (!f.out.empty()) write_output(f.out, planner::plan_to_yaml(plan), "--out");
   if (f.format == "json")
     print_stdout(format_simulation_json(report));
   else if (f.format == "yaml")
@@ -308,7 +309,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("job_file", f.job_file, "the file --from reads")->check(non_empty_path());
   add_format_flag(*cmd, f.format);
   cmd->add_option("--out,-o", f.out,
-                  "write the strategy as a plan YAML file (- for stdout, instead of the table)")
+                  "write the strategy as a plan YAML file (- for stdout, instead of the table; JSON with "
+                  "--format json)")
       ->check(non_empty_path());
   cmd->add_flag("--ops", f.ops,
                 "after the table: what each op of the first transformer block and of the head costs "

@@ -103,6 +103,10 @@ std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& c) {
                   d.name, d.source.kind.empty() ? "datasheet" : d.source.kind)};
 }
 
+std::string plan_for_stdout(const planner::Plan& plan, const std::string& format) {
+  return format == "json" ? planner::plan_to_json(plan) + "\n" : planner::plan_to_yaml(plan);
+}
+
 void check_trace_bound(const planner::Strategy& s, const char* flag) {
   const double events = planner::trace_event_estimate(s);
   const double bytes = events * planner::kTraceJsonBytesPerEvent;

@@ -11,6 +11,7 @@
 #include "costmodel/cluster_spec.h"
 #include "costmodel/software_stack.h"
 #include "models/model_spec.h"
+#include "planner/plan.h"
 #include "planner/strategy.h"
 
 namespace strata::cli {
@@ -53,6 +54,10 @@ costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& flags,
 
 // Provenance of the cluster's numbers, one sentence each ("datasheet-only", "measured on ...").
 std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& cluster);
+
+// What `--out -` prints: the plan file (YAML), or with --format json the plan as JSON
+// (planner::plan_to_json), so stdout holds the format asked for.
+std::string plan_for_stdout(const planner::Plan& plan, const std::string& format);
 
 // Refuses (InputError naming `flag`, the estimated size and what to change) a strategy
 // whose Chrome trace would pass planner::kMaxTraceBytes, before the timeline is recorded.
