@@ -27,6 +27,7 @@
 #include "calibration/fit_runs.h"
 #include "calibration/measured_runs.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/output.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
@@ -92,6 +93,8 @@ void add_calibrate_command(CLI::App& app) {
   auto flags = std::make_shared<calibration::CalibrationRequest>();
   auto* cmd = app.add_subcommand(
       "calibrate", "Measure GEMM and collective kernels and write a measured device profile");
+  add_files_help(*cmd, "--model (files, or catalog names), --from-runs, --from-log, --job, --cluster, --stack",
+                 "--out (the profile YAML; - for stdout)");
   cmd->add_option("--backend", flags->backend, "Kernel backend: cpu (OpenBLAS + MPI) or cuda (cuBLASLt + NCCL)")
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "Profile YAML to write (atomically), or - for stdout")->required();

@@ -218,6 +218,8 @@ void add_compare_command(CLI::App& app) {
       "strategies file: `strategies: [{tp: 8, pp: 4, micro_batch: 1}, ...]` with keys dp, tp, pp, vpp,\n"
       "micro_batch, global_batch, zero, recompute, sequence_parallel, schedule, rank_order.");
   add_model_cluster_flags(*cmd, f.mc);
+  add_files_help(*cmd, "--model, --cluster, --profile, --stack (files, or catalog names), --strategies, --measured",
+                 "--report (HTML, Markdown or JSON; - for stdout; Gantt charts at most 200 MB)");
   f.gpus_opt = add_positive(*cmd, "--gpus,-g", f.gpus, "number of GPUs", INT_MAX)->capture_default_str();
   f.batch_opt = add_positive<std::int64_t>(*cmd, "--global-batch", f.global_batch,
                                            "sequences per optimizer step (default: as `strata plan`)",

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/output.h"
 #include "common/errors.h"
 #include "common/one_line.h"
@@ -82,6 +83,8 @@ void add_export_command(CLI::App& app) {
   cmd->footer(fmt::format("Checked against: {}; {}; {} with {}.", exports::kMegatronVersion,
                           exports::kTorchTitanVersion, exports::kDeepSpeedVersion,
                           exports::kMegatronDeepSpeedVersion));
+  add_files_help(*cmd, "--plan, --stack (a file, or a catalog name)",
+                 "--out (the launch command, config or TOML; - for stdout)");
   cmd->add_option("--plan", flags->plan, "Plan file written by `strata plan --out` (YAML)")
       ->required();
   cmd->add_option("--to", flags->to, "Target framework")

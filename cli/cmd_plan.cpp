@@ -222,6 +222,8 @@ void add_plan_command(CLI::App& app) {
       "llama2-70b --cluster dgx-h100 --gpus 256 --global-batch 1024 --top 5",
       kDefaultModel, kDefaultCluster, kDefaultGpus, kDefaultGlobalBatch));
   add_model_cluster_flags(*cmd, f.mc);
+  add_files_help(*cmd, "--model, --cluster, --profile, --stack (files, or catalog names)",
+                 "--out (plan YAML, - for stdout), --trace (Chrome trace JSON, at most 200 MB)");
   f.gpus_opt = add_positive(*cmd, "--gpus,-g", f.gpus, "number of GPUs to use", INT_MAX)
                    ->capture_default_str();
   f.batch_opt = add_positive<std::int64_t>(*cmd, "--global-batch", f.global_batch,

@@ -248,6 +248,8 @@ void add_simulate_command(CLI::App& app) {
       "Example: strata simulate --model gpt3-175b --cluster dgx-a100 --tp 8 --pp 16 --dp 8 "
       "--micro-batch 1 --global-batch 1536 --schedule interleaved --vpp 2");
   add_model_cluster_flags(*cmd, f.mc);
+  add_files_help(*cmd, "--model, --cluster, --profile, --stack (files, or catalog names), the --from job file",
+                 "--out (plan YAML, - for stdout), --trace (Chrome trace JSON, at most 200 MB)");
   f.gpus_opt =
       add_positive(*cmd, "--gpus,-g", f.gpus,
                    "total GPUs; must equal dp x tp x pp (dp defaults to gpus/(tp x pp))", INT_MAX);

@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/output.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
@@ -449,6 +450,8 @@ void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "train", "train a plan's model with its DP/TP/PP layout on CPU ranks (mpirun -np N strata train ...), "
               "or a one-GPU plan on a CUDA GPU (--backend cuda)");
+  add_files_help(*cmd, "--plan, --data or --text, the checkpoints in --checkpoint-dir (with --resume)",
+                 "--metrics (one JSON line per step), checkpoints in --checkpoint-dir (a folder it locks)");
   cmd->add_option("--plan", opts->plan, "plan file (YAML) from `strata plan --out` or `strata simulate --out`")
       ->required();
   cmd->add_option("--steps", opts->steps, "optimizer steps to train to (default 10)");

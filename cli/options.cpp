@@ -103,6 +103,14 @@ std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& c) {
                   d.name, d.source.kind.empty() ? "datasheet" : d.source.kind)};
 }
 
+void add_files_help(CLI::App& cmd, const std::string& reads, const std::string& writes) {
+  const std::string footer = cmd.get_footer();
+  cmd.footer((footer.empty() ? "" : footer + "\n") +
+             fmt::format("Files: reads {}; writes {}. An output that is the same file as an input, or "
+                         "as another output, is refused.",
+                         reads, writes));
+}
+
 std::string plan_for_stdout(const planner::Plan& plan, const std::string& format) {
   return format == "json" ? planner::plan_to_json(plan) + "\n" : planner::plan_to_yaml(plan);
 }

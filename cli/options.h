@@ -55,6 +55,11 @@ costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& flags,
 // Provenance of the cluster's numbers, one sentence each ("datasheet-only", "measured on ...").
 std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& cluster);
 
+// The command's files in one place, appended to its help footer: what it reads and what
+// it writes (check_path_aliasing refuses an output that is one of the inputs or another
+// output).
+void add_files_help(CLI::App& cmd, const std::string& reads, const std::string& writes);
+
 // What `--out -` prints: the plan file (YAML), or with --format json the plan as JSON
 // (planner::plan_to_json), so stdout holds the format asked for.
 std::string plan_for_stdout(const planner::Plan& plan, const std::string& format);

@@ -94,24 +94,25 @@ Prediction read_prediction(const YamlReader& r) {
   // (negative or non-finite step time, MFU above 100%) would propagate to train's metrics,
   // compare and validate, so it is refused here by its field.
   const auto checked = [](const YamlReader& at, const std::string& key, double lo, double hi,
-                            bool lo_open, const char* what) {
+                           const char* what) {
     const double v = read_double(at, key, 0);
     if (!at.has(key)) return v;
-    if (!std::isfinite(v) || v < lo || (lo_open && v == lo) || v > hi)
-      at.fail(key, fmt::format("{} is not a possible {} (expected {} {}{}): the plan's prediction was "
+    if (!std::isfinite(v) || v < lo || v > hi)
+      at.fail(key, fmt::format("{} is not a possible {} (expected >= {}{}): the plan's prediction was "
                                "edited or corrupted; write the plan again with `strata simulate --out`",
-                               v, what, lo_open ? ">" : ">=", lo,
+                               v, what, lo,
                                std::isfinite(hi) ? fmt::format(" and <= {}", hi) : std::string()));
     return v;
   };
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  p.iteration_s = checked(r, "iteration_s", 0, kInf, true, "step time in seconds");
-  p.tokens_per_s = checked(r, "tokens_per_s", 0, kInf, false, "token rate");
-  p.model_tflops_per_gpu = checked(r, "model_tflops_per_gpu", 0, kInf, false, "TFLOP/s per GPU");
-  p.hardware_tflops_per_gpu = checked(r, "hardware_tflops_per_gpu", 0, kInf, false, "TFLOP/s per GPU");
-  p.mfu = checked(r, "mfu", 0, 1, false, "model FLOPs utilisation (a fraction of the peak)");
-  p.peak_memory_gib = checked(r, "peak_memory_gib", 0, kInf, false, "memory in GiB");
-  p.bubble_fraction = checked(r, "bubble_fraction", 0, 1, false, "bubble fraction");
+  // 0 is "not predicted" (a plan made by hand or by a tool that does not simulate).
+  p.iteration_s = checked(r, "iteration_s", 0, kInf, "step time in seconds");
+  p.tokens_per_s = checked(r, "tokens_per_s", 0, kInf, "token rate");
+  p.model_tflops_per_gpu = checked(r, "model_tflops_per_gpu", 0, kInf, "TFLOP/s per GPU");
+  p.hardware_tflops_per_gpu = checked(r, "hardware_tflops_per_gpu", 0, kInf, "TFLOP/s per GPU");
+  p.mfu = checked(r, "mfu", 0, 1, "model FLOPs utilisation (a fraction of the peak)");
+  p.peak_memory_gib = checked(r, "peak_memory_gib", 0, kInf, "memory in GiB");
+  p.bubble_fraction = checked(r, "bubble_fraction", 0, 1, "bubble fraction");
   if (r.has("stage_memory_gib")) {
     YamlReader l = r.child("stage_memory_gib");
     l.expect_sequence();
@@ -133,7 +134,7 @@ Prediction read_prediction(const YamlReader& r) {
     b.expect_keys({"compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "optimizer", "bubble",
                    "ep_comm", "straggler"});
     Breakdown& d = p.breakdown_s;
-    const auto part = [&](const char* key) { return checked(b, key, 0, kInf, false, "time in seconds"); };
+    const auto part = [&](const char* key) { return checked(b, key, 0, kInf, "time in seconds"); };
     d.compute = part("compute");
     d.tp_comm = part("tp_comm");
     d.cp_comm = part("cp_comm");

@@ -191,6 +191,23 @@ TEST_P(PathAliasingCli, RefusesAnOutputThatIsAnInputOrAnotherOutput) {
   fs::remove_all(dir);
 }
 
+// Each command that writes files names what it reads and writes in one line of its help,
+// and every output flag there is one the table above aliases.
+TEST(PathAliasingHelp, EveryWritingCommandListsItsFiles) {
+  const std::pair<const char*, std::vector<const char*>> commands[] = {
+      {"plan", {"--model", "--out", "--trace"}},        {"simulate", {"--model", "--from", "--out", "--trace"}},
+      {"compare", {"--strategies", "--measured", "--report"}}, {"export", {"--plan", "--out"}},
+      {"train", {"--plan", "--text", "--metrics"}},       {"calibrate", {"--from-log", "--job", "--out"}}};
+  for (const auto& [cmd, flags] : commands) {
+    auto r = run_strata({cmd, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    const std::size_t at = r.out.find("Files: reads ");
+    ASSERT_NE(at, std::string::npos) << cmd << " --help lists no files:\n" << r.out;
+    const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    for (const char* f : flags) EXPECT_NE(line.find(f), std::string::npos) << cmd << ": " << line;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cli, PathAliasingCli, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
 

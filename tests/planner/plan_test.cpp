@@ -197,7 +197,7 @@ TEST(PlanYaml, StoredPredictionIsChecked) {
   const std::string good = plan_to_yaml(sample_plan());
   EXPECT_NO_THROW(parse_plan_yaml(good, "p.yaml"));
   const std::pair<const char*, const char*> bad[] = {
-      {"iteration_s", "-2.5"}, {"iteration_s", "0"},          {"iteration_s", ".nan"},
+      {"iteration_s", "-2.5"}, {"iteration_s", "-.inf"},      {"iteration_s", ".nan"},
       {"iteration_s", ".inf"}, {"mfu", "7"},                  {"mfu", "-0.1"},
       {"mfu", ".nan"},         {"tokens_per_s", "-1"},        {"peak_memory_gib", "-3"},
       {"bubble_fraction", "1.5"}, {"model_tflops_per_gpu", ".inf"}, {"compute", "-1"},
