@@ -41,15 +41,40 @@ T need(const YAML::Node& n, const char* key, const std::string& where) {
   return n[key].as<T>();
 }
 
-// Positional arguments; `--max-mape X` is taken out into *max_mape (-1 when absent).
+// `--tables-only`: predict with the kernel tables alone, the cluster's fitted training losses
+// (costmodel/training_losses.h) left out; set by positional_args.
+inline bool& tables_only() {
+  static bool flag = false;
+  return flag;
+}
+
+// Positional arguments; `--max-mape X` is taken out into *max_mape (-1 when absent) and
+// `--tables-only` into tables_only().
 inline std::vector<std::string> positional_args(int argc, char** argv, double* max_mape) {
   *max_mape = -1;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--max-mape" && i + 1 < argc) *max_mape = std::stod(argv[++i]);
+    else if (std::string(argv[i]) == "--tables-only") tables_only() = true;
     else args.emplace_back(argv[i]);
   }
   return args;
+}
+
+// The cluster a prediction bench uses: its own profile, or with --tables-only none of its
+// fitted losses; prints which (a fitted profile saw these rows: its errors are in-sample,
+// strata_bench_prediction_fit gives the held-out ones).
+template <typename Cluster>
+Cluster bench_cluster(Cluster c) {
+  if (tables_only()) c.device.training_losses = {};
+  if (c.device.training_losses.present)
+    fmt::print("# training losses: fitted (cluster profile {}); the fit saw these rows, so the errors below are "
+               "in-sample: held-out errors in strata_bench_prediction_fit\n",
+               c.profile.empty() ? "(inline)" : c.profile);
+  else
+    fmt::print("# training losses: none (kernel tables alone{}); nothing is fitted to these rows\n",
+               tables_only() ? ", --tables-only" : "");
+  return c;
 }
 
 // Relative errors of predicted vs published step time, and the range of rows they cover.
@@ -74,6 +99,10 @@ struct ErrorStats {
 inline void print_residual_entry(const ErrorStats& e, const std::string& stack, const std::string& device,
                                  const std::string& set, long long seq_min, long long seq_max) {
   if (e.rows == 0) return;
+  if (!tables_only()) {
+    fmt::print("# residuals entry: with --tables-only (entries for fitted profiles: scripts/ship-profiles.sh)\n");
+    return;
+  }
   fmt::print("# residuals entry (costmodel/stacks/residuals.yaml):\n");
   fmt::print("#   - {{stack: {}, device: {}, set: \"{}\", rows: {}, mape: {:.3f}, max_abs: {:.3f}, "
              "bias: {:+.3f}, err: [{:+.3f}, {:+.3f}], params_b: [{:g}, {:g}], gpus: [{}, {}], seq: [{}, {}]}}\n",

@@ -1,7 +1,7 @@
 // Predicted vs published: every row of the Megatron-LM weak-scaling table (Narayanan et
 // al. 2021, Table 1; ../shared/validation/megatron-2021.yaml) simulated with the published
 // strategy on the catalog model megatron-<params>b and the cluster the file names.
-// Nothing is fitted to the rows: the device profile and cluster are the datasheet ones.
+// The cluster's fitted training losses apply unless --tables-only (bench_main.h bench_cluster).
 //
 //   strata_bench_prediction_error [path/to/megatron-2021.yaml]
 //
@@ -66,7 +66,7 @@ int run(int argc, char** argv) {
     r.vpp = need<int>(n, "vpp", where);
     rows.push_back(r);
   }
-  const auto cluster = strata::costmodel::load_cluster(cluster_name);
+  const auto cluster = strata::bench::bench_cluster(strata::costmodel::load_cluster(cluster_name));
   const std::string stack_name = args.size() > 1 ? args[1] : "megatron-2021";
   const auto stack = strata::costmodel::load_software_stack(stack_name);
   // The SC21 Table 1 script (examples/sc21/run_table_1.sh) runs its rows without pipeline
@@ -84,7 +84,7 @@ int run(int argc, char** argv) {
   fmt::print("# FLOPs per iteration F = 96 B s l h^2 (1 + s/6h + V/16lh); published iter = F / "
              "(gpus x published TFLOP/s);\n# pred TFLOP/s = F / (gpus x predicted iter); hw "
              "TFLOP/s = strata's own count (op graph, causal attention)\n");
-  fmt::print("# no constant is fitted to these rows; err = (predicted - published) / published\n");
+  fmt::print("# err = (predicted - published) / published\n");
   fmt::print("#\n");
   fmt::print("# {:>8} {:>5} {:>3} {:>3} {:>4} {:>4} {:>4} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} "
              "{:>7} {:>7} {:>7} {:>6}  {}\n",

@@ -10,7 +10,7 @@
 // Models: GPT with a 4h MLP, untied embeddings, the file's vocabulary and sequence length.
 // Published iteration = F / (gpus x TFLOP/s) with the model-FLOP count the file states,
 // F = 72 B s l h^2 (1 + s/6h + V/12lh) (no recompute counted).
-// No constant is fitted to these rows.
+// The cluster's fitted training losses apply unless --tables-only (bench_main.h bench_cluster).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -37,7 +37,7 @@ int run(int argc, char** argv) {
                                          : std::string(STRATA_SOURCE_DIR) + "/bench/validation/mcore-2024-h100.yaml";
   const std::string stack_name = args.size() > 1 ? args[1] : "mcore-2024";
   const YAML::Node doc = YAML::LoadFile(path);
-  const auto cluster = strata::costmodel::load_cluster(doc["cluster"].as<std::string>());
+  const auto cluster = strata::bench::bench_cluster(strata::costmodel::load_cluster(doc["cluster"].as<std::string>()));
   const auto stack = strata::costmodel::load_software_stack(stack_name);
   const std::int64_t seq = doc["seq_len"].as<std::int64_t>();
   const std::int64_t vocab = doc["vocab"].as<std::int64_t>();

@@ -43,7 +43,7 @@ int run(int argc, char** argv) {
                                     : std::string(STRATA_SOURCE_DIR) + "/bench/validation/narayanan-2021-extra.yaml";
   const std::string stack_name = argc > 2 ? argv[2] : "megatron-2021";
   const YAML::Node doc = YAML::LoadFile(path);
-  const auto cluster = strata::costmodel::load_cluster(doc["cluster"].as<std::string>());
+  const auto cluster = strata::bench::bench_cluster(strata::costmodel::load_cluster(doc["cluster"].as<std::string>()));
   const auto stack = strata::costmodel::load_software_stack(stack_name);
   const std::int64_t seq = doc["seq_len"].as<std::int64_t>(), vocab = doc["vocab"].as<std::int64_t>();
   std::map<std::tuple<std::string, std::int64_t, int>, std::vector<Point>> groups;

@@ -403,8 +403,10 @@ FitResult fit_training_losses(const std::vector<MeasuredRun>& runs, const FitOpt
       }
       const auto sw = check_sweeps(out.rows, pred, s);
       double tau = 0;
-      for (const auto& x : sw) tau += x.kendall_tau;
-      c.kendall_tau = sw.empty() ? std::numeric_limits<double>::quiet_NaN() : tau / static_cast<double>(sw.size());
+      int taus = 0;
+      for (const auto& x : sw)
+        if (!std::isnan(x.kendall_tau)) tau += x.kendall_tau, ++taus;  // a sweep of tied points says nothing
+      c.kendall_tau = taus == 0 ? std::numeric_limits<double>::quiet_NaN() : tau / taus;
       out.held_out.push_back(c);
     }
   }

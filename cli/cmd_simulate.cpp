@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "cli/commands.h"
+#include "planner/stack_support.h"
 #include "report/format_json.h"
 #include "report/format_table.h"
 #include "report/format_yaml.h"
@@ -155,7 +156,16 @@ void run_imported(SimulateFlags& f, PlanReport& report) {
                      : load_model_flag(f.mc);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
   if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
-  const costmodel::SoftwareStack base = load_stack_flag(f.mc, cluster);
+  costmodel::SoftwareStack base = load_stack_flag(f.mc, cluster);
+  if (f.mc.stack.empty() && !planner::stack_refusal(job.strategy, base).empty()) {
+    // The job's own flags need a newer framework than the device's validated default
+    // (say --sequence-parallel on A100, validated with Megatron-LM 2021): the newest stack.
+    const std::string why = planner::stack_refusal(job.strategy, base);
+    base = costmodel::load_software_stack(costmodel::default_software_stack_name(costmodel::DeviceProfile{}));
+    report.notes.push_back(fmt::format("the device's default stack cannot run this job ({}); using {} "
+                                       "(--stack picks another)",
+                                       why, base.name));
+  }
   const costmodel::SoftwareStack stack = exports::apply_overrides(base, job.stack);
   report.notes.push_back(fmt::format(
       "job read from {} ({}); stack {} with the job's precision and overlap settings", f.job_file,

@@ -41,6 +41,7 @@ std::vector<std::pair<std::string, std::string>> settings(const SoftwareStack& s
       {"overlap.p2p", costmodel::to_string(s.p2p)},
       {"cp_comm_type", costmodel::to_string(s.cp_comm)},
       {"zero_prefetch", b(s.zero_prefetch)},
+      {"fp8_params", b(s.fp8_params)},
       {"grad_buffer.zero", b(s.grad_buffer_zero)},
       {"grad_buffer.nan_check", b(s.grad_buffer_nan_check)},
       {"grad_buffer.scale", b(s.grad_buffer_scale)},

@@ -35,12 +35,12 @@
 #include "costmodel/cluster_spec.h"
 #include "costmodel/rank_grid.h"
 #include "kernels/cpu/mpi_communicator.h"
-#include "cli/train_cuda.h"
 #include "planner/plan.h"
 #include "common/json_text.h"
 #include "runtime/collective_error.h"
 #include "runtime/preflight.h"
 #include "runtime/process_grid.h"
+#include "runtime/train_cuda.h"
 #include "runtime/trainer.h"
 
 namespace strata::cli {
@@ -230,7 +230,7 @@ void trim_metrics(const std::string& path, std::int64_t step) {
              "last checkpoint)\n", path, dropped, dropped == 1 ? "" : "s", step);
 }
 
-// --backend cuda: one process, one GPU (cli/train_cuda.h).
+// --backend cuda: one process, one GPU (runtime/train_cuda.h).
 void train_on_cuda(const TrainOptions& o, const runtime::TrainConfig& cfg, const planner::Plan& plan) {
   kernels::mpi_init_once(nullptr, nullptr);
   int world = 1;
@@ -239,7 +239,13 @@ void train_on_cuda(const TrainOptions& o, const runtime::TrainConfig& cfg, const
     input_error("--backend cuda trains on one GPU in one process; launched with {} ranks (run it "
                 "without mpirun)", world);
   if (!o.grad_norms.empty()) input_error("--debug-grad-norms is for --backend cpu");
-  CudaTraining run(plan, cfg, o.gemm_dtype);
+  runtime::CudaTraining run(plan, cfg, o.gemm_dtype);
+  try {  // MFU needs the peak; a plan whose cluster is not in the catalog simply has none
+    const costmodel::ClusterSpec cluster = costmodel::load_cluster(plan.cluster);
+    run.set_peak_flops(cluster.device.peak_flops(costmodel::dtype_from_string(o.gemm_dtype)));
+  } catch (const InputError&) {
+    run.set_peak_flops(-1);
+  }
   std::ofstream metrics;
   if (!o.metrics.empty()) {
     metrics.open(o.metrics, std::ios::trunc);

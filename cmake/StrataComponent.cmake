@@ -1,3 +1,15 @@
+# strata_warnings(<target>): the project's warning set on a target's C++ sources (-Wall
+# -Wextra), and -Werror when STRATA_WARNINGS_AS_ERRORS is on (scripts/test.sh and the
+# sanitizer run turn it on, so CI fails on a new warning). Project targets only: the
+# third-party headers come in as system includes and never fail the build.
+function(strata_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+  if(STRATA_WARNINGS_AS_ERRORS)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+  endif()
+endfunction()
+
 # strata_add_component(NAME <name> SOURCES ... [DEPS ...])
 # Creates the library target strata_<name> with alias strata::<name>; includes are
 # repository-root relative ("models/model_spec.h").
@@ -6,8 +18,7 @@ function(strata_add_component)
   add_library(strata_${C_NAME} STATIC ${C_SOURCES})
   add_library(strata::${C_NAME} ALIAS strata_${C_NAME})
   target_include_directories(strata_${C_NAME} PUBLIC ${PROJECT_SOURCE_DIR})
-  target_compile_options(strata_${C_NAME} PRIVATE
-    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+  strata_warnings(strata_${C_NAME})
   if(C_DEPS)
     target_link_libraries(strata_${C_NAME} PUBLIC ${C_DEPS})
   endif()
@@ -19,6 +30,7 @@ function(strata_add_test)
   cmake_parse_arguments(T "" "NAME" "SOURCES;DEPS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_DEPS} GTest::gtest_main)
+  strata_warnings(${T_NAME})
   target_compile_definitions(${T_NAME} PRIVATE
     STRATA_SOURCE_DIR="${PROJECT_SOURCE_DIR}" STRATA_BINARY_DIR="${PROJECT_BINARY_DIR}")
   strata_use_test_pch(${T_NAME})

@@ -164,8 +164,11 @@ void write_direct(const std::string& path, std::string_view contents) {
 void write_renamed(const std::string& shown, const OutputTarget& t, std::string_view contents) {
   check_folder(shown, t);
   fs::path target(t.path);
-  std::string tmpl =
-      (folder_of(t.path) / ("." + target.filename().string() + ".tmpXXXXXX")).string();
+  // Built by appending: GCC 12's -Wrestrict misreads the inlined "." + std::string.
+  std::string name = ".";
+  name += target.filename().string();
+  name += ".tmpXXXXXX";
+  std::string tmpl = (folder_of(t.path) / name).string();
   int fd = mkstemp(tmpl.data());
   if (fd < 0) input_error("cannot write {}: {}", shown, std::strerror(errno));
   int err = write_all(fd, contents);

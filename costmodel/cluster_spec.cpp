@@ -7,17 +7,16 @@
 
 #include <fmt/format.h>
 
-#include "common/atomic_file.h"
 #include "common/checked_math.h"
 #include "common/errors.h"
 #include "common/yaml_reader.h"
-#include "costmodel/detail/closest_names.h"
+#include "costmodel/detail/catalog_lookup.h"
 #include "costmodel/detail/yaml_emit.h"
 
 namespace strata::costmodel {
 
 namespace detail {
-const std::vector<std::pair<std::string_view, std::string_view>>& embedded_clusters();
+const EmbeddedFiles& embedded_clusters();
 }  // namespace detail
 
 namespace {
@@ -192,30 +191,13 @@ std::string to_yaml(const ClusterSpec& c) {
 }
 
 std::vector<std::string> cluster_catalog_names() {
-  std::vector<std::string> out;
-  for (const auto& f : detail::embedded_clusters()) out.emplace_back(f.first);
-  std::sort(out.begin(), out.end());
-  return out;
+  return detail::catalog_names(detail::embedded_clusters());
 }
 
 ClusterSpec load_cluster(const std::string& name_or_path) {
-  if (name_or_path.empty()) input_error("cluster name is empty (expected a catalog name or a path)");
-  bool path_like = name_or_path.find('/') != std::string::npos ||
-                   name_or_path.find(".yaml") != std::string::npos ||
-                   name_or_path.find(".yml") != std::string::npos;
-  if (!path_like) {
-    for (const auto& [stem, text] : detail::embedded_clusters())
-      if (stem == name_or_path)
-        return parse_cluster_spec(std::string(text),
-                                  fmt::format("costmodel/hardware/clusters/{}.yaml", stem));
-  }
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(name_or_path, ec))
-    return parse_cluster_spec(read_file(name_or_path), name_or_path);
-  if (path_like) input_error("cluster file '{}' not found", name_or_path);
-  input_error("unknown cluster '{}' (did you mean: {}?); known clusters: {}", name_or_path,
-              detail::join_names(detail::closest_names(name_or_path, cluster_catalog_names())),
-              detail::join_names(cluster_catalog_names()));
+  const detail::CatalogText t = detail::read_catalog_entry(
+      name_or_path, detail::embedded_clusters(), "costmodel/hardware/clusters", "cluster");
+  return parse_cluster_spec(t.text, t.source);
 }
 
 }  // namespace strata::costmodel

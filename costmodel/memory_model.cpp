@@ -219,7 +219,7 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     // ZeRO-3 gathers a layer's whole (TP-rank) parameters before using it and prefetches
     // the next: two groups' unsharded bf16 parameters live at once.
     if (in.zero >= 3 && dp > 1) m.weights_bytes += 2.0 * 2.0 * largest_group[static_cast<std::size_t>(p)];
-    if (in.fp8_weights)
+    if (in.fp8_weights && !in.fp8_params)
       m.weights_bytes += kFp8WeightCopyBytes * fp8_rank[static_cast<std::size_t>(p)] /
                          (in.zero >= 3 ? dp : 1.0);
     m.grads_bytes = in.grad_buffer_bytes * sharded(2);

@@ -19,7 +19,8 @@
 //   pipeline rank that does not also hold the embedding group.
 //   FP8 recipe (MemoryInputs::fp8_weights): + kFp8WeightCopyBytes (2: the FP8 weight and
 //   its FP8 transpose) per weight of the FP8-run linear layers (costmodel/fp8_linear.h),
-//   /tp, and / (dp x cp) under ZeRO-3.
+//   /tp, and / (dp x cp) under ZeRO-3; nothing added with fp8_params (the FP8 pair takes
+//   the 16-bit weight's place).
 // Activations per transformer layer, one micro-batch (Korthikanti et al. 2022,
 //   "Reducing Activation Recomputation in Large Transformer Models", Table 2),
 //   s = seq, b = micro_batch, h = hidden, a = heads, t = tp, 2-byte activations:
@@ -106,6 +107,9 @@ struct MemoryInputs {
   // FP8 recipe (costmodel/fp8_linear.h): the FP8 copies of the linear layers' weights,
   // kFp8WeightCopyBytes per weight, sharded like the weights (tp; dp x cp under ZeRO-3).
   bool fp8_weights = false;
+  // ...kept in FP8 alone (SoftwareStack::fp8_params): the FP8 weight and its transpose take
+  // the place of the 16-bit weight (same 2 bytes) instead of adding to it.
+  bool fp8_params = false;
   // Layer groups (0 = embedding, 1..L = blocks, L+1 = head) of each virtual stage,
   // pp * vpp entries; pipeline rank p holds virtual stages p, p + pp, p + 2pp, ...
   // Empty: an even split by layer count (embedding on the first, head on the last).

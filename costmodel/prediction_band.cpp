@@ -70,33 +70,50 @@ std::string mfu_warning(const std::string& device, double mfu) {
 PredictionBand prediction_band(const std::string& stack, const std::string& device,
                                double params_b, long long gpus, long long seq, bool fitted) {
   PredictionBand b;
-  const ValidationResidual* best = nullptr;
-  for (const auto& v : validation_residuals())
-    if (v.stack == stack && v.device == device && v.fitted == fitted && (!best || v.rows > best->rows)) best = &v;
-  if (!best) {
+  // Every set validating this stack on this device (held-out sources of a fit are one set
+  // each): the band covers all their rows, the validated range is their union.
+  ValidationResidual u;
+  std::string sets;
+  double sum_abs = 0, sum_signed = 0;
+  for (const auto& v : validation_residuals()) {
+    if (v.stack != stack || v.device != device || v.fitted != fitted) continue;
+    if (u.rows == 0) {
+      u = v;
+    } else {
+      u.max_abs = std::max(u.max_abs, v.max_abs);
+      u.err_min = std::min(u.err_min, v.err_min), u.err_max = std::max(u.err_max, v.err_max);
+      u.params_b_min = std::min(u.params_b_min, v.params_b_min), u.params_b_max = std::max(u.params_b_max, v.params_b_max);
+      u.gpus_min = std::min(u.gpus_min, v.gpus_min), u.gpus_max = std::max(u.gpus_max, v.gpus_max);
+      u.seq_min = std::min(u.seq_min, v.seq_min), u.seq_max = std::max(u.seq_max, v.seq_max);
+      u.rows += v.rows;
+    }
+    sum_abs += v.mape * v.rows;
+    sum_signed += v.bias * v.rows;
+    sets += (sets.empty() ? "" : "; ") + v.set;
+  }
+  if (u.rows == 0) {
     b.warnings.push_back(fmt::format(
         "stack {} has not been validated on {}{}: no uncertainty band (validated: see "
         "costmodel/stacks/residuals.yaml)",
         stack, device, fitted ? " with fitted training losses" : ""));
     return b;
   }
-  b.relative = best->max_abs;
+  b.relative = u.max_abs;
   // error e = (predicted - published) / published, so published / predicted = 1 / (1 + e).
-  b.low = std::min(1.0, 1.0 / (1.0 + best->err_max));
-  b.high = std::max(1.0, 1.0 / (1.0 + best->err_min));
-  b.basis = fmt::format("{} on {}: {} published rows ({}), MAPE {:.1f}%, max {:.1f}%, mean {:+.1f}%",
-                        stack, device, best->rows, best->set, 100 * best->mape,
-                        100 * best->max_abs, 100 * best->bias);
+  b.low = std::min(1.0, 1.0 / (1.0 + u.err_max));
+  b.high = std::max(1.0, 1.0 / (1.0 + u.err_min));
+  b.basis = fmt::format("{} on {}: {} published rows ({}), MAPE {:.1f}%, max {:.1f}%, mean {:+.1f}%", stack, device,
+                        u.rows, sets, 100 * sum_abs / u.rows, 100 * u.max_abs, 100 * sum_signed / u.rows);
   auto outside = [&](const char* what, double x, double lo, double hi) {
     if (x < lo * 0.999 || x > hi * 1.001)
       b.warnings.push_back(fmt::format("{} {:g} is outside the validated range {:g}..{:g} of {}",
-                                       what, x, lo, hi, best->set));
+                                       what, x, lo, hi, sets));
   };
-  outside("model size (B params)", params_b, best->params_b_min, best->params_b_max);
-  outside("GPU count", static_cast<double>(gpus), static_cast<double>(best->gpus_min),
-          static_cast<double>(best->gpus_max));
-  outside("sequence length", static_cast<double>(seq), static_cast<double>(best->seq_min),
-          static_cast<double>(best->seq_max));
+  outside("model size (B params)", params_b, u.params_b_min, u.params_b_max);
+  outside("GPU count", static_cast<double>(gpus), static_cast<double>(u.gpus_min),
+          static_cast<double>(u.gpus_max));
+  outside("sequence length", static_cast<double>(seq), static_cast<double>(u.seq_min),
+          static_cast<double>(u.seq_max));
   return b;
 }
 

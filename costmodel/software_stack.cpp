@@ -2,21 +2,19 @@
 
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
 #include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/yaml_reader.h"
-#include "costmodel/detail/closest_names.h"
+#include "costmodel/detail/catalog_lookup.h"
 
 namespace strata::costmodel {
 
 namespace detail {
-const std::vector<std::pair<std::string_view, std::string_view>>& embedded_stacks();
+const EmbeddedFiles& embedded_stacks();
 }  // namespace detail
 
 const char* to_string(AttentionKernel k) {
@@ -68,7 +66,7 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   r.expect_keys({"name", "description", "framework", "version", "precision", "grad_reduce_dtype",
                  "attention", "fusions", "overlap", "grad_bucket_params", "optimizer",
                  "distributed_optimizer", "kernel_overhead_us", "cp_comm_type", "zero_prefetch",
-                 "grad_buffer", "sources"});
+                 "grad_buffer", "fp8_params", "supports", "sources"});
   SoftwareStack s;
   s.file = source;
   s.name = r.get_string("name");
@@ -119,12 +117,22 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   s.optimizer = r.get_string("optimizer", "fused_adam");
   s.distributed_optimizer = r.get_bool("distributed_optimizer", false);
   s.kernel_overhead_us = r.get_double("kernel_overhead_us", -1.0);
+  s.fp8_params = r.get_bool("fp8_params", false);
   if (r.has("kernel_overhead_us") && !(s.kernel_overhead_us >= 0 && s.kernel_overhead_us < 1e4))
     r.fail("kernel_overhead_us", fmt::format("{} must be in [0, 10000)", s.kernel_overhead_us));
 
   s.cp_comm = cp_comm_type_from_string(
       r.get_enum("cp_comm_type", {"p2p", "all_gather", "allgather"}, "p2p"));
   s.zero_prefetch = r.get_bool("zero_prefetch", true);
+  if (r.has("supports")) {
+    YamlReader u = r.child("supports");
+    u.expect_keys({"sequence_parallel", "selective_recompute", "zero", "context_parallel", "experts"});
+    s.supports.sequence_parallel = u.get_bool("sequence_parallel", true);
+    s.supports.selective_recompute = u.get_bool("selective_recompute", true);
+    s.supports.max_zero = static_cast<int>(u.get_int_in("zero", 0, 3, 3));
+    s.supports.context_parallel = u.get_bool("context_parallel", true);
+    s.supports.experts = u.get_bool("experts", true);
+  }
   if (r.has("grad_buffer")) {
     YamlReader g = r.child("grad_buffer");
     g.expect_keys({"zero", "nan_check", "scale"});
@@ -147,30 +155,14 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
 }
 
 std::vector<std::string> software_stack_catalog_names() {
-  std::vector<std::string> out;
-  for (const auto& f : detail::embedded_stacks()) out.emplace_back(f.first);
-  std::sort(out.begin(), out.end());
-  return out;
+  return detail::catalog_names(detail::embedded_stacks());
 }
 
 SoftwareStack load_software_stack(const std::string& name_or_path) {
-  if (name_or_path.empty()) input_error("stack name is empty (expected a catalog name or a path)");
-  const bool path_like = name_or_path.find('/') != std::string::npos ||
-                         name_or_path.find(".yaml") != std::string::npos ||
-                         name_or_path.find(".yml") != std::string::npos;
-  if (!path_like) {
-    for (const auto& [stem, text] : detail::embedded_stacks())
-      if (stem == name_or_path)
-        return parse_software_stack(std::string(text), fmt::format("costmodel/stacks/{}.yaml", stem));
-  }
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(name_or_path, ec))
-    return parse_software_stack(read_file(name_or_path), name_or_path);
-  if (path_like) input_error("stack file '{}' not found", name_or_path);
-  input_error("unknown stack '{}' (did you mean: {}?); known stacks: {} (see `strata stacks`)",
-              name_or_path,
-              detail::join_names(detail::closest_names(name_or_path, software_stack_catalog_names())),
-              detail::join_names(software_stack_catalog_names()));
+  const detail::CatalogText t =
+      detail::read_catalog_entry(name_or_path, detail::embedded_stacks(), "costmodel/stacks",
+                                 "stack", " (see `strata stacks`)");
+  return parse_software_stack(t.text, t.source);
 }
 
 std::string default_software_stack_name(const DeviceProfile& device) {

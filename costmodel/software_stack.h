@@ -52,6 +52,18 @@ enum class P2pMode {
 };
 const char* to_string(P2pMode p);
 
+// What a framework version can run at all: the search offers nothing else and simulate
+// refuses the rest by name (a 2021 Megatron-LM has no sequence parallelism to plan with).
+// YAML `supports: {sequence_parallel, selective_recompute, zero: max stage, context_parallel,
+// experts}`, each optional (default: supported).
+struct StackSupport {
+  bool sequence_parallel = true;
+  bool selective_recompute = true;
+  int max_zero = 3;
+  bool context_parallel = true;
+  bool experts = true;
+};
+
 struct SoftwareStack {
   std::string name;
   std::string description;
@@ -89,6 +101,11 @@ struct SoftwareStack {
   // Fixed time of each non-GEMM kernel (launch and tail) in microseconds; -1: the
   // device profile's value.
   double kernel_overhead_us = -1;
+  // FP8 recipes only: the weights of the FP8-run linear layers are kept in FP8 alone (TE
+  // fp8_model_init; NeMo fp8_params, Megatron-LM --fp8-param-gather): no 16-bit copy beside
+  // the FP8 weight and its transpose (costmodel/memory_model.h).
+  bool fp8_params = false;
+  StackSupport supports;
   // How context-parallel ranks exchange K/V (costmodel/context_parallel_cost.h).
   CpCommType cp_comm = CpCommType::P2p;
   // ZeRO-3 parameter all-gathers issued ahead of use, beside the previous layer's compute

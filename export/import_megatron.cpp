@@ -6,13 +6,13 @@
 #include <charconv>
 #include <climits>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "common/checked_math.h"
 #include "common/errors.h"
 #include "export/export_formats.h"
+#include "export/megatron_flags.h"
 #include "export/megatron_layer_pattern.h"
 #include "export/safe_text.h"
 #include "planner/plan.h"
@@ -57,89 +57,7 @@ std::vector<std::string> shell_words(const std::string& text, const std::string&
 
 namespace {
 
-enum class Kind { Int, Float, Str, Flag };
-
-// Every flag the import reads: the model shape, layout, batch, precision and overlaps that
-// the prediction depends on (the same names megatron_args writes).
-const std::map<std::string, Kind>& modelled_flags() {
-  static const std::map<std::string, Kind> m = {
-      {"--num-layers", Kind::Int}, {"--hidden-size", Kind::Int}, {"--ffn-hidden-size", Kind::Int},
-      {"--num-attention-heads", Kind::Int}, {"--group-query-attention", Kind::Flag},
-      {"--num-query-groups", Kind::Int}, {"--seq-length", Kind::Int},
-      {"--max-position-embeddings", Kind::Int}, {"--vocab-size", Kind::Int},
-      {"--tokenizer-type", Kind::Str}, {"--position-embedding-type", Kind::Str},
-      {"--swiglu", Kind::Flag}, {"--normalization", Kind::Str},
-      {"--untie-embeddings-and-output-weights", Kind::Flag}, {"--disable-bias-linear", Kind::Flag},
-      {"--attention-dropout", Kind::Float}, {"--hidden-dropout", Kind::Float},
-      {"--bf16", Kind::Flag}, {"--fp16", Kind::Flag},
-      {"--accumulate-allreduce-grads-in-fp32", Kind::Flag}, {"--attention-backend", Kind::Str},
-      {"--use-flash-attn", Kind::Flag}, {"--tensor-model-parallel-size", Kind::Int},
-      {"--pipeline-model-parallel-size", Kind::Int}, {"--sequence-parallel", Kind::Flag},
-      {"--use-tp-pp-dp-mapping", Kind::Flag},
-      {"--num-layers-per-virtual-pipeline-stage", Kind::Int},
-      {"--num-virtual-stages-per-pipeline-rank", Kind::Int},
-      {"--decoder-first-pipeline-num-layers", Kind::Int},
-      {"--decoder-last-pipeline-num-layers", Kind::Int},
-      {"--pipeline-model-parallel-layout", Kind::Str}, {"--micro-batch-size", Kind::Int},
-      {"--global-batch-size", Kind::Int}, {"--recompute-granularity", Kind::Str},
-      {"--recompute-method", Kind::Str}, {"--recompute-num-layers", Kind::Int},
-      {"--recompute-activations", Kind::Flag}, {"--use-distributed-optimizer", Kind::Flag},
-      {"--overlap-grad-reduce", Kind::Flag}, {"--overlap-param-gather", Kind::Flag},
-      {"--tp-comm-overlap", Kind::Flag}, {"--make-vocab-size-divisible-by", Kind::Int},
-      {"--context-parallel-size", Kind::Int}, {"--cp-comm-type", Kind::Str},
-      {"--use-megatron-fsdp", Kind::Flag}, {"--data-parallel-sharding-strategy", Kind::Str},
-      {"--expert-model-parallel-size", Kind::Int}, {"--expert-tensor-parallel-size", Kind::Int},
-      {"--num-experts", Kind::Int}, {"--moe-router-topk", Kind::Int},
-      {"--moe-ffn-hidden-size", Kind::Int}, {"--moe-shared-expert-intermediate-size", Kind::Int},
-      {"--moe-layer-freq", Kind::Str}, {"--moe-router-score-function", Kind::Str},
-      {"--moe-expert-capacity-factor", Kind::Float},
-      {"--moe-pad-expert-input-to-capacity", Kind::Flag},
-      {"--moe-token-dispatcher-type", Kind::Str}, {"--moe-grouped-gemm", Kind::Flag},
-      {"--moe-router-pre-softmax", Kind::Flag}, {"--multi-latent-attention", Kind::Flag},
-      {"--q-lora-rank", Kind::Int}, {"--kv-lora-rank", Kind::Int}, {"--qk-head-dim", Kind::Int},
-      {"--qk-pos-emb-head-dim", Kind::Int}, {"--v-head-dim", Kind::Int},
-      {"--qk-layernorm", Kind::Flag}, {"--rope-type", Kind::Str}, {"--kv-channels", Kind::Int},
-      {"--fp8-format", Kind::Str}, {"--fp8-recipe", Kind::Str},
-      {"--use-mcore-models", Kind::Flag}, {"--transformer-impl", Kind::Str},
-      {"--rotary-base", Kind::Float}, {"--rotary-percent", Kind::Float},
-      {"--norm-epsilon", Kind::Float}};
-  return m;
-}
-
-// Flags that do not change the modelled step: data, checkpoints, logging, the learning-rate
-// schedule and optimizer hyper-parameters, initialisation, seeds. Their value (if any) is
-// the next word unless it starts with "--".
-bool operational(const std::string& f) {
-  static const std::set<std::string> exact = {
-      "--data-path", "--data-cache-path", "--split", "--mock-data", "--train-iters",
-      "--train-samples", "--lr", "--min-lr", "--lr-decay-style", "--lr-decay-iters",
-      "--lr-decay-samples", "--lr-warmup-iters", "--lr-warmup-samples", "--lr-warmup-fraction",
-      "--weight-decay", "--clip-grad", "--adam-beta1", "--adam-beta2", "--adam-eps",
-      "--init-method-std", "--seed", "--save", "--load", "--save-interval", "--eval-interval",
-      "--eval-iters", "--exit-interval", "--exit-duration-in-mins", "--tensorboard-dir",
-      "--wandb-project", "--wandb-exp-name", "--wandb-save-dir", "--tokenizer-model",
-      "--vocab-file", "--merge-file", "--distributed-backend", "--distributed-timeout-minutes",
-      "--no-load-optim", "--no-load-rng", "--ckpt-format", "--use-checkpoint-args",
-      "--num-workers", "--dataloader-type", "--no-mmap-bin-files", "--timing-log-level",
-      "--timing-log-option", "--finetune", "--no-save-optim", "--no-save-rng",
-      "--use-dist-ckpt", "--auto-detect-ckpt-format", "--dist-ckpt-format", "--async-save",
-      "--manual-gc", "--manual-gc-interval", "--profile", "--profile-step-start",
-      "--profile-step-end", "--use-pytorch-profiler", "--tensorboard-queue-size",
-      "--rerun-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan-in-loss-and-grad",
-      // Megatron-FSDP requires it; strata's compute model charges no gradient-accumulation
-      // fusion either way.
-      "--no-gradient-accumulation-fusion",
-      // Router training hyper-parameters: the load-balancing loss or expert bias and its
-      // rates steer which experts tokens pick, not the work of a step (strata's dropless
-      // routing charges the moe.load_imbalance it is given).
-      "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-load-balancing-type",
-      "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate",
-      "--moe-router-topk-scaling-factor", "--moe-router-dtype", "--moe-per-layer-logging",
-      // FP8 delayed-scaling hyper-parameters (amax history and margin).
-      "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-margin"};
-  if (exact.count(f)) return true;
-  return f.rfind("--log-", 0) == 0 || f.rfind("--no-log-", 0) == 0;
-}
+using Kind = MegatronFlagKind;
 
 std::int64_t to_int(const std::string& flag, const std::string& v, const std::string& source) {
   std::int64_t out = 0;
@@ -232,12 +150,123 @@ std::vector<std::vector<int>> groups_from_layout(const std::string& layout, std:
   return groups_from_blocks(blocks, layers);
 }
 
+// Launcher prefix: VAR=value assignments, torchrun (or python -m torch.distributed.run)
+// options, the interpreter; the arguments start after the training script (*.py). Sets
+// job.world_size from --nnodes x --nproc_per_node; returns the index of the first argument.
+std::size_t read_launcher(const std::vector<std::string>& words, ImportedJob& job,
+                          const std::string& source) {
+  std::size_t i = 0;
+  const bool has_script = std::any_of(words.begin(), words.end(), [](const std::string& w) {
+    return w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0;
+  });
+  if (has_script) {
+    std::int64_t nnodes = 0, per_node = 0;
+    for (; i < words.size(); ++i) {
+      const std::string& w = words[i];
+      if (w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0) { ++i; break; }
+      std::string key = w, value;
+      if (const auto eq = w.find('='); eq != std::string::npos && w.rfind("--", 0) == 0) {
+        key = w.substr(0, eq);
+        value = w.substr(eq + 1);
+      }
+      std::replace(key.begin(), key.end(), '_', '-');
+      if (key == "--nnodes" || key == "--nproc-per-node") {
+        if (value.empty() && i + 1 < words.size()) value = words[++i];
+        if (value.find(':') != std::string::npos)
+          input_error("{}: torchrun {} '{}' is an elastic range; strata needs a fixed world size "
+                      "(or pass --gpus)", source, key, one_line(value));
+        if (value == "gpu" || value == "auto") continue;  // per-node count from the machine
+        (key == "--nnodes" ? nnodes : per_node) = to_int("torchrun " + key, value, source);
+      }
+    }
+    if (nnodes > 0 && per_node > 0) {
+      const std::int64_t world = checked_mul(nnodes, per_node, "torchrun --nnodes x --nproc_per_node");
+      if (world > INT_MAX)
+        input_error("{}: torchrun world size {} exceeds {} GPUs", source, world, INT_MAX);
+      job.world_size = static_cast<int>(world);
+    }
+  }
+  return i;
+}
+
+// The arguments from words[i] on: each modelled flag with its value ("" for a flag without
+// one); operational flags go to job.ignored, any other flag is refused, all named at once.
+std::map<std::string, std::string> read_flags(const std::vector<std::string>& words, std::size_t i,
+                                              ImportedJob& job, const std::string& source) {
+  std::map<std::string, std::string> v;  // modelled flag -> value ("" for a flag)
+  std::vector<std::string> refused;
+  for (; i < words.size(); ++i) {
+    std::string flag = words[i], value;
+    bool inline_value = false;
+    if (flag.rfind("--", 0) != 0)
+      input_error("{}: '{}' is not a flag (expected --name [value] after the script)", source,
+                  one_line(flag));
+    if (const auto eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      inline_value = true;
+    }
+    const auto it = megatron_modelled_flags().find(flag);
+    if (it == megatron_modelled_flags().end()) {
+      // Skip a value word for flags that take one.
+      if (!inline_value && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) ++i;
+      if (megatron_operational_flag(flag)) job.ignored.push_back(flag);
+      else refused.push_back(flag);
+      continue;
+    }
+    if (it->second != Kind::Flag && !inline_value) {
+      if (i + 1 >= words.size() || words[i + 1].rfind("--", 0) == 0)
+        input_error("{}: {} needs a value", source, flag);
+      value = words[++i];
+    }
+    if (it->second == Kind::Flag && inline_value)
+      input_error("{}: {} takes no value", source, flag);
+    v[flag] = value;
+  }
+  if (!refused.empty()) {
+    std::string names;
+    for (const auto& r : refused) names += (names.empty() ? "" : ", ") + one_line(r);
+    input_error("{}: strata does not model {} (unknown to the import, or changing the job in a "
+                "way strata cannot predict); remove {} to predict the rest",
+                source, names, refused.size() == 1 ? "it" : "them");
+  }
+  return v;
+}
+
+// The modelled flags of one command line read into the job, one step per part of it (the
+// steps run in import_megatron_args' order, so the first error found is the same).
+class MegatronArgsReader {
+ public:
+  MegatronArgsReader(const std::map<std::string, std::string>& v, const std::string& source,
+                     ImportedJob& job)
+      : v(v), source(source), job(job) {}
+
+  void check_unmodelled_values() const;
+  void read_model_shape();
+  void read_precision_and_overlaps();
+  void read_parallel_layout();
+  void read_stage_map();
+  void read_recompute();
+
+ private:
+  void read_attention_kind(models::ModelSpec& m);
+  void read_moe(models::ModelSpec& m);
+  bool has(const char* f) const { return v.count(f) > 0; }
+  std::int64_t get_int(const char* f) const { return to_int(f, v.at(f), source); }
+  std::int64_t need(const char* f) const {
+    if (!has(f)) input_error("{}: {} is missing (strata needs it to build the model)", source, f);
+    return get_int(f);
+  }
+
+  const std::map<std::string, std::string>& v;
+  const std::string& source;
+  ImportedJob& job;
+};
+
 // --multi-latent-attention and its head widths (Megatron-LM's argparse defaults where a
 // width is not given, as Megatron builds it), --kv-channels; --qk-layernorm and --rope-type
 // only where strata's model has what they mean.
-void read_attention_kind(const std::map<std::string, std::string>& v, models::ModelSpec& m,
-                         ImportedJob& job, const std::string& source) {
-  const auto has = [&](const char* f) { return v.count(f) > 0; };
+void MegatronArgsReader::read_attention_kind(models::ModelSpec& m) {
   const auto get = [&](const char* f, std::int64_t dflt) {
     return has(f) ? to_int(f, v.at(f), source) : dflt;
   };
@@ -273,10 +302,7 @@ void read_attention_kind(const std::map<std::string, std::string>& v, models::Mo
 }
 
 // --num-experts and the MoE flags megatron_args writes.
-void read_moe(const std::map<std::string, std::string>& v, models::ModelSpec& m,
-              const std::string& source) {
-  const auto has = [&](const char* f) { return v.count(f) > 0; };
-  const auto get = [&](const char* f) { return to_int(f, v.at(f), source); };
+void MegatronArgsReader::read_moe(models::ModelSpec& m) {
   if (!has("--num-experts")) {
     for (const char* f : {"--moe-router-topk", "--moe-ffn-hidden-size",
                           "--moe-shared-expert-intermediate-size", "--moe-layer-freq",
@@ -287,13 +313,13 @@ void read_moe(const std::map<std::string, std::string>& v, models::ModelSpec& m,
     return;
   }
   models::MoeSpec e;
-  e.experts = get("--num-experts");
-  e.top_k = has("--moe-router-topk") ? get("--moe-router-topk") : 2;  // Megatron's default
-  e.expert_ffn = has("--moe-ffn-hidden-size") ? get("--moe-ffn-hidden-size") : m.ffn;
+  e.experts = get_int("--num-experts");
+  e.top_k = has("--moe-router-topk") ? get_int("--moe-router-topk") : 2;  // Megatron's default
+  e.expert_ffn = has("--moe-ffn-hidden-size") ? get_int("--moe-ffn-hidden-size") : m.ffn;
   if (has("--moe-shared-expert-intermediate-size")) {
     // Megatron holds the shared experts as one MLP of their total width.
     e.shared_experts = 1;
-    e.shared_expert_ffn = get("--moe-shared-expert-intermediate-size");
+    e.shared_expert_ffn = get_int("--moe-shared-expert-intermediate-size");
   }
   if (has("--moe-layer-freq"))
     e.first_dense_layers =
@@ -322,90 +348,8 @@ void read_moe(const std::map<std::string, std::string>& v, models::ModelSpec& m,
   m.moe = e;
 }
 
-}  // namespace
-
-ImportedJob import_megatron_args(const std::string& text, const std::string& source) {
-  const std::vector<std::string> words = shell_words(text, source);
-  ImportedJob job;
-  std::size_t i = 0;
-
-  // Launcher prefix: VAR=value assignments, torchrun (or python -m torch.distributed.run)
-  // options, the interpreter; the arguments start after the training script (*.py).
-  const bool has_script = std::any_of(words.begin(), words.end(), [](const std::string& w) {
-    return w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0;
-  });
-  if (has_script) {
-    std::int64_t nnodes = 0, per_node = 0;
-    for (; i < words.size(); ++i) {
-      const std::string& w = words[i];
-      if (w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0) { ++i; break; }
-      std::string key = w, value;
-      if (const auto eq = w.find('='); eq != std::string::npos && w.rfind("--", 0) == 0) {
-        key = w.substr(0, eq);
-        value = w.substr(eq + 1);
-      }
-      std::replace(key.begin(), key.end(), '_', '-');
-      if (key == "--nnodes" || key == "--nproc-per-node") {
-        if (value.empty() && i + 1 < words.size()) value = words[++i];
-        if (value.find(':') != std::string::npos)
-          input_error("{}: torchrun {} '{}' is an elastic range; strata needs a fixed world size "
-                      "(or pass --gpus)", source, key, one_line(value));
-        if (value == "gpu" || value == "auto") continue;  // per-node count from the machine
-        (key == "--nnodes" ? nnodes : per_node) = to_int("torchrun " + key, value, source);
-      }
-    }
-    if (nnodes > 0 && per_node > 0) {
-      const std::int64_t world = checked_mul(nnodes, per_node, "torchrun --nnodes x --nproc_per_node");
-      if (world > INT_MAX)
-        input_error("{}: torchrun world size {} exceeds {} GPUs", source, world, INT_MAX);
-      job.world_size = static_cast<int>(world);
-    }
-  }
-
-  std::map<std::string, std::string> v;  // modelled flag -> value ("" for a flag)
-  std::vector<std::string> refused;
-  for (; i < words.size(); ++i) {
-    std::string flag = words[i], value;
-    bool inline_value = false;
-    if (flag.rfind("--", 0) != 0)
-      input_error("{}: '{}' is not a flag (expected --name [value] after the script)", source,
-                  one_line(flag));
-    if (const auto eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      inline_value = true;
-    }
-    const auto it = modelled_flags().find(flag);
-    if (it == modelled_flags().end()) {
-      // Skip a value word for flags that take one.
-      if (!inline_value && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) ++i;
-      if (operational(flag)) job.ignored.push_back(flag);
-      else refused.push_back(flag);
-      continue;
-    }
-    if (it->second != Kind::Flag && !inline_value) {
-      if (i + 1 >= words.size() || words[i + 1].rfind("--", 0) == 0)
-        input_error("{}: {} needs a value", source, flag);
-      value = words[++i];
-    }
-    if (it->second == Kind::Flag && inline_value)
-      input_error("{}: {} takes no value", source, flag);
-    v[flag] = value;
-  }
-  if (!refused.empty()) {
-    std::string names;
-    for (const auto& r : refused) names += (names.empty() ? "" : ", ") + one_line(r);
-    input_error("{}: strata does not model {} (unknown to the import, or changing the job in a "
-                "way strata cannot predict); remove {} to predict the rest",
-                source, names, refused.size() == 1 ? "it" : "them");
-  }
-  const auto has = [&](const char* f) { return v.count(f) > 0; };
-  const auto get_int = [&](const char* f) { return to_int(f, v.at(f), source); };
-  const auto need = [&](const char* f) {
-    if (!has(f)) input_error("{}: {} is missing (strata needs it to build the model)", source, f);
-    return get_int(f);
-  };
-
+// Values of modelled flags that strata cannot take other than at Megatron-LM's default.
+void MegatronArgsReader::check_unmodelled_values() const {
   if (has("--transformer-impl") && v.at("--transformer-impl") != "transformer_engine" &&
       v.at("--transformer-impl") != "local")
     input_error("{}: --transformer-impl '{}' is not one of transformer_engine, local", source,
@@ -417,7 +361,9 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
   if (has("--rotary-percent") && to_float("--rotary-percent", v.at("--rotary-percent"), source) != 1.0)
     input_error("{}: --rotary-percent {} is not modelled (only 1.0)", source,
                 one_line(v.at("--rotary-percent")));
+}
 
+void MegatronArgsReader::read_model_shape() {
   // Model shape.
   models::ModelSpec& m = job.model;
   const auto slash = source.find_last_of('/');
@@ -464,8 +410,8 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
       input_error("{}: --rotary-base {} must be > 0", source, one_line(v.at("--rotary-base")));
   }
   m.tied_embeddings = !has("--untie-embeddings-and-output-weights");
-  read_attention_kind(v, m, job, source);
-  read_moe(v, m, source);
+  read_attention_kind(m);
+  read_moe(m);
   // strata's models have biases exactly when they use GELU (models::has_bias).
   if (has("--disable-bias-linear") != (m.activation == models::Activation::SwiGlu))
     input_error("{}: {} is not modelled: strata's GELU models have linear biases and its SwiGLU "
@@ -474,8 +420,9 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
                                                       : "--swiglu without --disable-bias-linear");
   models::validate(m, source);
   job.model_read = true;
+}
 
-  // Precision, kernels, overlaps.
+void MegatronArgsReader::read_precision_and_overlaps() {
   if (has("--bf16") && has("--fp16")) input_error("{}: --bf16 and --fp16 both given", source);
   job.stack.precision = has("--bf16") ? DType::Bf16 : has("--fp16") ? DType::Fp16 : DType::Fp32;
   if (has("--fp8-recipe") && !has("--fp8-format"))
@@ -523,8 +470,11 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
   job.stack.overlap_param_gather = has("--overlap-param-gather");
   job.stack.overlap_tp_comm = has("--tp-comm-overlap");
   job.stack.distributed_optimizer = has("--use-distributed-optimizer");
+}
 
-  // Layout.
+// Parallel degrees, rank order, ZeRO stage and batch sizes.
+void MegatronArgsReader::read_parallel_layout() {
+  const models::ModelSpec& m = job.model;
   planner::Strategy& s = job.strategy;
   s.dp = 0;
   s.tp = has("--tensor-model-parallel-size") ? to_int32("--tensor-model-parallel-size",
@@ -606,6 +556,13 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
       input_error("{}: {} ({}) is larger than {}", source, f, get_int(f), kMaxBatch);
   s.global_batch = has("--global-batch-size") ? get_int("--global-batch-size") : 0;  // 0: micro x dp
 
+}
+
+// The layer -> virtual stage map: a layout string, uneven first/last stages, or even stages
+// (with virtual stages); then the schedule.
+void MegatronArgsReader::read_stage_map() {
+  const models::ModelSpec& m = job.model;
+  planner::Strategy& s = job.strategy;
   const int ways = has("--pipeline-model-parallel-layout") + has("--decoder-first-pipeline-num-layers") +
                    has("--decoder-last-pipeline-num-layers") +
                    (has("--num-layers-per-virtual-pipeline-stage") ||
@@ -666,8 +623,10 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
   }
   if (s.vpp > 1 && s.pp < 2) input_error("{}: virtual pipeline stages need pp > 1", source);
   s.schedule = s.vpp > 1 ? planner::ScheduleKind::Interleaved : planner::ScheduleKind::OneFOneB;
+}
 
-  // Recompute.
+void MegatronArgsReader::read_recompute() {
+  planner::Strategy& s = job.strategy;
   const std::string gran = has("--recompute-granularity") ? v.at("--recompute-granularity")
                            : has("--recompute-activations") ? "selective" : "";
   if (gran.empty()) {
@@ -688,6 +647,22 @@ ImportedJob import_megatron_args(const std::string& text, const std::string& sou
   } else {
     input_error("{}: --recompute-granularity '{}' is not full or selective", source, one_line(gran));
   }
+}
+
+}  // namespace
+
+ImportedJob import_megatron_args(const std::string& text, const std::string& source) {
+  const std::vector<std::string> words = shell_words(text, source);
+  ImportedJob job;
+  const std::size_t args = read_launcher(words, job, source);
+  const std::map<std::string, std::string> v = read_flags(words, args, job, source);
+  MegatronArgsReader r(v, source, job);
+  r.check_unmodelled_values();
+  r.read_model_shape();
+  r.read_precision_and_overlaps();
+  r.read_parallel_layout();
+  r.read_stage_map();
+  r.read_recompute();
   return job;
 }
 

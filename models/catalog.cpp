@@ -15,7 +15,9 @@ const std::vector<std::pair<std::string_view, std::string_view>>& catalog_files(
 
 namespace {
 
-std::string lower(std::string_view s) {
+// Lowercase, for case-insensitive lookups. (Not `lower`: in a unity build model_spec.cpp's
+// lower(std::string) is the better match and this one went unused.)
+std::string lowercase(std::string_view s) {
   std::string r(s);
   std::transform(r.begin(), r.end(), r.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -61,17 +63,17 @@ const std::vector<CatalogEntry>& model_catalog() {
 }
 
 std::optional<std::string> find_catalog_model(const std::string& name) {
-  const std::string key = lower(name);
+  const std::string key = lowercase(name);
   for (const auto& e : model_catalog())
-    if (lower(e.name) == key) return e.yaml;
+    if (lowercase(e.name) == key) return e.yaml;
   return std::nullopt;
 }
 
 std::vector<std::string> closest_model_names(const std::string& name) {
-  const std::string key = lower(name);
+  const std::string key = lowercase(name);
   std::vector<std::pair<std::size_t, std::string>> scored;
   for (const auto& e : model_catalog()) {
-    const std::string n = lower(e.name);
+    const std::string n = lowercase(e.name);
     std::size_t d = edit_distance(key, n);
     // A name that starts with what was typed ("llama3" -> llama3-8b) counts as close.
     if (!key.empty() && n.rfind(key, 0) == 0) d = std::min<std::size_t>(d, 1);

@@ -36,6 +36,7 @@
 #include "common/errors.h"
 #include "costmodel/prediction_band.h"
 #include "planner/detail/sim_engine.h"
+#include "planner/stack_support.h"
 #include "planner/search.h"
 
 namespace strata::planner {
@@ -95,11 +96,9 @@ bool better(const Prediction& a, std::int64_t ia, const Prediction& b, std::int6
   return ia < ib;
 }
 
-}  // namespace
-
-SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
-                    const SearchOptions& options) {
-  const auto t0 = std::chrono::steady_clock::now();
+// The search's input checks that do not need the space (the order of the messages is part
+// of the interface: the first problem is reported).
+void check_search_options(const costmodel::ClusterSpec& cluster, const SearchOptions& options) {
   if (options.gpus <= 0) input_error("--gpus ({}) must be > 0", options.gpus);
   if (options.gpus > cluster.total_gpus())
     input_error("--gpus ({}) exceeds cluster {} ({} nodes x {} GPUs = {})", options.gpus,
@@ -107,118 +106,134 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
   if (options.top_k < 1) input_error("--top ({}) must be >= 1", options.top_k);
   if (options.global_batch < 0)
     input_error("--global-batch ({}) must be > 0", options.global_batch);
-  const std::int64_t gb = options.global_batch > 0 ? options.global_batch : kDefaultGlobalBatch;
-  const int gpus = options.gpus;
-  const int layers = static_cast<int>(model.layers);
+}
 
-  // Enumerate once into a flat list (cheap), so progress knows the total.
-  std::vector<Strategy> space;
+// Tensor-parallel sizes: divisors of gpus that divide heads and kv_heads, or the pinned one.
+std::vector<int> tp_degrees(const models::ModelSpec& model, int gpus, const SearchOptions& options) {
   std::vector<int> tps;
   for (int tp : divisors(gpus))
     if (options.tp ? tp == *options.tp
                    : (model.heads % tp == 0 && (model.kv_heads <= 0 || model.kv_heads % tp == 0)))
       tps.push_back(tp);
-  if (options.tp && gpus % *options.tp != 0)
-    input_error("--tp ({}) must divide --gpus ({})", *options.tp, gpus);
-  if (options.cp && gpus % *options.cp != 0)
-    input_error("--cp ({}) must divide --gpus ({})", *options.cp, gpus);
-  const costmodel::SoftwareStack stack =
-      options.stack ? *options.stack
-                    : costmodel::load_software_stack(costmodel::default_software_stack_name(cluster.device));
-  if (options.cp && *options.cp > 1 && !stack.flash_like())
-    input_error("--cp ({}) > 1 needs a flash / cuDNN attention kernel, but stack '{}' runs unfused "
-                "attention",
-                *options.cp, stack.name);
-  for (int tp : tps) {
-   std::vector<int> cps;
-   if (options.cp) {
-     if ((gpus / tp) % *options.cp == 0) cps.push_back(*options.cp);
-   } else {
-     cps.push_back(1);
-     for (int cp = 2; stack.flash_like() && (gpus / tp) % cp == 0; cp *= 2) {
-       if (model.seq_len % (2 * static_cast<std::int64_t>(cp)) != 0 ||
-           model.seq_len / cp < kMinCpTokens)
-         break;
-       cps.push_back(cp);
-     }
-   }
-   for (int cp : cps) {
-    for (int pp : divisors(gpus / (tp * cp))) {
-      if (options.pp ? pp != *options.pp : pp > layers) continue;
-      const int dp = gpus / (tp * cp * pp);
-      if (options.dp && dp != *options.dp) continue;
-      std::vector<std::int64_t> mbs;
-      if (options.micro_batch) {
-        mbs.push_back(*options.micro_batch);
-      } else if (gb % dp != 0) {
-        mbs.push_back(1);  // rejected by validate(): counted as invalid
-      } else {
-        for (std::int64_t mb = 1; mb <= kMaxMicroBatch; mb *= 2)
-          if ((gb / dp) % mb == 0) mbs.push_back(mb);
-      }
-      for (std::int64_t mb : mbs) {
-        const std::int64_t m = (mb * dp > 0 && gb % (mb * dp) == 0) ? gb / (mb * dp) : 0;
-        std::vector<int> vpps;
-        if (options.vpp) {
-          vpps.push_back(*options.vpp);
-        } else {
-          vpps.push_back(1);
-          if (pp > 1 && layers % pp == 0 && m > 0 && m % pp == 0 &&
-              !(options.schedule && *options.schedule != ScheduleKind::Interleaved))
-            for (int v = 2; v <= kMaxVpp; ++v)
-              if ((layers / pp) % v == 0) vpps.push_back(v);
+  return tps;
+}
+
+// Context-parallel sizes for a tp (see the top of this file).
+std::vector<int> cp_degrees(const models::ModelSpec& model, int gpus, int tp, const SearchOptions& options,
+                            const costmodel::SoftwareStack& stack) {
+  std::vector<int> cps;
+  if (options.cp) {
+    if ((gpus / tp) % *options.cp == 0) cps.push_back(*options.cp);
+  } else {
+    cps.push_back(1);
+    for (int cp = 2; stack.flash_like() && (gpus / tp) % cp == 0; cp *= 2) {
+      if (model.seq_len % (2 * static_cast<std::int64_t>(cp)) != 0 || model.seq_len / cp < kMinCpTokens)
+        break;
+      cps.push_back(cp);
+    }
+  }
+  return cps;
+}
+
+// Micro-batch sizes for a dp.
+std::vector<std::int64_t> micro_batches(std::int64_t gb, int dp, const SearchOptions& options) {
+  std::vector<std::int64_t> mbs;
+  if (options.micro_batch) {
+    mbs.push_back(*options.micro_batch);
+  } else if (gb % dp != 0) {
+    mbs.push_back(1);  // rejected by validate(): counted as invalid
+  } else {
+    for (std::int64_t mb = 1; mb <= kMaxMicroBatch; mb *= 2)
+      if ((gb / dp) % mb == 0) mbs.push_back(mb);
+  }
+  return mbs;
+}
+
+// Virtual pipeline sizes for a pp and m micro-batches per replica.
+std::vector<int> vpp_degrees(int layers, int pp, std::int64_t m, const SearchOptions& options) {
+  std::vector<int> vpps;
+  if (options.vpp) {
+    vpps.push_back(*options.vpp);
+  } else {
+    vpps.push_back(1);
+    if (pp > 1 && layers % pp == 0 && m > 0 && m % pp == 0 &&
+        !(options.schedule && *options.schedule != ScheduleKind::Interleaved))
+      for (int v = 2; v <= kMaxVpp; ++v)
+        if ((layers / pp) % v == 0) vpps.push_back(v);
+  }
+  return vpps;
+}
+
+// Every recompute, sequence-parallel, ZeRO and expert variant of one layout (dp, tp, pp,
+// cp, vpp, micro_batch set in `layout`), appended to `space`.
+void add_variants(const models::ModelSpec& model, const SearchOptions& options, const Strategy& layout,
+                  const costmodel::SoftwareStack& stack, std::vector<Strategy>& space) {
+  const int tp = layout.tp, dp = layout.dp, cp = layout.cp;
+  for (Recompute rc : pinned_or<Recompute>(options.recompute,
+                                           {Recompute::None, Recompute::Selective, Recompute::Full})) {
+    for (bool sp : pinned_or<bool>(options.sequence_parallel,
+                                   tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})) {
+      if (model.moe && tp > 1 && !sp && !options.sequence_parallel) continue;
+      for (int zero : pinned_or<int>(options.zero,
+                                     dp * cp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0})) {
+        for (const auto& [ep, etp] : expert_layouts(model, tp, dp * cp, options)) {
+          Strategy s = layout;
+          s.zero = zero;
+          s.recompute = rc;
+          s.sequence_parallel = sp;
+          s.ep = ep;
+          s.etp = etp;
+          if (stack_refusal(s, stack).empty()) space.push_back(s);  // what the stack cannot run at all
         }
-        for (int vpp : vpps) {
-          ScheduleKind kind = vpp > 1 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB;
-          if (options.schedule) {
-            if (*options.schedule == ScheduleKind::Interleaved && vpp == 1 && !options.vpp) continue;
-            if (*options.schedule != ScheduleKind::Interleaved && vpp > 1 && !options.vpp) continue;
-            kind = *options.schedule;
-          }
-          for (Recompute rc : pinned_or<Recompute>(
-                   options.recompute, {Recompute::None, Recompute::Selective, Recompute::Full})) {
-            for (bool sp : pinned_or<bool>(options.sequence_parallel,
-                                           tp > 1 ? std::vector<bool>{false, true}
-                                                  : std::vector<bool>{false})) {
-              if (model.moe && tp > 1 && !sp && !options.sequence_parallel) continue;
-              for (int zero : pinned_or<int>(options.zero, dp * cp > 1
-                                                               ? std::vector<int>{0, 1, 2, 3}
-                                                               : std::vector<int>{0})) {
-                for (const auto& [ep, etp] : expert_layouts(model, tp, dp * cp, options)) {
-                  Strategy s;
-                  s.dp = dp;
-                  s.tp = tp;
-                  s.pp = pp;
-                  s.cp = cp;
-                  s.vpp = vpp;
-                  s.micro_batch = mb;
-                  s.global_batch = gb;
-                  s.zero = zero;
-                  s.recompute = rc;
-                  s.sequence_parallel = sp;
-                  s.schedule = kind;
-                  s.ep = ep;
-                  s.etp = etp;
-                  s.precision = options.precision;
-                  space.push_back(s);
-                }
-              }
+      }
+    }
+  }
+}
+
+// The whole space, in enumeration order (tp, cp, pp, micro_batch, vpp, then the variants).
+std::vector<Strategy> enumerate_space(const models::ModelSpec& model, const SearchOptions& options,
+                                      const costmodel::SoftwareStack& stack, std::int64_t gb) {
+  const int gpus = options.gpus;
+  const int layers = static_cast<int>(model.layers);
+  std::vector<Strategy> space;
+  for (int tp : tp_degrees(model, gpus, options)) {
+    for (int cp : cp_degrees(model, gpus, tp, options, stack)) {
+      for (int pp : divisors(gpus / (tp * cp))) {
+        if (options.pp ? pp != *options.pp : pp > layers) continue;
+        const int dp = gpus / (tp * cp * pp);
+        if (options.dp && dp != *options.dp) continue;
+        for (std::int64_t mb : micro_batches(gb, dp, options)) {
+          const std::int64_t m = (mb * dp > 0 && gb % (mb * dp) == 0) ? gb / (mb * dp) : 0;
+          for (int vpp : vpp_degrees(layers, pp, m, options)) {
+            ScheduleKind kind = vpp > 1 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB;
+            if (options.schedule) {
+              if (*options.schedule == ScheduleKind::Interleaved && vpp == 1 && !options.vpp) continue;
+              if (*options.schedule != ScheduleKind::Interleaved && vpp > 1 && !options.vpp) continue;
+              kind = *options.schedule;
             }
+            Strategy layout;
+            layout.dp = dp;
+            layout.tp = tp;
+            layout.pp = pp;
+            layout.cp = cp;
+            layout.vpp = vpp;
+            layout.micro_batch = mb;
+            layout.global_batch = gb;
+            layout.schedule = kind;
+            layout.precision = options.precision;
+            add_variants(model, options, layout, stack, space);
           }
         }
       }
     }
-   }
   }
+  return space;
+}
 
-  if (space.empty())
-    input_error("no strategy to search: no tp x cp x pp x dp layout of --gpus ({}) matches the "
-                "model (heads {}, kv_heads {}, layers {}, seq_len {}) and the pinned options",
-                gpus, model.heads, model.kv_heads, model.layers, model.seq_len);
-
-  // Group candidates that share a pipeline schedule (kind, pp, micro-batches, vpp), so the
-  // simulator compiles each schedule once; ties keep the enumeration order (ZeRO stages of
-  // one layout stay adjacent and reuse the pipeline walk).
+// Group candidates that share a pipeline schedule (kind, pp, micro-batches, vpp), so the
+// simulator compiles each schedule once; ties keep the enumeration order (ZeRO stages of
+// one layout stay adjacent and reuse the pipeline walk).
+void group_by_schedule(std::vector<Strategy>& space) {
   std::stable_sort(space.begin(), space.end(), [](const Strategy& a, const Strategy& b) {
     const auto ka = std::make_tuple(a.pp, a.vpp, static_cast<int>(a.schedule),
                                     a.micro_batch * a.dp > 0 ? a.global_batch / (a.micro_batch * a.dp) : 0);
@@ -226,59 +241,76 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
                                     b.micro_batch * b.dp > 0 ? b.global_batch / (b.micro_batch * b.dp) : 0);
     return ka < kb;
   });
+}
 
-  // Two passes on every core, one engine (with its own caches) per thread:
-  //  1. screen every candidate in contiguous slices of the (schedule-grouped) space:
-  //     validate it, and compute its memory per rank (exactly the simulation's) and a
-  //     lower bound on its iteration time (SimEngine::screen), without the pipeline walk;
-  //  2. simulate the ones that fit memory, unless their bound exceeds the k-th best time
-  //     simulated so far: first the top_k with the smallest estimates (so that the k-th best
-  //     is near its final value at once), then the rest in schedule-grouped order, handed
-  //     out in chunks to whichever thread is free. Such a candidate is slower than k others
-  //     that fit, so it cannot be in the top_k: leaving it out changes nothing
-  //     (SearchOptions::prune = false simulates everything; the tests compare the two).
-  // The ranking is by (time, memory, enumeration index), whatever the number of threads.
-  SearchResult result;
-  const auto total = static_cast<std::int64_t>(space.size());
-  using Ranked = std::pair<std::int64_t, SimulationResult>;  // (enumeration index, result)
+// One SimEngine (with its own caches) per thread; run() runs a body on every thread and
+// rethrows the first error.
+class EnginePool {
+ public:
+  EnginePool(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
+             const SearchOptions& options, int threads)
+      : model_(model), cluster_(cluster), options_(options), threads_(threads),
+        engines_(static_cast<std::size_t>(threads)), errors_(static_cast<std::size_t>(threads)) {}
+
+  int threads() const { return threads_; }
+  detail::SimEngine& engine(int tid) { return *engines_[static_cast<std::size_t>(tid)]; }
+
+  void run(const std::function<void(int)>& body) {
+    auto guarded = [&](int tid) {
+      try {
+        if (!engines_[static_cast<std::size_t>(tid)])
+          engines_[static_cast<std::size_t>(tid)] = std::make_unique<detail::SimEngine>(
+              model_, cluster_, options_.stack, options_.precision);
+        body(tid);
+      } catch (...) {
+        errors_[static_cast<std::size_t>(tid)] = std::current_exception();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int tid = 1; tid < threads_; ++tid) pool.emplace_back(guarded, tid);
+    guarded(0);
+    for (auto& th : pool) th.join();
+    for (auto& e : errors_)
+      if (e) std::rethrow_exception(e);
+  }
+
+ private:
+  const models::ModelSpec& model_;
+  const costmodel::ClusterSpec& cluster_;
+  const SearchOptions& options_;
+  int threads_;
+  std::vector<std::unique_ptr<detail::SimEngine>> engines_;
+  std::vector<std::exception_ptr> errors_;
+};
+
+// Threads to simulate on: the option, else the machine's cores (at most kMaxThreads), and
+// fewer for small spaces.
+int search_threads(const SearchOptions& options, std::int64_t total) {
   if (options.threads < 0) input_error("search threads ({}) must be >= 0", options.threads);
   const std::int64_t want =
       options.threads > 0
           ? options.threads
           : std::min<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()), kMaxThreads);
-  const int threads = static_cast<int>(std::clamp<std::int64_t>(
+  return static_cast<int>(std::clamp<std::int64_t>(
       want, 1, std::max<std::int64_t>(1, (total + kMinCandidatesPerThread - 1) / kMinCandidatesPerThread)));
-  std::vector<std::unique_ptr<detail::SimEngine>> engines(static_cast<std::size_t>(threads));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
-  auto on_threads = [&](const std::function<void(int)>& body) {
-    auto guarded = [&](int tid) {
-      try {
-        if (!engines[static_cast<std::size_t>(tid)])
-          engines[static_cast<std::size_t>(tid)] = std::make_unique<detail::SimEngine>(
-              model, cluster, options.stack, options.precision);
-        body(tid);
-      } catch (...) {
-        errors[static_cast<std::size_t>(tid)] = std::current_exception();
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int tid = 1; tid < threads; ++tid) pool.emplace_back(guarded, tid);
-    guarded(0);
-    for (auto& th : pool) th.join();
-    for (auto& e : errors)
-      if (e) std::rethrow_exception(e);
-  };
+}
 
-  // Pass 1: screen.
-  constexpr double kInvalid = -1;  // Screened::peak_memory_gib of a candidate validate() rejects
-  struct Screened {
-    double lower_bound_s = 0, estimate_s = 0, peak_memory_gib = kInvalid;
-    bool fits = false;
-  };
+constexpr double kInvalid = -1;  // Screened::peak_memory_gib of a candidate validate() rejects
+
+struct Screened {
+  double lower_bound_s = 0, estimate_s = 0, peak_memory_gib = kInvalid;
+  bool fits = false;
+};
+
+// Pass 1: screen every candidate in contiguous slices of the (schedule-grouped) space.
+std::vector<Screened> screen_space(const models::ModelSpec& model, const std::vector<Strategy>& space,
+                                   const SearchOptions& options, EnginePool& pool) {
+  const auto total = static_cast<std::int64_t>(space.size());
+  const int threads = pool.threads();
   std::vector<Screened> screened(space.size());
   std::atomic<std::int64_t> done{0};
-  on_threads([&](int tid) {
-    detail::SimEngine& engine = *engines[static_cast<std::size_t>(tid)];
+  pool.run([&](int tid) {
+    detail::SimEngine& engine = pool.engine(tid);
     const std::int64_t lo = total * tid / threads, hi = total * (tid + 1) / threads;
     for (std::int64_t i = lo; i < hi; ++i) {
       if (tid == 0 && options.progress && (i % 1024 == 0)) options.progress(done.load(), total);
@@ -289,8 +321,17 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
       screened[i] = Screened{sc.lower_bound_s, sc.estimate_s, sc.peak_memory_gib, sc.fits_memory};
     }
   });
+  return screened;
+}
+
+// The candidates to simulate, in order: the top_k smallest estimates first when pruning,
+// the rest after them in enumeration order. Counts the invalid and over-memory ones into
+// `result` and finds the smallest-memory candidate over the device's (`closest`).
+std::vector<std::int64_t> simulation_order(const std::vector<Screened>& screened, const SearchOptions& options,
+                                           SearchResult& result, std::int64_t& closest) {
+  const auto total = static_cast<std::int64_t>(screened.size());
   std::vector<std::int64_t> work;  // candidates to simulate, in order
-  std::int64_t closest = -1;       // smallest memory over the device's, first in enumeration
+  closest = -1;                    // smallest memory over the device's, first in enumeration
   for (std::int64_t i = 0; i < total; ++i) {
     const Screened& c = screened[i];
     if (c.peak_memory_gib == kInvalid) {
@@ -305,7 +346,6 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     }
   }
   if (options.prune && !work.empty()) {
-    // The top_k smallest estimates first, the rest after them in enumeration order.
     const std::size_t seeds = std::min(work.size(), static_cast<std::size_t>(options.top_k));
     std::vector<std::int64_t> by_estimate = work;
     std::partial_sort(by_estimate.begin(), by_estimate.begin() + static_cast<std::ptrdiff_t>(seeds),
@@ -314,7 +354,7 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
                                std::make_pair(screened[b].estimate_s, b);
                       });
     by_estimate.resize(seeds);
-    std::vector<char> seeded(space.size(), 0);
+    std::vector<char> seeded(screened.size(), 0);
     for (std::int64_t i : by_estimate) seeded[i] = 1;
     std::vector<std::int64_t> rest;
     rest.reserve(work.size() - seeds);
@@ -323,11 +363,14 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     work = std::move(by_estimate);
     work.insert(work.end(), rest.begin(), rest.end());
   }
+  return work;
+}
 
-  // Pass 2: simulate, keeping one shared top_k. Work is handed out in chunks: one seed at a
-  // time (they set the threshold), then runs of candidates with the same pipeline schedule
-  // (one thread then compiles it), at most kCandidatesPerChunk long.
-  const std::size_t seeds = options.prune ? std::min(work.size(), static_cast<std::size_t>(options.top_k)) : 0;
+// Where pass 2's chunks of work begin (plus the end): one seed at a time (they set the
+// threshold), then runs of candidates with the same pipeline schedule (one thread then
+// compiles it), at most kCandidatesPerChunk long.
+std::vector<std::size_t> work_chunks(const std::vector<Strategy>& space, const std::vector<std::int64_t>& work,
+                                     std::size_t seeds) {
   std::vector<std::size_t> chunk_begin;
   for (std::size_t k = 0; k < work.size(); ++k) {
     const Strategy& s = space[work[k]];
@@ -340,13 +383,25 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     if (!same_schedule) chunk_begin.push_back(k);
   }
   chunk_begin.push_back(work.size());
+  return chunk_begin;
+}
+
+using Ranked = std::pair<std::int64_t, SimulationResult>;  // (enumeration index, result)
+
+// Pass 2: simulate the work, keeping one shared top_k; a candidate whose bound exceeds the
+// k-th best so far is pruned. Counts into result.simulated and result.pruned.
+std::vector<Ranked> simulate_top(const std::vector<Strategy>& space, const std::vector<Screened>& screened,
+                                 const std::vector<std::int64_t>& work, const SearchOptions& options,
+                                 EnginePool& pool, SearchResult& result) {
+  const std::size_t seeds = options.prune ? std::min(work.size(), static_cast<std::size_t>(options.top_k)) : 0;
+  const std::vector<std::size_t> chunk_begin = work_chunks(space, work, seeds);
   std::mutex top_mutex;
   std::vector<Ranked> top;
   std::atomic<double> kth_best{std::numeric_limits<double>::infinity()};
   std::atomic<std::size_t> next_chunk{0};
   std::atomic<std::int64_t> simulated{0}, pruned{0};
-  on_threads([&](int tid) {
-    detail::SimEngine& engine = *engines[static_cast<std::size_t>(tid)];
+  pool.run([&](int tid) {
+    detail::SimEngine& engine = pool.engine(tid);
     for (;;) {
       const std::size_t chunk = next_chunk.fetch_add(1);
       if (chunk + 1 >= chunk_begin.size()) break;
@@ -385,8 +440,79 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
   });
   result.simulated = simulated.load();
   result.pruned = pruned.load();
+  return top;
+}
 
-  detail::SimEngine& engine = *engines.front();  // for the notes of the kept plans
+Candidate make_candidate(const Strategy& s, SimulationResult&& r, detail::SimEngine& engine,
+                         const std::string& device) {
+  Candidate c;
+  c.strategy = s;
+  c.prediction = std::move(r.prediction);
+  c.prediction.notes = engine.notes(c.strategy);
+  if (auto w = costmodel::mfu_warning(device, c.prediction.mfu); !w.empty()) c.prediction.notes.push_back(w);
+  c.stage_layers = std::move(r.stage_layers);
+  return c;
+}
+
+}  // namespace
+
+SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
+                    const SearchOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  check_search_options(cluster, options);
+  const std::int64_t gb = options.global_batch > 0 ? options.global_batch : kDefaultGlobalBatch;
+  const int gpus = options.gpus;
+  if (options.tp && gpus % *options.tp != 0)
+    input_error("--tp ({}) must divide --gpus ({})", *options.tp, gpus);
+  if (options.cp && gpus % *options.cp != 0)
+    input_error("--cp ({}) must divide --gpus ({})", *options.cp, gpus);
+  const costmodel::SoftwareStack stack =
+      options.stack ? *options.stack
+                    : costmodel::load_software_stack(costmodel::default_software_stack_name(cluster.device));
+  if (options.cp && *options.cp > 1 && !stack.flash_like())
+    input_error("--cp ({}) > 1 needs a flash / cuDNN attention kernel, but stack '{}' runs unfused "
+                "attention",
+                *options.cp, stack.name);
+
+  {  // Options pinned to something the stack cannot run: say so instead of an empty space.
+    Strategy pinned;
+    pinned.sequence_parallel = options.sequence_parallel.value_or(false);
+    pinned.recompute = options.recompute.value_or(Recompute::None);
+    pinned.zero = options.zero.value_or(0);
+    pinned.cp = options.cp.value_or(1);
+    pinned.ep = options.ep.value_or(1);
+    pinned.etp = options.etp.value_or(1);
+    if (const std::string why = stack_refusal(pinned, stack); !why.empty()) throw InputError(why);
+  }
+
+  // Enumerate once into a flat list (cheap), so progress knows the total.
+  std::vector<Strategy> space = enumerate_space(model, options, stack, gb);
+  if (space.empty())
+    input_error("no strategy to search: no tp x cp x pp x dp layout of --gpus ({}) matches the "
+                "model (heads {}, kv_heads {}, layers {}, seq_len {}) and the pinned options",
+                gpus, model.heads, model.kv_heads, model.layers, model.seq_len);
+  group_by_schedule(space);
+
+  // Two passes on every core, one engine (with its own caches) per thread:
+  //  1. screen every candidate in contiguous slices of the (schedule-grouped) space:
+  //     validate it, and compute its memory per rank (exactly the simulation's) and a
+  //     lower bound on its iteration time (SimEngine::screen), without the pipeline walk;
+  //  2. simulate the ones that fit memory, unless their bound exceeds the k-th best time
+  //     simulated so far: first the top_k with the smallest estimates (so that the k-th best
+  //     is near its final value at once), then the rest in schedule-grouped order, handed
+  //     out in chunks to whichever thread is free. Such a candidate is slower than k others
+  //     that fit, so it cannot be in the top_k: leaving it out changes nothing
+  //     (SearchOptions::prune = false simulates everything; the tests compare the two).
+  // The ranking is by (time, memory, enumeration index), whatever the number of threads.
+  SearchResult result;
+  const auto total = static_cast<std::int64_t>(space.size());
+  EnginePool pool(model, cluster, options, search_threads(options, total));
+  const std::vector<Screened> screened = screen_space(model, space, options, pool);
+  std::int64_t closest = -1;
+  const std::vector<std::int64_t> work = simulation_order(screened, options, result, closest);
+  std::vector<Ranked> top = simulate_top(space, screened, work, options, pool, result);
+
+  detail::SimEngine& engine = pool.engine(0);  // for the notes of the kept plans
   if (options.progress) options.progress(total, total);
   // Every candidate broke a structural rule (pinned options that cannot work): say which.
   if (result.candidates_evaluated == 0) {
@@ -394,28 +520,11 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     if (const std::string why = detail::too_large_to_simulate(s); !why.empty()) throw InputError(why);
     require_valid(s, model);
   }
-
-  for (auto& [i, r] : top) {
-    Candidate c;
-    c.strategy = space[i];
-    c.prediction = std::move(r.prediction);
-    c.prediction.notes = engine.notes(c.strategy);
-    if (auto w = costmodel::mfu_warning(cluster.device.name, c.prediction.mfu); !w.empty())
-      c.prediction.notes.push_back(w);
-    c.stage_layers = std::move(r.stage_layers);
-    result.ranked.push_back(std::move(c));
-  }
-  if (result.ranked.empty() && closest >= 0) {
-    SimulationResult r = engine.run(space[closest], /*timeline=*/false);
-    Candidate c;
-    c.strategy = space[closest];
-    c.prediction = std::move(r.prediction);
-    c.prediction.notes = engine.notes(c.strategy);
-    if (auto w = costmodel::mfu_warning(cluster.device.name, c.prediction.mfu); !w.empty())
-      c.prediction.notes.push_back(w);
-    c.stage_layers = std::move(r.stage_layers);
-    result.closest_infeasible = std::move(c);
-  }
+  for (auto& [i, r] : top) result.ranked.push_back(make_candidate(space[i], std::move(r), engine, cluster.device.name));
+  if (result.ranked.empty() && closest >= 0)
+    result.closest_infeasible =
+        make_candidate(space[closest], engine.run(space[closest], /*timeline=*/false), engine,
+                       cluster.device.name);
   result.search_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;

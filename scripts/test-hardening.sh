@@ -14,7 +14,8 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 jobs=$(nproc)
 
 phase "sanitizer build (preset sanitize: ASan + UBSan)"
-cmake --preset sanitize >/dev/null
+# -Werror on project code under clang too (STRATA_WARNINGS_AS_ERRORS).
+cmake --preset sanitize -DSTRATA_WARNINGS_AS_ERRORS=ON >/dev/null
 cmake --build --preset sanitize -j"$jobs"
 phase_done "sanitizer build"
 

@@ -16,7 +16,8 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 jobs=$(nproc)
 
 phase "release build (preset default)"
-cmake --preset default >/dev/null
+# -Werror on project code: a new warning fails the run (STRATA_WARNINGS_AS_ERRORS).
+cmake --preset default -DSTRATA_WARNINGS_AS_ERRORS=ON >/dev/null
 cmake --build --preset default -j"$jobs"
 phase_done "release build"
 

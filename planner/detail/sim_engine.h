@@ -8,6 +8,8 @@
 //   - placements (TP / CP / DP groups, pipeline neighbours) per (tp, pp, dp, cp, order),
 //   - stage partitions per (costs, pp * vpp),
 //   - the pipeline walk per (stage times, schedule), reused across ZeRO stages.
+// Its members live in four files: the event engine (simulator.cpp) and the cost charging
+// (layer_costs.cpp: per op; step_costs.cpp: per step and iteration; simulator_notes.cpp).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -76,6 +78,16 @@ struct Screening {
   double estimate_s = 0;
 };
 
+// How a strategy's gradients are reduced after the backward (ZeRO-0/1; step_costs.cpp).
+struct GradReduce {
+  bool active = false;  // dp x cp > 1
+  costmodel::Collective collective = costmodel::Collective::AllReduce;  // or reduce-scatter (ZeRO-1)
+  double grad_bytes = 0;     // per gradient element (the stack's grad_reduce_dtype)
+  bool overlap = false;      // buckets launched during the backward
+  double bucket_params = 0;  // parameters per bucket (infinity: one reduction of everything)
+  double sm_share = 0;       // compute slowed per second of overlapped DP collective
+};
+
 // Largest pipeline the simulator times: compute steps per iteration (2 * pp * m * vpp).
 inline constexpr double kMaxComputeSteps = 2e7;
 // Empty when the strategy is small enough to simulate, else why not (names the fields).
@@ -110,23 +122,81 @@ class SimEngine {
     std::unique_ptr<models::ModelGraph> graph;
     std::unique_ptr<costmodel::MemoryModel> memory;
   };
+  // ---- Event engine (simulator.cpp): placement, partition, the walk and its steps. ----
   // The graph of one micro-batch; cp > 1: the graph of one rank's s/cp tokens.
   const Graph& graph_for(std::int64_t micro_batch, int cp = 1);
   const Placement& placement_for(const Strategy& s);
-  const GroupCostTable& costs_for(const Strategy& s, const Placement& pl);
   const std::vector<std::vector<int>>& partition_for(const Strategy& s, const GroupCostTable& t);
+  void require_cp_supported(const Strategy& s) const;
+  // Uncertainty band of the stack on this device for the strategy's GPU count (cached).
+  const costmodel::PredictionBand& band_for(const Strategy& s);
+  // run()'s steps after the pipeline walk.
+  struct GradBucket {
+    double ready, params;
+    int stage, chunk;
+    double expert_params = 0;  // routed-expert part, reduced over the edp group
+  };
+  struct GradientSync {
+    std::vector<double> ready;  // per pipeline rank: gradients reduced (and embedding synced)
+    int last = 0;               // the rank that is ready last (it gates the optimizer)
+  };
+  struct OptimizerPhase {
+    double iteration_s = 0;                      // end of the last rank's step
+    double optimizer_s = 0, param_gather_s = 0;  // of that rank
+  };
+  void grad_buckets(const Strategy& s, int p, const GradReduce& gr, const GroupCostTable& t,
+                    const std::vector<std::vector<int>>& sl, const costmodel::StageMemory& mem,
+                    std::vector<GradBucket>& buckets) const;
+  GradientSync reduce_gradients(const Strategy& s, const Placement& pl, const GroupCostTable& t,
+                                const std::vector<std::vector<int>>& sl,
+                                const std::vector<costmodel::StageMemory>& mem,
+                                std::vector<TimelineEvent>* events);
+  OptimizerPhase optimizer_phase(const Strategy& s, const Placement& pl, const GroupCostTable& t,
+                                 const std::vector<std::vector<int>>& sl,
+                                 const std::vector<costmodel::StageMemory>& mem, double sync,
+                                 std::vector<TimelineEvent>* events) const;
+  void fill_throughput(const Strategy& s, double iteration, Prediction& pr);
+  void fill_memory(const Strategy& s, const std::vector<costmodel::StageMemory>& mem, Prediction& pr) const;
+  void fill_breakdown(const Strategy& s, const GradientSync& sync, const OptimizerPhase& opt,
+                      Prediction& pr) const;
+  void record_pipeline_events(std::vector<TimelineEvent>& events) const;
+
+  // ---- Cost charging per op (layer_costs.cpp). ----
+  const GroupCostTable& costs_for(const Strategy& s, const Placement& pl);
+  struct LayerCostInputs;  // what every op of a strategy is charged with
+  struct OpTiming;         // one op's compute and its GEMM parts
+  OpTiming op_timing(const LayerCostInputs& in, const models::Op& op) const;
+  void charge_op(const LayerCostInputs& in, std::size_t group, std::size_t op, GroupCostTable& t) const;
+  void charge_tp_comm(const LayerCostInputs& in, const models::Op& op, const OpTiming& x, GroupCost& c,
+                      GroupCostTable& t) const;
+  // Accumulating one op's weight gradient into the main gradient, per micro-batch.
+  double grad_accumulation_s(const models::Op& op, double op_params_rank) const;
+  void apply_measured_block(const LayerCostInputs& in, std::size_t group, const std::string& signature,
+                            GroupCostTable& t) const;
+
+  // ---- Cost charging per step and iteration (step_costs.cpp). ----
   // Per virtual stage: forward / backward times and their parts, pipeline links (times_).
   struct StageTimes {
     std::vector<double> fwd, bwd, fwd_tp, bwd_tp, ep_v, fwd_cp, bwd_cp, fwd_zero, bwd_zero;
     std::vector<double> link, p2p_fwd, p2p_bwd;
     double model_flops_mb = 0, recompute_flops = 0;  // per micro-batch, whole model
   };
-  void require_cp_supported(const Strategy& s) const;
   void stage_times(const Strategy& s, const Placement& pl, const GroupCostTable& t,
                    const std::vector<std::vector<int>>& sl);
+  void stage_compute_parts(const Strategy& s, const GroupCostTable& t, const std::vector<std::vector<int>>& sl);
+  void add_zero_comm(const Strategy& s, const Placement& pl, const GroupCostTable& t,
+                     const std::vector<std::vector<int>>& sl);
+  void count_model_flops(const Strategy& s, const GroupCostTable& t);
+  void pipeline_links(const Strategy& s, const Placement& pl);
   // Memory per pipeline rank; every_step: as after an unextended walk (timelines).
   std::vector<costmodel::StageMemory> memory(const Strategy& s, const Graph& gr,
                                              const std::vector<std::vector<int>>& sl, bool every_step);
+  GradReduce grad_reduce(const Strategy& s, const Placement& pl) const;
+  // One bucket's reduction: its dense parameters over dp x cp, its routed experts over edp.
+  double dense_grads_reduce_s(const GradReduce& r, const Placement& pl, double params) const;
+  double expert_grads_reduce_s(const GradReduce& r, const Placement& pl, double params) const;
+  // Tied embeddings with pp > 1: the first and last stage all-reduce the embedding gradient.
+  double embedding_grad_sync_s(const Strategy& s, const Placement& pl) const;
   // Adam step of one pipeline rank (+ the FP8 weight casts), without the ZeRO gather.
   double optimizer_s(const Strategy& s, const costmodel::StageMemory& mem, double fp8_weights_rank) const;
   // Once per iteration: the stack's passes over the gradient buffer (zero fill, NaN-check
@@ -136,8 +206,6 @@ class SimEngine {
   double param_gather_s(const Strategy& s, const Placement& pl, const costmodel::StageMemory& mem) const;
   std::vector<double> fp8_weights_per_rank(const Strategy& s, const GroupCostTable& t,
                                            const std::vector<std::vector<int>>& sl) const;
-  // Uncertainty band of the stack on this device for the strategy's GPU count (cached).
-  const costmodel::PredictionBand& band_for(const Strategy& s);
 
   bool record_ops_ = false;
   models::ModelSpec model_;

@@ -54,28 +54,6 @@ ModelDims checked_dims(const models::ModelSpec& spec, const GptCudaConfig& cfg) 
   return make_model_dims(spec, cfg.micro_batch, 1, 0, false, planner::Recompute::None);
 }
 
-// The stream and the timing events, destroyed even when the trainer's constructor throws
-// half way (create() runs after this member is constructed).
-struct StreamAndEvents {
-  cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, fb = nullptr, end = nullptr;
-  void create() {
-    STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    STRATA_CUDA_CHECK(cudaEventCreate(&start));
-    STRATA_CUDA_CHECK(cudaEventCreate(&fb));
-    STRATA_CUDA_CHECK(cudaEventCreate(&end));
-  }
-  StreamAndEvents() = default;
-  StreamAndEvents(const StreamAndEvents&) = delete;
-  StreamAndEvents& operator=(const StreamAndEvents&) = delete;
-  ~StreamAndEvents() {
-    if (start) cudaEventDestroy(start);
-    if (fb) cudaEventDestroy(fb);
-    if (end) cudaEventDestroy(end);
-    if (stream) cudaStreamDestroy(stream);
-  }
-};
-
 ChunkLayout whole_model(std::int64_t layers) {
   ChunkLayout c;
   c.embedding = true;
@@ -87,6 +65,28 @@ ChunkLayout whole_model(std::int64_t layers) {
 }  // namespace
 
 struct GptCudaTrainer::Impl {
+  // The stream and the timing events (a member type of Impl rather than of the anonymous
+  // namespace: Impl has external linkage, -Wsubobject-linkage), destroyed even when the trainer's constructor throws
+  // half way (create() runs after this member is constructed).
+  struct StreamAndEvents {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t start = nullptr, fb = nullptr, end = nullptr;
+    void create() {
+      STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      STRATA_CUDA_CHECK(cudaEventCreate(&start));
+      STRATA_CUDA_CHECK(cudaEventCreate(&fb));
+      STRATA_CUDA_CHECK(cudaEventCreate(&end));
+    }
+    StreamAndEvents() = default;
+    StreamAndEvents(const StreamAndEvents&) = delete;
+    StreamAndEvents& operator=(const StreamAndEvents&) = delete;
+    ~StreamAndEvents() {
+      if (start) cudaEventDestroy(start);
+      if (fb) cudaEventDestroy(fb);
+      if (end) cudaEventDestroy(end);
+      if (stream) cudaStreamDestroy(stream);
+    }
+  };
   // One parameter tensor in the device buffers.
   struct Tensor {
     std::string name;

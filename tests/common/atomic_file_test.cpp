@@ -183,15 +183,17 @@ TEST_P(OutputPathTest, WritesThroughOrRefusesAndKeepsTheTarget) {
   for (const auto& m : c.mentions) EXPECT_NE(error.find(m), std::string::npos) << error << " should name " << m;
 
   // The object at the path is what it was: still a FIFO, device, link or folder.
-  if (c.kind != Kind::kEmptyPath && c.kind != Kind::kTrailingSlash)
+  if (c.kind != Kind::kEmptyPath && c.kind != Kind::kTrailingSlash) {
     EXPECT_EQ(lstat_type(target), before);
+  }
   if (c.accepted && !written.empty()) {
     EXPECT_EQ(strata::read_file(written.string()), contents);
   }
-  if (c.kind == Kind::kReadOnlyFile)
+  if (c.kind == Kind::kReadOnlyFile) {
     EXPECT_EQ(fs::status(target).permissions() & fs::perms::all,
               fs::perms::owner_read | fs::perms::group_read)
         << "a replaced file keeps its permission bits";
+  }
   if (c.kind == Kind::kFifoWithReader) {
     char buf[256];
     ssize_t n = ::read(reader_, buf, sizeof buf);

@@ -174,8 +174,8 @@ TEST(MemoryModel, MemoryIsNonIncreasingInTheZeroStage) {
             in.zero = z;
             auto st = mm.per_stage(in);
             for (std::size_t p = 0; p < st.size(); ++p) {
-              if (!prev.empty()) EXPECT_LE(st[p].total_bytes, prev[p]) << "zero " << z;
-              if (dp == 1 && !prev.empty()) EXPECT_DOUBLE_EQ(st[p].total_bytes, prev[p]);
+              if (!prev.empty()) { EXPECT_LE(st[p].total_bytes, prev[p]) << "zero " << z; }
+              if (dp == 1 && !prev.empty()) { EXPECT_DOUBLE_EQ(st[p].total_bytes, prev[p]); }
             }
             prev.clear();
             for (auto& s : st) prev.push_back(s.total_bytes);

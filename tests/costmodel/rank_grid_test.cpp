@@ -104,7 +104,7 @@ TEST(RankGrid, MatchesNaiveEnumeratorOverManyShapesAndOrders) {
         }
         EXPECT_EQ(static_cast<int>(covered.size()), g.world_size());
         // Stride: distance between consecutive members.
-        if (groups.front().size() > 1) EXPECT_EQ(groups.front()[1] - groups.front()[0], g.stride(a));
+        if (groups.front().size() > 1) { EXPECT_EQ(groups.front()[1] - groups.front()[0], g.stride(a)); }
       }
     }
   }

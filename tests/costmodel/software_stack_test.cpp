@@ -143,7 +143,7 @@ TEST(SoftwareStack, BandComesFromTheCommittedResidualsAndWarnsOutsideTheirRange)
   // The band covers every validation row: published / predicted = 1 / (1 + error) for the
   // rows' most negative and most positive errors, and the prediction itself.
   for (const auto& v : sc::validation_residuals()) {
-    const auto b = sc::prediction_band(v.stack, v.device, v.params_b_min, v.gpus_min, v.seq_min);
+    const auto b = sc::prediction_band(v.stack, v.device, v.params_b_min, v.gpus_min, v.seq_min, v.fitted);
     ASSERT_TRUE(b.relative.has_value()) << v.stack;
     for (double e : {v.err_min, v.err_max}) {
       EXPECT_LE(b.low, 1 / (1 + e) + 1e-12) << v.stack;

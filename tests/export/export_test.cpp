@@ -118,6 +118,34 @@ TEST(ExportCommand, ExecutableWritesFilesAndRejectsBadInputWithExit2) {
 #endif
 
 #ifdef STRATA_EXE
+namespace {
+// simulate -> export -> simulate --from megatron: `strata simulate <flags> --stack mcore-2024
+// --out <dir>/plan.yaml`, its Megatron-LM export to <dir>/args.sh, and that command line
+// simulated again on the same cluster and stack: the plan written first and the second
+// prediction (JSON; null after a failed step). Fails the test on any non-zero exit.
+struct MegatronRoundTrip {
+  Plan original;
+  nlohmann::json again;
+};
+MegatronRoundTrip megatron_round_trip(const std::string& simulate_flags, const std::string& cluster,
+                                      const std::filesystem::path& dir) {
+  const std::string plan = (dir / "plan.yaml").string(), args = (dir / "args.sh").string();
+  MegatronRoundTrip out;
+  CmdResult sim = run_strata("simulate " + simulate_flags + " --cluster " + cluster +
+                             " --stack mcore-2024 --format json --out '" + plan + "'", dir);
+  EXPECT_EQ(sim.code, 0) << sim.err;
+  CmdResult exp = run_strata("export --plan '" + plan + "' --to megatron --out '" + args + "'", dir);
+  EXPECT_EQ(exp.code, 0) << exp.err;
+  CmdResult again = run_strata("simulate --from megatron '" + args + "' --cluster " + cluster +
+                                   " --stack mcore-2024 --format json", dir);
+  EXPECT_EQ(again.code, 0) << again.err;
+  if (sim.code != 0 || exp.code != 0 || again.code != 0) return out;
+  out.original = strata::planner::load_plan(plan);
+  out.again = strata::parse_json(again.out);
+  return out;
+}
+}  // namespace
+
 TEST(SimulateFrom, PredictsTheJobOfAMegatronCommandLineAndRefusesByName) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("strata_from_test_" + std::to_string(::getpid()));
@@ -170,19 +198,12 @@ TEST(SimulateFrom, PredictsTheJobOfAMegatronCommandLineAndRefusesByName) {
   EXPECT_EQ(dj["strategy"]["zero"], 1);
   // End to end: a plan simulated from flags, exported, and simulated again from the exported
   // command predicts the same step (same model, layout, stage map and stack settings).
-  const std::string plan = (dir / "plan.yaml").string();
-  CmdResult sim = run_strata("simulate --model llama2-7b --cluster dgx-a100 --tp 2 --pp 4 --vpp 2 "
-                             "--dp 2 --global-batch 64 --zero 1 --sequence-parallel --recompute "
-                             "selective --stack mcore-2024 --format json --out '" + plan + "'", dir);
-  ASSERT_EQ(sim.code, 0) << sim.err;
-  ASSERT_EQ(run_strata("export --plan '" + plan + "' --to megatron --out '" + args + "'", dir).code, 0);
-  CmdResult again = run_strata("simulate --from megatron '" + args +
-                                   "' --cluster dgx-a100 --stack mcore-2024 --format json", dir);
-  ASSERT_EQ(again.code, 0) << again.err;
-  const Plan original = strata::planner::load_plan(plan);
-  const auto aj = strata::parse_json(again.out);
-  EXPECT_EQ(aj["prediction"]["iteration_s"].get<double>(), original.prediction.iteration_s);
-  EXPECT_EQ(aj["stage_layers"], nlohmann::json(original.stage_layers));
+  const MegatronRoundTrip rt = megatron_round_trip(
+      "--model llama2-7b --tp 2 --pp 4 --vpp 2 --dp 2 --global-batch 64 --zero 1 "
+      "--sequence-parallel --recompute selective", "dgx-a100", dir);
+  ASSERT_FALSE(rt.again.is_null());
+  EXPECT_EQ(rt.again["prediction"]["iteration_s"].get<double>(), rt.original.prediction.iteration_s);
+  EXPECT_EQ(rt.again["stage_layers"], nlohmann::json(rt.original.stage_layers));
 
   CmdResult no_model = run_strata("simulate --from deepspeed '" + ds + "' --cluster dgx-a100", dir);
   EXPECT_EQ(no_model.code, 2);
@@ -194,21 +215,15 @@ TEST(SimulateFrom, AContextParallelZero3PlanPredictsTheSameStepAfterAMegatronExp
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("strata_from_cp_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const std::string plan = (dir / "plan.yaml").string(), args = (dir / "args.sh").string();
-  CmdResult sim = run_strata("simulate --model llama2-7b --cluster dgx-a100 --tp 2 --cp 2 --pp 2 "
-                             "--dp 2 --global-batch 32 --zero 3 --sequence-parallel --stack "
-                             "mcore-2024 --format json --out '" + plan + "'", dir);
-  ASSERT_EQ(sim.code, 0) << sim.err;
-  ASSERT_EQ(run_strata("export --plan '" + plan + "' --to megatron --out '" + args + "'", dir).code, 0);
-  CmdResult again = run_strata("simulate --from megatron '" + args +
-                                   "' --cluster dgx-a100 --stack mcore-2024 --format json", dir);
-  ASSERT_EQ(again.code, 0) << again.err;
-  const Plan original = strata::planner::load_plan(plan);
-  const auto aj = strata::parse_json(again.out);
-  EXPECT_EQ(aj["gpus"], 16);
-  EXPECT_EQ(aj["strategy"]["cp"], 2);
-  EXPECT_EQ(aj["strategy"]["zero"], 3);
-  EXPECT_EQ(aj["prediction"]["iteration_s"].get<double>(), original.prediction.iteration_s);
+  const std::string plan = (dir / "plan.yaml").string();
+  const MegatronRoundTrip rt = megatron_round_trip(
+      "--model llama2-7b --tp 2 --cp 2 --pp 2 --dp 2 --global-batch 32 --zero 3 --sequence-parallel",
+      "dgx-a100", dir);
+  ASSERT_FALSE(rt.again.is_null());
+  EXPECT_EQ(rt.again["gpus"], 16);
+  EXPECT_EQ(rt.again["strategy"]["cp"], 2);
+  EXPECT_EQ(rt.again["strategy"]["zero"], 3);
+  EXPECT_EQ(rt.again["prediction"]["iteration_s"].get<double>(), rt.original.prediction.iteration_s);
   // DeepSpeed cannot run it: one error line naming context parallelism, exit 2.
   CmdResult ds = run_strata("export --plan '" + plan + "' --to deepspeed", dir);
   EXPECT_EQ(ds.code, 2);
@@ -224,7 +239,7 @@ TEST(SimulateFrom, MoeMlaAndFp8PlansPredictTheSameStepAfterAMegatronExport) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("strata_from_moe_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const std::string plan = (dir / "plan.yaml").string(), args = (dir / "args.sh").string();
+  const std::string plan = (dir / "plan.yaml").string();
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"mixtral", "--model mixtral-8x7b --tp 2 --pp 4 --dp 4 --ep 8 --global-batch 64 --zero 1 "
                   "--sequence-parallel --seq 4096"},
@@ -234,19 +249,12 @@ TEST(SimulateFrom, MoeMlaAndFp8PlansPredictTheSameStepAfterAMegatronExport) {
               "--sequence-parallel --precision fp8"}};
   for (const auto& [what, flags] : cases) {
     SCOPED_TRACE(what);
-    CmdResult sim = run_strata("simulate " + flags + " --cluster dgx-h100 --stack mcore-2024 "
-                               "--format json --out '" + plan + "'", dir);
-    ASSERT_EQ(sim.code, 0) << sim.err;
-    CmdResult exp = run_strata("export --plan '" + plan + "' --to megatron --out '" + args + "'", dir);
-    ASSERT_EQ(exp.code, 0) << exp.err;
-    CmdResult again = run_strata("simulate --from megatron '" + args +
-                                     "' --cluster dgx-h100 --stack mcore-2024 --format json", dir);
-    ASSERT_EQ(again.code, 0) << again.err;
-    const Plan original = strata::planner::load_plan(plan);
-    const auto aj = strata::parse_json(again.out);
-    EXPECT_EQ(aj["strategy"]["ep"], original.strategy.ep);
-    EXPECT_EQ(aj["prediction"]["iteration_s"].get<double>(), original.prediction.iteration_s);
-    EXPECT_EQ(aj["prediction"]["peak_memory_gib"].get<double>(), original.prediction.peak_memory_gib);
+    const MegatronRoundTrip rt = megatron_round_trip(flags, "dgx-h100", dir);
+    ASSERT_FALSE(rt.again.is_null());
+    EXPECT_EQ(rt.again["strategy"]["ep"], rt.original.strategy.ep);
+    EXPECT_EQ(rt.again["prediction"]["iteration_s"].get<double>(), rt.original.prediction.iteration_s);
+    EXPECT_EQ(rt.again["prediction"]["peak_memory_gib"].get<double>(),
+              rt.original.prediction.peak_memory_gib);
   }
   // The last plan trains in FP8: DeepSpeed cannot, by name.
   CmdResult ds_fp8 = run_strata("export --plan '" + plan + "' --to deepspeed", dir);

@@ -50,8 +50,8 @@ void expect_arg_type(const YAML::Node& args, const std::string& flag, const std:
   const std::string type = args[flag].as<std::string>();
   if (type == "flag") EXPECT_TRUE(value.empty()) << flag << " takes no value, got " << value;
   else EXPECT_FALSE(value.empty()) << flag << " needs a value";
-  if (type == "int") EXPECT_TRUE(is_int(value)) << flag << " " << value;
-  if (type == "float") EXPECT_TRUE(is_number(value)) << flag << " " << value;
+  if (type == "int") { EXPECT_TRUE(is_int(value)) << flag << " " << value; }
+  if (type == "float") { EXPECT_TRUE(is_number(value)) << flag << " " << value; }
 }
 
 // Flag -> value of the rendered launch command: comments, then `torchrun ... script.py \`,
@@ -293,11 +293,11 @@ TEST(DeepSpeedNames, EveryKeyIsReadByDeepSpeedWithItsTypeAndBatchesAreConsistent
   const YAML::Node t = table("deepspeed_config.yaml");
   const YAML::Node sec = t["sections"];
   const auto check_type = [](const std::string& type, const nlohmann::json& v, const std::string& k) {
-    if (type == "int") EXPECT_TRUE(v.is_number_integer()) << k;
-    else if (type == "bool") EXPECT_TRUE(v.is_boolean()) << k;
-    else if (type == "str") EXPECT_TRUE(v.is_string()) << k;
-    else if (type == "float") EXPECT_TRUE(v.is_number()) << k;
-    else if (type == "table") EXPECT_TRUE(v.is_object()) << k;
+    if (type == "int") { EXPECT_TRUE(v.is_number_integer()) << k; }
+    else if (type == "bool") { EXPECT_TRUE(v.is_boolean()) << k; }
+    else if (type == "str") { EXPECT_TRUE(v.is_string()) << k; }
+    else if (type == "float") { EXPECT_TRUE(v.is_number()) << k; }
+    else if (type == "table") { EXPECT_TRUE(v.is_object()) << k; }
   };
   for (const auto& stack : {overlap_stack(), plain_stack()})
     for (const Plan& p : plans()) {
@@ -341,7 +341,7 @@ TEST(DeepSpeedNames, ZeroStages2And3AndRefusalsOfWhatDeepSpeedCannotRun) {
     EXPECT_EQ(j["zero_optimization"]["stage"], 3);
     // Prefetch is DeepSpeed's default; a stack without it gets a bucket of 0.
     EXPECT_EQ(j["zero_optimization"].contains("stage3_prefetch_bucket_size"), !stack.zero_prefetch);
-    if (!stack.zero_prefetch) EXPECT_EQ(j["zero_optimization"]["stage3_prefetch_bucket_size"], 0);
+    if (!stack.zero_prefetch) { EXPECT_EQ(j["zero_optimization"]["stage3_prefetch_bucket_size"], 0); }
   }
   const auto error = [](const Plan& p, ExportTarget t) {
     try {
@@ -399,9 +399,9 @@ TEST(TorchTitanNames, EveryKeyExistsInTheReleaseWithItsType) {
         for (const auto& [k, v] : kv) {
           ASSERT_TRUE(t["sections"][section][k]) << section << "." << k;
           const std::string type = t["sections"][section][k].as<std::string>();
-          if (type == "int") EXPECT_TRUE(is_int(v)) << k << " = " << v;
-          else if (type == "str") EXPECT_EQ(v.front(), '"') << k;
-          else if (type.rfind("list", 0) == 0) EXPECT_EQ(v.front(), '[') << k;
+          if (type == "int") { EXPECT_TRUE(is_int(v)) << k << " = " << v; }
+          else if (type == "str") { EXPECT_EQ(v.front(), '"') << k; }
+          else if (type.rfind("list", 0) == 0) { EXPECT_EQ(v.front(), '[') << k; }
         }
       }
 }
@@ -454,9 +454,10 @@ TEST(ExportEscaping, ANameWithANewlineStaysInsideItsCommentInEveryOutput) {
   for (auto target : {ExportTarget::Megatron, ExportTarget::MegatronDeepSpeed,
                       ExportTarget::TorchTitan, ExportTarget::DeepSpeed}) {
     const std::string out = export_plan(p, overlap_stack(), target);
-    if (const auto pos = out.find("--inject"); pos != std::string::npos)
+    if (const auto pos = out.find("--inject"); pos != std::string::npos) {
       EXPECT_EQ(out.substr(pos - 2, 2), "\\n") << out;  // only as an escaped newline
     EXPECT_EQ(out.find('\r'), std::string::npos);
+    }
     EXPECT_EQ(out.find('\x01'), std::string::npos);
     std::istringstream in(out);
     std::string line;

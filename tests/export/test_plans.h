@@ -8,35 +8,18 @@
 #include "models/model_spec.h"
 #include "planner/plan.h"
 #include "planner/strategy.h"
+#include "tests/test_models.h"
 
 namespace strata::exports::testing {
 
 inline models::ModelSpec gpt(int layers) {
-  models::ModelSpec m;
-  m.name = "gpt-test";
-  m.layers = layers;
-  m.hidden = 1024;
-  m.heads = 16;
-  m.kv_heads = 16;
-  m.ffn = 4096;
-  m.vocab = 50257;
-  m.seq_len = 2048;
-  return m;
+  return strata::testing::test_model("gpt-test", layers, 1024, 16, 16, 4096, 50257, 2048);
 }
 
 // Llama-style: GQA (4 query groups), SwiGLU, RMSNorm, RoPE, untied, no biases.
 inline models::ModelSpec llama(int layers) {
-  models::ModelSpec m = gpt(layers);
-  m.name = "llama-test";
-  m.kv_heads = 4;
-  m.ffn = 2816;
-  m.vocab = 32000;
-  m.seq_len = 4096;
-  m.activation = models::Activation::SwiGlu;
-  m.norm = models::Norm::RmsNorm;
-  m.positions = models::Positions::Rope;
-  m.tied_embeddings = false;
-  return m;
+  return strata::testing::llama_style(
+      strata::testing::test_model("llama-test", layers, 1024, 16, 4, 2816, 32000, 4096));
 }
 
 inline planner::Plan make_plan(models::ModelSpec m, int dp, int tp, int pp, int vpp,

@@ -25,7 +25,7 @@ struct BadInput {
   std::vector<std::string> args;               // "{dir}" is replaced by a fresh temp folder
   int exit_code;
   std::vector<std::string> mentions;           // substrings the error line must contain
-  std::map<std::string, std::string> files;    // created in {dir} before the run
+  std::map<std::string, std::string> files = {};  // created in {dir} before the run
   // When set: {dir}/p.yaml is first written by `strata simulate --out` (a valid plan for
   // the tiny model, tp 2 x pp 2), then edited by hand: `from` replaced with `to`.
   std::pair<std::string, std::string> plan_edit = {};

@@ -99,7 +99,7 @@ TEST_P(OutputPathCli, WritesThroughOrRefusesAndKeepsTheTarget) {
     case Target::kFifoNoReader:
       ASSERT_EQ(::mkfifo(out.c_str(), 0644), 0);
       // Non-blocking reader first: neither this test nor strata can block forever.
-      if (c.target == Target::kFifoWithReader) ASSERT_GE(reader = ::open(out.c_str(), O_RDONLY | O_NONBLOCK), 0);
+      if (c.target == Target::kFifoWithReader) { ASSERT_GE(reader = ::open(out.c_str(), O_RDONLY | O_NONBLOCK), 0); }
       break;
     case Target::kCharDevice: {
       if (::mknod(out.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0)
@@ -172,9 +172,9 @@ TEST_P(OutputPathCli, WritesThroughOrRefusesAndKeepsTheTarget) {
     EXPECT_NE(errors[0].find(c.writer.flag), std::string::npos) << "should name " << c.writer.flag;
   }
   // The target survives as it was.
-  if (c.target != Target::kEmpty) EXPECT_EQ(lstat_type(out), before);
-  if (c.target == Target::kFolder) EXPECT_TRUE(fs::is_directory(out / "keep"));
-  if (c.target == Target::kFifoWithReader) EXPECT_GT(got.size(), 100u) << "the reader got no output";
+  if (c.target != Target::kEmpty) { EXPECT_EQ(lstat_type(out), before); }
+  if (c.target == Target::kFolder) { EXPECT_TRUE(fs::is_directory(out / "keep")); }
+  if (c.target == Target::kFifoWithReader) { EXPECT_GT(got.size(), 100u) << "the reader got no output"; }
   if (!written.empty()) {
     EXPECT_TRUE(fs::is_regular_file(written));
     EXPECT_GT(fs::file_size(written), 100u) << "the link's target was not written";

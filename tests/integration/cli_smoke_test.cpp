@@ -159,7 +159,7 @@ TEST(CliPlan, YamlFormatPlansLoadAsPlanFiles) {
 
 TEST(CliPlan, RestrictionsAreHonoured) {
   auto r = run_strata({"plan", "--model", "llama2-13b", "--gpus", "32", "--tp", "4", "--zero", "1",
-                       "--recompute", "selective", "--format", "json", "--top", "20"});
+                       "--recompute", "selective", "--stack", "nemo-2024", "--format", "json", "--top", "20"});
   expect_clean_success(r);
   json j = strata::parse_json(r.out);
   ASSERT_FALSE(j["plans"].empty());
@@ -170,8 +170,24 @@ TEST(CliPlan, RestrictionsAreHonoured) {
   }
 }
 
+TEST(CliPlan, AStackThatCannotRunAPinnedSettingIsOneErrorLine) {
+  // dgx-a100's default stack is Megatron-LM 2021 (the one validated on A100): no sequence parallel.
+  auto r = run_strata({"plan", "--model", "llama2-13b", "--gpus", "32", "--sequence-parallel"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("error: stack megatron-2021", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("sequence parallelism"), std::string::npos) << r.err;
+  // Unpinned, the search offers only what that stack runs.
+  auto all = run_strata({"plan", "--model", "llama2-13b", "--gpus", "32", "--format", "json", "--top", "50"});
+  expect_clean_success(all);
+  for (const auto& p : strata::parse_json(all.out)["plans"]) {
+    EXPECT_EQ(p["strategy"]["sequence_parallel"], false);
+    EXPECT_NE(p["strategy"]["recompute"], "selective");
+    EXPECT_EQ(p["strategy"]["zero"], 0);
+  }
+}
+
 TEST(CliSimulate, JsonHasDesignKeysAndTheGivenStrategy) {
-  auto r = run_strata({"simulate",  "--model",
+  auto r = run_strata({"simulate",  "--stack", "nemo-2024", "--model",
                        "gpt3-175b", "--cluster",
                        "dgx-a100",  "--gpus",
                        "1024",      "--tp",

@@ -32,7 +32,7 @@ struct Layout {
   std::int64_t micro_batch = 1;
   std::int64_t global_batch = 8;
   std::string rank_order = "tp-dp-pp";
-  std::vector<std::vector<int>> stage_layers;  // empty: the even split
+  std::vector<std::vector<int>> stage_layers = {};  // empty: the even split
   int ranks() const { return dp * tp * pp * cp; }
 };
 

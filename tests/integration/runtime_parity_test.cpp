@@ -112,7 +112,7 @@ void expect_parity(const Layout& l, std::vector<std::string> extra = {}) {
     ASSERT_TRUE(std::regex_search(run.result.out, m, std::regex(R"(dp(?: x cp)? gradient reduction: (\d+) )")))
         << run.result.out;
     const bool small = std::search(extra.begin(), extra.end(), kSmallBuckets.begin(), kSmallBuckets.end()) != extra.end();
-    if (small) EXPECT_GE(std::stoi(m[1].str()), 3) << l.name;
+    if (small) { EXPECT_GE(std::stoi(m[1].str()), 3) << l.name; }
   }
   expect_same_param_grad_norms(l.name, ref.grad_norms, run.grad_norms);
   // and training actually learns

@@ -78,7 +78,7 @@ TEST(CollectiveSweep, OneRankGroupsAreTrivial) {
   for (const auto& rec : recs) {
     EXPECT_TRUE(rec.ok()) << rec.error;
     EXPECT_TRUE(rec.trivial);
-    if (rec.collective == CollectiveKind::AllReduce) EXPECT_EQ(rec.busbw_gbps, 0);
+    if (rec.collective == CollectiveKind::AllReduce) { EXPECT_EQ(rec.busbw_gbps, 0); }
   }
 }
 

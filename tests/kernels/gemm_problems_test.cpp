@@ -9,24 +9,14 @@
 #include "kernels/profiler/gemm_problems.h"
 #include "models/model_graph.h"
 #include "models/model_spec.h"
+#include "tests/test_models.h"
 
 namespace strata::kernels::profiler {
 namespace {
 
 using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
 
-models::ModelSpec tiny_spec() {
-  models::ModelSpec s;
-  s.name = "t";
-  s.layers = 2;
-  s.hidden = 64;
-  s.heads = 4;
-  s.kv_heads = 4;
-  s.ffn = 256;
-  s.vocab = 256;
-  s.seq_len = 32;
-  return s;
-}
+models::ModelSpec tiny_spec() { return strata::testing::test_model("t", 2, 64, 4, 4, 256, 256, 32); }
 
 std::set<Shape> shapes(const std::vector<GemmProblem>& ps) {
   std::set<Shape> out;

@@ -210,9 +210,10 @@ TEST(ModelGraph, TensorParallelTagsFollowMegatron) {
         EXPECT_EQ(op.sharding, Sharding::RowParallel) << op.name;
         EXPECT_DOUBLE_EQ(op.tp_comm_bytes, bsh2);
       }
-      if (op.kind == OpKind::AttentionCore) EXPECT_EQ(op.sharding, Sharding::HeadParallel);
-      if (op.kind == OpKind::Norm || op.kind == OpKind::Residual)
+      if (op.kind == OpKind::AttentionCore) { EXPECT_EQ(op.sharding, Sharding::HeadParallel); }
+      if (op.kind == OpKind::Norm || op.kind == OpKind::Residual) {
         EXPECT_EQ(op.sharding, Sharding::Replicated);
+      }
     }
     // Two f and two g per block: 2 all-reduces forward, 2 backward.
     EXPECT_EQ(f, 2);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/tables_only_cluster.h"
 #include "common/errors.h"
 #include "costmodel/cluster_spec.h"
 #include "models/model_spec.h"
@@ -66,7 +67,7 @@ TEST(MoeStrategy, RulesAreNamed) {
 
 TEST(MoeSimulator, AllToAllShareAndMemoryWithEp) {
   const models::ModelSpec m = tiny_moe();
-  const costmodel::ClusterSpec c = costmodel::load_cluster("dgx-h100");
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
   const SimulationResult one = simulate(m, c, layout(8, 1, 1, 1, 1));
   const SimulationResult ep8 = simulate(m, c, layout(8, 1, 1, 8, 1));
   // No expert parallelism: no token exchange; ep 8: an all-to-all in every MoE layer.
@@ -74,7 +75,7 @@ TEST(MoeSimulator, AllToAllShareAndMemoryWithEp) {
   EXPECT_GT(ep8.prediction.breakdown_s.ep_comm, 0.0);
   // The parts still sum to the iteration.
   const Breakdown& b = ep8.prediction.breakdown_s;
-  EXPECT_NEAR(b.compute + b.tp_comm + b.ep_comm + b.pp_comm + b.dp_comm + b.optimizer + b.bubble,
+  EXPECT_NEAR(b.compute + b.tp_comm + b.ep_comm + b.pp_comm + b.dp_comm + b.optimizer + b.bubble + b.straggler,
               ep8.prediction.iteration_s, 1e-9 * ep8.prediction.iteration_s);
   // Experts split over 8 ranks: less memory per rank.
   EXPECT_LT(ep8.prediction.peak_memory_gib, one.prediction.peak_memory_gib);
@@ -92,7 +93,7 @@ TEST(MoeSimulator, AllToAllAcrossNodesCostsMore) {
       "activation: swiglu\nnorm: rmsnorm\ntied_embeddings: false\n"
       "moe: {experts: 16, top_k: 2, expert_ffn: 512}\n",
       "wide-moe.yaml");
-  const costmodel::ClusterSpec c = costmodel::load_cluster("dgx-h100");
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
   Strategy in = layout(16, 1, 1, 8, 1), across = layout(16, 1, 1, 16, 1);
   const double t_in = simulate(m, c, in).prediction.breakdown_s.ep_comm;
   const double t_across = simulate(m, c, across).prediction.breakdown_s.ep_comm;
@@ -101,7 +102,7 @@ TEST(MoeSimulator, AllToAllAcrossNodesCostsMore) {
 
 TEST(MoeSearch, CoversEpAndEtp) {
   const models::ModelSpec m = tiny_moe();
-  const costmodel::ClusterSpec c = costmodel::load_cluster("dgx-h100");
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
   SearchOptions o;
   o.gpus = 8;
   o.global_batch = 32;
@@ -114,7 +115,7 @@ TEST(MoeSearch, CoversEpAndEtp) {
     EXPECT_TRUE(validate(s, m).empty());
     if (s.ep > 1) ep_seen = true;
     if (s.etp > 1) etp_seen = true;
-    if (s.ep == 1 && s.etp == 1) EXPECT_EQ(cand.prediction.breakdown_s.ep_comm, 0.0);
+    if (s.ep == 1 && s.etp == 1) { EXPECT_EQ(cand.prediction.breakdown_s.ep_comm, 0.0); }
   }
   EXPECT_TRUE(ep_seen);
   EXPECT_TRUE(etp_seen);
@@ -125,7 +126,7 @@ TEST(MoeSearch, CoversEpAndEtp) {
 
 TEST(MoeSearch, DeepSeekV3On64H100sDoesNotFitAndSaysWhy) {
   const models::ModelSpec m = models::load_model("deepseek-v3");
-  const costmodel::ClusterSpec c = costmodel::load_cluster("dgx-h100");
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
   SearchOptions o;
   o.gpus = 64;
   o.global_batch = 512;
@@ -139,7 +140,7 @@ TEST(MoeSearch, DeepSeekV3On64H100sDoesNotFitAndSaysWhy) {
 
 TEST(MoeSearch, DeepSeekV3On512H100sRanksExpertLayouts) {
   const models::ModelSpec m = models::load_model("deepseek-v3");
-  const costmodel::ClusterSpec c = costmodel::load_cluster("dgx-h100");
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
   SearchOptions o;
   o.gpus = 512;
   o.global_batch = 4096;

@@ -274,8 +274,9 @@ TEST(Schedule, SendsAndReceivesPairUpInOrderAcrossRanks) {
             << name(c) << " " << ab.first << "->" << ab.second << " #" << k;
     }
     for (const auto& [ab, rv] : recvs) EXPECT_EQ(sends[ab].size(), rv.size()) << name(c);
-    if (c.pp == 1)
+    if (c.pp == 1) {
       for (const auto& st : ls[0]) EXPECT_TRUE(is_compute(st.kind)) << name(c);
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include "costmodel/cluster_spec.h"
 #include "models/model_spec.h"
 #include "planner/simulator.h"
+#include "tests/tables_only_cluster.h"
 
 namespace strata::planner {
 namespace {
@@ -21,7 +22,7 @@ class SearchGpt2 : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     model_ = new models::ModelSpec(models::load_model("gpt2-124m"));
-    cluster_ = new costmodel::ClusterSpec(costmodel::load_cluster("dgx-a100"));
+    cluster_ = new costmodel::ClusterSpec(strata::testing::tables_only_cluster("dgx-a100"));
     SearchOptions o;
     o.gpus = 8;
     o.global_batch = 64;
@@ -115,7 +116,7 @@ TEST_F(SearchGpt2, MemoryIsNonIncreasingInTheZeroStage) {
     // largest group is the tied embedding, vocab x hidden values, split over tp).
     const int tp = std::get<1>(key);
     const double group_gib = 4.0 * static_cast<double>(model_->vocab) * model_->hidden / tp / (1024.0 * 1024 * 1024);
-    if (by_zero.count(1) && by_zero.count(2)) EXPECT_LE(by_zero.at(2), by_zero.at(1) + group_gib);
+    if (by_zero.count(1) && by_zero.count(2)) { EXPECT_LE(by_zero.at(2), by_zero.at(1) + group_gib); }
   }
   EXPECT_GT(pairs, 10);
 }
@@ -192,7 +193,7 @@ TEST_F(SearchGpt2, ReportsProgress) {
 
 TEST(Search, ReportsTheClosestInfeasibleWhenNothingFits) {
   const auto model = models::load_model("gpt3-175b");
-  const auto cluster = costmodel::load_cluster("dgx-a100");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
   SearchOptions o;
   o.gpus = 8;
   o.global_batch = 16;
@@ -206,7 +207,7 @@ TEST(Search, ReportsTheClosestInfeasibleWhenNothingFits) {
 
 TEST(Search, RejectsBadOptions) {
   const auto model = models::load_model("gpt2-124m");
-  const auto cluster = costmodel::load_cluster("dgx-a100");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
   SearchOptions o;
   o.gpus = 0;
   EXPECT_THROW(search(model, cluster, o), InputError);
@@ -219,7 +220,7 @@ TEST(Search, RejectsBadOptions) {
 
 TEST(Search, PinnedOptionsThatCannotWorkNameTheRule) {
   const auto model = models::load_model("gpt2-124m");
-  const auto cluster = costmodel::load_cluster("dgx-a100");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
   SearchOptions o;
   o.gpus = 8;
   o.global_batch = 64;
@@ -242,7 +243,7 @@ TEST(Search, PinnedOptionsThatCannotWorkNameTheRule) {
 TEST(Search, ContextParallelIsADimensionForLongSequences) {
   auto model = models::load_model("gpt2-124m");
   model.seq_len = 8192;
-  const auto cluster = costmodel::load_cluster("dgx-a100");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
   SearchOptions o;
   o.gpus = 8;
   o.global_batch = 8;

@@ -17,6 +17,7 @@
 #include "models/model_spec.h"
 #include "planner/detail/pipeline_walk.h"
 #include "planner/schedule.h"
+#include "tests/tables_only_cluster.h"
 
 namespace strata::planner {
 namespace {
@@ -236,7 +237,7 @@ models::ModelSpec synthetic_model() {
 
 // Communication and memory traffic are free: only GEMM / attention FLOPs take time.
 costmodel::ClusterSpec free_comm_cluster() {
-  costmodel::ClusterSpec c = costmodel::load_cluster("dgx-a100");
+  costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-a100");
   c.name = "free-comm";
   c.intra_node.bandwidth_gbps = c.inter_node.bandwidth_gbps = 1e12;
   c.intra_node.latency_us = c.inter_node.latency_us = 0;
@@ -256,7 +257,7 @@ Strategy strategy(int dp, int tp, int pp, std::int64_t mb, std::int64_t gb) {
 }
 
 double breakdown_sum(const Breakdown& b) {
-  return b.compute + b.tp_comm + b.pp_comm + b.dp_comm + b.optimizer + b.bubble;
+  return b.compute + b.tp_comm + b.pp_comm + b.dp_comm + b.optimizer + b.bubble + b.straggler;
 }
 
 TEST(Simulator, UniformStagesMatchTheOneFOneBClosedFormEndToEnd) {
@@ -288,7 +289,7 @@ TEST(Simulator, UniformStagesMatchTheOneFOneBClosedFormEndToEnd) {
 class SimulatorOnGpt2 : public ::testing::Test {
  protected:
   models::ModelSpec model = models::load_model("gpt2-124m");
-  costmodel::ClusterSpec cluster = costmodel::load_cluster("dgx-a100");
+  costmodel::ClusterSpec cluster = strata::testing::tables_only_cluster("dgx-a100");
 
   Prediction under(const costmodel::SoftwareStack& stack, const Strategy& s) const {
     SimulateOptions o;
@@ -340,7 +341,7 @@ TEST_F(SimulatorOnGpt2, BreakdownSumsToTheIteration) {
 TEST(Simulator, InterleavedHasASmallerBubbleThanOneFOneB) {
   // Blocks dominate (tiny vocabulary), so chunks are near uniform; real links and latency.
   const auto model = synthetic_model();
-  const auto cluster = costmodel::load_cluster("dgx-a100");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
   for (int pp : {2, 4}) {
     Strategy a = strategy(1, 1, pp, 1, 2 * pp);  // m = 2p
     Strategy b = a;
@@ -670,7 +671,7 @@ TEST(Simulator, ContextParallelSplitsEveryOpsWorkIncludingTheCausalAttention) {
 TEST(Simulator, AllGatherContextParallelChargesItsExchangeAsCpComm) {
   auto model = synthetic_model();  // 8 layers, h 1024, 16 heads
   model.seq_len = 4096;
-  const auto cluster = costmodel::load_cluster("dgx-a100");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
   auto stack = costmodel::load_software_stack("mcore-2024");
   stack.cp_comm = costmodel::CpCommType::AllGather;
   SimulateOptions o;
@@ -699,7 +700,7 @@ TEST(Simulator, AllGatherContextParallelChargesItsExchangeAsCpComm) {
 TEST(Simulator, ContextParallelNeedsAFusedAttentionKernelAndEvenChunks) {
   auto model = synthetic_model();
   model.seq_len = 4096;
-  const auto cluster = costmodel::load_cluster("dgx-a100");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
   const auto unfused = costmodel::load_software_stack("megatron-2021");
   SimulateOptions o;
   o.stack = &unfused;
@@ -717,7 +718,7 @@ TEST(Simulator, ContextParallelNeedsAFusedAttentionKernelAndEvenChunks) {
 TEST(Simulator, ContextParallelRanksReduceGradientsTogether) {
   auto model = synthetic_model();
   model.seq_len = 4096;
-  const auto cluster = costmodel::load_cluster("dgx-a100");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
   auto stack = costmodel::load_software_stack("mcore-2024");
   stack.overlap_grad_reduce = false;  // one reduction after the backward: all of it exposed
   SimulateOptions o;
@@ -766,7 +767,7 @@ TEST(Simulator, Fp8RunsTheLinearLayersAtTheFp8Rate) {
 
 TEST(Simulator, Fp8OnADeviceWithoutAnFp8PeakIsOneClearError) {
   const auto model = synthetic_model();
-  const auto cluster = costmodel::load_cluster("dgx-a100");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
   Strategy s = strategy(1, 1, 1, 1, 4);
   s.precision = "fp8";
   try {
@@ -863,7 +864,7 @@ TEST_F(SimulatorOnGpt2, OverlappedDpReductionSlowsComputeByItsSmShare) {
 // than nothing, and not at all when the stack charges no SMs or does not overlap.
 TEST(Simulator, UserbuffersOverlapSlowsTheGemmBesideItBySmShare) {
   const auto model = models::load_model("megatron-1.7b");
-  const auto cluster = costmodel::load_cluster("dgx-h100");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-h100");
   auto stack = costmodel::load_software_stack("mcore-2024");
   ASSERT_EQ(stack.tp_comm_sms, 16);
   ASSERT_EQ(cluster.device.sm_count, 132);

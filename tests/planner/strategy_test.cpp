@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "common/errors.h"
+#include "tests/test_models.h"
 
 using namespace strata::planner;
 using strata::models::ModelSpec;
@@ -14,16 +15,7 @@ using strata::models::ModelSpec;
 namespace {
 
 ModelSpec llama_like() {
-  ModelSpec m;
-  m.name = "test-llama";
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.ffn = 11008;
-  m.vocab = 32000;
-  m.seq_len = 4096;
-  return m;
+  return strata::testing::test_model("test-llama", 32, 4096, 32, 8, 11008, 32000, 4096);
 }
 
 Strategy base() {
@@ -163,15 +155,7 @@ TEST(Strategy, VocabIsPaddedNotRequiredDivisible) {
 }
 
 TEST(Strategy, ExhaustiveAgreesWithTheRulesWrittenOut) {
-  ModelSpec m;
-  m.name = "small";
-  m.layers = 12;
-  m.hidden = 96;
-  m.heads = 12;
-  m.kv_heads = 4;
-  m.ffn = 384;
-  m.vocab = 1000;
-  m.seq_len = 64;
+  const ModelSpec m = strata::testing::test_model("small", 12, 96, 12, 4, 384, 1000, 64);
   int valid = 0, total = 0;
   for (int dp : {1, 2, 3, 4})
     for (int tp : {1, 2, 3, 4, 6, 8})

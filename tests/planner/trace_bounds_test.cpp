@@ -9,6 +9,7 @@
 #include <random>
 
 #include "costmodel/cluster_spec.h"
+#include "costmodel/software_stack.h"
 #include "models/model_spec.h"
 #include "planner/simulator.h"
 
@@ -17,6 +18,8 @@ namespace {
 
 TEST(TraceBounds, EstimateBoundsTheRecordedEventsAndTheWrittenBytes) {
   const costmodel::ClusterSpec cluster = costmodel::load_cluster("dgx-a100");
+  // A stack that runs every ZeRO stage (the A100's validated megatron-2021 runs none).
+  const costmodel::SoftwareStack stack = costmodel::load_software_stack("mcore-2024");
   const models::ModelSpec models_[] = {models::load_model("tiny"), models::load_model("gpt2-124m")};
   std::mt19937 rng(2718);
   auto pick = [&](std::initializer_list<int> v) {
@@ -38,6 +41,7 @@ TEST(TraceBounds, EstimateBoundsTheRecordedEventsAndTheWrittenBytes) {
     if (!validate(s, m).empty()) continue;
     SimulateOptions so;
     so.timeline = true;
+    so.stack = &stack;
     const SimulationResult r = simulate(m, cluster, s, so);
     const double events = static_cast<double>(r.timeline.size());
     const double estimate = trace_event_estimate(s);

@@ -244,7 +244,7 @@ TEST(DistributedOptimizer, BucketStartsWhenItsLastGradientIsReadyAndHeldBackWait
         opt.grads_ready("c");
         EXPECT_TRUE(is_local(10, 20)) << "zero " << zero << ": bucket started before e's second writer";
         opt.grads_ready("e");
-        if (zero == 0) EXPECT_TRUE(is_summed(10, 20)) << "bucket {c, d, e} not reduced when complete";
+        if (zero == 0) { EXPECT_TRUE(is_summed(10, 20)) << "bucket {c, d, e} not reduced when complete"; }
         opt.grads_ready("b");
         opt.grads_ready("a");
         EXPECT_EQ(opt.buckets_overlapped(), 2);

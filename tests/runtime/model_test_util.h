@@ -11,41 +11,16 @@
 #include "runtime/model_chunk.h"
 #include "runtime/model_dims.h"
 #include "runtime/parameter_store.h"
+#include "tests/test_models.h"
 
 namespace strata::runtime::testing {
 
 inline models::ModelSpec small_gpt() {
-  models::ModelSpec s;
-  s.name = "test-gpt";
-  s.layers = 2;
-  s.hidden = 16;
-  s.heads = 4;
-  s.kv_heads = 4;
-  s.ffn = 32;
-  s.vocab = 24;
-  s.seq_len = 6;
-  s.activation = models::Activation::Gelu;
-  s.norm = models::Norm::LayerNorm;
-  s.positions = models::Positions::Learned;
-  s.tied_embeddings = true;
-  return s;
+  return strata::testing::test_model("test-gpt", 2, 16, 4, 4, 32, 24, 6);
 }
 
 inline models::ModelSpec small_llama() {
-  models::ModelSpec s;
-  s.name = "test-llama";
-  s.layers = 2;
-  s.hidden = 16;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.ffn = 24;
-  s.vocab = 24;
-  s.seq_len = 6;
-  s.activation = models::Activation::SwiGlu;
-  s.norm = models::Norm::RmsNorm;
-  s.positions = models::Positions::Rope;
-  s.tied_embeddings = false;
-  return s;
+  return strata::testing::llama_style(strata::testing::test_model("test-llama", 2, 16, 4, 2, 24, 24, 6));
 }
 
 // small_llama with a mixture-of-experts MLP in block 1 (block 0 dense): 4 experts of

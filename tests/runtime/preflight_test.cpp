@@ -70,7 +70,7 @@ TEST(Preflight, ReadsMemTotal) {
   EXPECT_FALSE(parse_meminfo_total_gib("MemTotal: 5 MB\n"));
   EXPECT_FALSE(parse_meminfo_total_gib("MemTotal: -5 kB\n"));
   const auto host = host_memory_gib();
-  if (host) EXPECT_GT(*host, 0.1);
+  if (host) { EXPECT_GT(*host, 0.1); }
 }
 
 }  // namespace

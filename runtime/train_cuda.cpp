@@ -1,11 +1,10 @@
-#include "cli/train_cuda.h"
+#include "runtime/train_cuda.h"
 
 #include <fmt/format.h>
 
 #include "common/errors.h"
 
 #if defined(STRATA_HAVE_CUDA) && STRATA_HAVE_CUDA
-#include "costmodel/cluster_spec.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/gemm_dtype.h"
 #include "models/model_stats.h"
@@ -13,23 +12,23 @@
 #include "runtime/data_loader.h"
 #endif
 
-namespace strata::cli {
+namespace strata::runtime {
 
 #if defined(STRATA_HAVE_CUDA) && STRATA_HAVE_CUDA
 
 namespace {
 
-std::unique_ptr<runtime::DataLoader> make_data(const planner::Plan& plan, const runtime::TrainConfig& cfg) {
+std::unique_ptr<DataLoader> make_data(const planner::Plan& plan, const TrainConfig& cfg) {
   const auto& m = plan.model;
   switch (cfg.data) {
-    case runtime::DataKind::Synthetic:
-      return std::make_unique<runtime::DataLoader>(runtime::DataLoader::synthetic(m.vocab, m.seq_len, cfg.seed));
-    case runtime::DataKind::TokenFile:
-      return std::make_unique<runtime::DataLoader>(
-          runtime::DataLoader::token_file(cfg.data_path, m.vocab, m.seq_len, cfg.seed));
-    case runtime::DataKind::TextFile:
-      return std::make_unique<runtime::DataLoader>(
-          runtime::DataLoader::text_file(cfg.data_path, m.vocab, m.seq_len, cfg.seed));
+    case DataKind::Synthetic:
+      return std::make_unique<DataLoader>(DataLoader::synthetic(m.vocab, m.seq_len, cfg.seed));
+    case DataKind::TokenFile:
+      return std::make_unique<DataLoader>(
+          DataLoader::token_file(cfg.data_path, m.vocab, m.seq_len, cfg.seed));
+    case DataKind::TextFile:
+      return std::make_unique<DataLoader>(
+          DataLoader::text_file(cfg.data_path, m.vocab, m.seq_len, cfg.seed));
   }
   throw InternalError("unknown data kind");
 }
@@ -38,17 +37,17 @@ std::unique_ptr<runtime::DataLoader> make_data(const planner::Plan& plan, const 
 
 struct CudaTraining::Impl {
   planner::Plan plan;
-  runtime::TrainConfig cfg;
+  TrainConfig cfg;
   std::string gemm_dtype;
-  std::unique_ptr<runtime::DataLoader> data;
-  std::unique_ptr<runtime::GptCudaTrainer> trainer;
+  std::unique_ptr<DataLoader> data;
+  std::unique_ptr<GptCudaTrainer> trainer;
   kernels::CudaDeviceInfo device;
   double peak_flops = -1;   // dense FLOP/s of gemm_dtype on the plan's cluster's device
   double mfu = -1;
   std::vector<std::int32_t> tokens, targets;
 };
 
-CudaTraining::CudaTraining(const planner::Plan& plan, const runtime::TrainConfig& cfg,
+CudaTraining::CudaTraining(const planner::Plan& plan, const TrainConfig& cfg,
                            const std::string& gemm_dtype)
     : impl_(std::make_unique<Impl>()) {
   const planner::Strategy& s = plan.strategy;
@@ -64,25 +63,19 @@ CudaTraining::CudaTraining(const planner::Plan& plan, const runtime::TrainConfig
   m.cfg = cfg;
   m.gemm_dtype = gemm_dtype;
   m.data = make_data(plan, cfg);
-  runtime::GptCudaConfig c;
+  GptCudaConfig c;
   c.micro_batch = s.micro_batch;
   c.seed = cfg.seed;
   c.adamw = cfg.adamw;
   c.grad_clip = cfg.grad_clip;
   c.gemm_dtype = dtype;
-  m.trainer = std::make_unique<runtime::GptCudaTrainer>(plan.model, c);  // InputError / DeviceError
+  m.trainer = std::make_unique<GptCudaTrainer>(plan.model, c);  // InputError / DeviceError
   m.device = kernels::cuda_device_info(c.device);
-  try {  // MFU needs the peak; a plan whose cluster is not in the catalog simply has none
-    const costmodel::ClusterSpec cluster = costmodel::load_cluster(plan.cluster);
-    m.peak_flops = cluster.device.peak_flops(costmodel::dtype_from_string(gemm_dtype));
-  } catch (const InputError&) {
-    m.peak_flops = -1;
-  }
 }
 
 CudaTraining::~CudaTraining() = default;
 
-runtime::StepStats CudaTraining::train_step() {
+StepStats CudaTraining::train_step() {
   Impl& m = *impl_;
   const planner::Strategy& s = m.plan.strategy;
   const auto S = static_cast<std::size_t>(m.plan.model.seq_len);
@@ -94,10 +87,10 @@ runtime::StepStats CudaTraining::train_step() {
     m.data->sample(step * s.global_batch + static_cast<std::int64_t>(i), m.tokens.data() + i * S,
                    m.targets.data() + i * S);
   const double lr = m.cfg.lr_schedule.at(step + 1, m.cfg.adamw.lr);
-  runtime::StepStats st;
+  StepStats st;
   st.loss = m.trainer->train_step(m.tokens.data(), m.targets.data(),
                                   static_cast<int>(s.num_microbatches()), static_cast<float>(lr));
-  const runtime::GptCudaStepTimes& t = m.trainer->last_times();
+  const GptCudaStepTimes& t = m.trainer->last_times();
   st.step = m.trainer->step();
   st.grad_norm = m.trainer->last_grad_norm();
   st.lr = lr;
@@ -118,6 +111,7 @@ std::string CudaTraining::describe() const {
                      static_cast<double>(m.trainer->device_bytes()) / (1u << 30));
 }
 
+void CudaTraining::set_peak_flops(double flops) { impl_->peak_flops = flops; }
 double CudaTraining::last_mfu() const { return impl_->mfu; }
 double CudaTraining::last_optimizer_s() const { return impl_->trainer->last_times().optimizer_s; }
 
@@ -125,17 +119,18 @@ double CudaTraining::last_optimizer_s() const { return impl_->trainer->last_time
 
 struct CudaTraining::Impl {};
 
-CudaTraining::CudaTraining(const planner::Plan&, const runtime::TrainConfig&, const std::string&) {
+CudaTraining::CudaTraining(const planner::Plan&, const TrainConfig&, const std::string&) {
   input_error("--backend cuda: this strata was built without CUDA (no toolkit found when it was "
               "configured); rebuild on a machine with /usr/local/cuda, or use --backend cpu");
 }
 CudaTraining::~CudaTraining() = default;
-runtime::StepStats CudaTraining::train_step() { throw InternalError("no CUDA in this build"); }
+StepStats CudaTraining::train_step() { throw InternalError("no CUDA in this build"); }
 std::int64_t CudaTraining::step() const { return 0; }
 std::string CudaTraining::describe() const { return {}; }
+void CudaTraining::set_peak_flops(double) {}
 double CudaTraining::last_mfu() const { return -1; }
 double CudaTraining::last_optimizer_s() const { return 0; }
 
 #endif
 
-}  // namespace strata::cli
+}  // namespace strata::runtime

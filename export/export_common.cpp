@@ -1,0 +1,78 @@
+// Shared pieces of the framework exports (export/export_common.h).
+#include "export/export_common.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "common/errors.h"
+#include "export/safe_text.h"
+
+namespace strata::exports {
+
+std::string rope_base_arg(const models::ModelSpec& m) {
+  const double b = m.rope_base;
+  if (!(b >= 1 && b <= 1e15) || b != std::floor(b))
+    input_error("model '{}': rope_base {} is not an integer, which Megatron's --rotary-base cannot take",
+                one_line(m.name), b);
+  return fmt::format("{}", static_cast<long long>(b));
+}
+
+SoftwareStack planned_stack(const Plan& p, const SoftwareStack& stack) {
+  SoftwareStack s = stack;
+  if (!p.strategy.precision.empty())
+    s.precision = costmodel::dtype_from_string(p.strategy.precision);
+  return s;
+}
+
+DType non_fp8_precision(const SoftwareStack& stack) {
+  return stack.precision == DType::Fp8 ? DType::Bf16 : stack.precision;
+}
+
+StageShape stage_shape(const Plan& p) {
+  StageShape s;
+  s.blocks = planner::blocks_per_stage(p.stage_layers, p.model);
+  for (auto b : s.blocks) s.even = s.even && b == s.blocks.front();
+  return s;
+}
+
+std::string header(const Plan& p, const char* what) {
+  const auto& s = p.strategy;
+  return fmt::format("{} from strata plan: model {} on cluster {}, {} GPUs = dp {} x tp {} x pp {}{}",
+                     what, one_line(p.model.name), one_line(p.cluster), s.gpus(), s.dp, s.tp,
+                     s.pp, s.cp > 1 ? fmt::format(" x cp {}", s.cp) : std::string());
+}
+
+std::string comment_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += "# " + one_line(l) + "\n";
+  return out;
+}
+
+namespace {
+// "--flag value \" lines; values holding shell metacharacters are single-quoted.
+std::string shell_word(const std::string& v) {
+  if (!v.empty() && v.find_first_of(" \t\n'\"\\$`|&;<>()*?[]#~!{}") == std::string::npos) return v;
+  std::string out = "'";
+  for (char c : v) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+}  // namespace
+
+std::string arg_lines(const std::string& command, const std::vector<Arg>& args) {
+  std::string out = command;
+  for (const auto& [flag, value] : args)
+    out += " \\\n  " + flag + (value.empty() ? "" : " " + shell_word(value));
+  return out + "\n";
+}
+
+std::string num(std::int64_t v) { return std::to_string(v); }
+std::string num(double v) { return fmt::format("{}", v); }
+
+std::string torchrun(int gpus, const char* script) {
+  const int per_node = gpus % 8 == 0 ? 8 : gpus;
+  return fmt::format("torchrun --nnodes {} --nproc_per_node {} {}", gpus / per_node, per_node,
+                     script);
+}
+
+}  // namespace strata::exports

@@ -1,0 +1,400 @@
+// Cost charging, per layer group: what each op of one micro-batch costs on one rank under
+// the stack (SimEngine::costs_for, the GroupCostTable the event engine reads), and the
+// engine's cost settings (the stack and compute dtype, SimEngine's constructor).
+//
+//  * Compute of each layer group for one micro-batch from costmodel::OpCost (measured
+//    GEMM tables where the device profile has them, roofline otherwise); a transformer
+//    block whose shape, tp and SP the profile's block_table measured (the runtime's whole
+//    block, costmodel/block_table.h) takes that time instead of its ops' sum, and, when the
+//    row was also measured with a real TP group and the plan's group sits in one node, the
+//    block's TP communication from it too. Compute dtype:
+//    the device profile's compute_dtype (bf16 on the GPU profiles, fp32 on cpu-host).
+//  * TP collectives per op from its models::TpComm tag: message = Op::tp_comm_bytes (one
+//    micro-batch), on the TP group placed by RankGrid (CollectiveCost: NVLink inside a
+//    node, hierarchical across nodes). Not overlapped with compute: they lengthen the
+//    forward/backward steps. With sequence parallelism f/g become all-gather /
+//    reduce-scatter pairs (Korthikanti et al. 2022).
+//  * Context parallel (cp > 1, costmodel/context_parallel_cost.h): every op is timed on
+//    the rank's s/cp tokens; the attention core's FLOPs are 1/cp of the whole sequence's
+//    (load-balanced causal chunks); the K/V exchange (ring p2p or all-gather, the stack's
+//    cp_comm_type) that the attention compute does not hide lengthens forward and
+//    backward (and the recomputed forward). Measured block tables (taken without CP) are
+//    not used.
+//  * MoE: routed experts as grouped GEMMs at the layout's per-expert shape, their token
+//    dispatch / combine (costmodel/expert_dispatch_cost.h) and permutes.
+//  * Precision: the stack's, or Strategy::precision in its place. fp8
+//    (costmodel/fp8_linear.h): the blocks' linear layers run as FP8 GEMMs with their
+//    cast passes, everything else in bf16; measured block tables (bf16) are not used. A
+//    device without an fp8 peak is refused by name.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/errors.h"
+#include "costmodel/context_parallel_cost.h"
+#include "costmodel/cross_entropy_cost.h"
+#include "costmodel/expert_dispatch_cost.h"
+#include "costmodel/fp8_linear.h"
+#include "costmodel/userbuffers_gemm.h"
+#include "planner/detail/group_times.h"
+#include "planner/detail/sim_engine.h"
+
+namespace strata::planner::detail {
+
+namespace {
+
+using costmodel::Collective;
+using costmodel::DType;
+
+// The stack, with `precision` (bf16 | fp16 | fp8; empty: the stack's own) in place of its
+// precision.
+costmodel::SoftwareStack resolve_stack(const costmodel::SoftwareStack* stack,
+                                       const costmodel::DeviceProfile& device,
+                                       const std::string& precision) {
+  costmodel::SoftwareStack s =
+      stack ? *stack : costmodel::load_software_stack(costmodel::default_software_stack_name(device));
+  if (!precision.empty()) s.precision = costmodel::dtype_from_string(precision);
+  return s;
+}
+
+// The dtype of everything but the FP8-run linear layers: the stack's precision, which the
+// device must have a peak for; bf16 under an FP8 recipe, which needs the device's FP8 peak.
+DType stack_dtype(const costmodel::SoftwareStack& stack, const costmodel::DeviceProfile& device) {
+  if (stack.precision == DType::Fp8) {
+    if (!device.peak_tflops.count(DType::Fp8)) {
+      std::vector<std::string> have;
+      for (const auto& [d, tf] : device.peak_tflops) have.emplace_back(costmodel::to_string(d));
+      input_error("precision fp8 needs FP8 tensor cores, but device '{}' has no fp8 peak "
+                  "(peak_tflops lists {}); use --precision bf16 on it, or an H100 / H200 cluster",
+                  device.name, fmt::join(have, ", "));
+    }
+    costmodel::SoftwareStack rest = stack;
+    rest.precision = DType::Bf16;
+    return stack_dtype(rest, device);
+  }
+  if (!device.peak_tflops.count(stack.precision)) {
+    std::vector<std::string> have;
+    for (const auto& [d, tf] : device.peak_tflops) have.emplace_back(costmodel::to_string(d));
+    input_error("stack '{}' trains in {} but device '{}' has no {} peak (peak_tflops lists {}); "
+                "pick a stack with one of those precisions (`strata stacks`)",
+                stack.name, costmodel::to_string(stack.precision), device.name,
+                costmodel::to_string(stack.precision), fmt::join(have, ", "));
+  }
+  return stack.precision;
+}
+
+// What one op costs on one rank, for `strata simulate --ops`: the FLOPs it runs there
+// (sharded per Op::sharding; flash attention's causal half) or, for memory-bound ops, the
+// bytes the cost model streams.
+OpCostRow op_cost_row(const models::Op& op, int group, const costmodel::OpTime& ot, int tp, bool sp,
+                      const costmodel::ExpertLayout& el, costmodel::DType dtype, bool flash) {
+  OpCostRow r;
+  r.group = group;
+  r.name = op.name;
+  r.kind = models::to_string(op.kind);
+  r.fwd_s = ot.fwd_s;
+  r.bwd_s = ot.bwd_s;
+  r.source = costmodel::to_string(ot.source);
+  const double total = op.flops_fwd + op.flops_bwd;
+  if (op.routed_expert) {
+    const costmodel::ExpertGemmShape g = costmodel::expert_gemm_shape(op, el);
+    r.flops = 6.0 * static_cast<double>(g.m) * g.n * g.k * g.count;
+  } else if (models::is_gemm(op.kind)) {  // forward, dgrad and wgrad of the rank's shard
+    const models::GemmShape g = costmodel::sharded_gemm(op, tp, sp);
+    r.flops = 6.0 * static_cast<double>(g.m) * g.n * g.k * op.gemm_count;
+  } else if (op.kind == models::OpKind::AttentionCore) {
+    r.flops = (flash ? costmodel::kCausalAttentionFraction : 1.0) * total / tp;
+  } else {
+    r.bytes_fwd = costmodel::op_work(op, tp, sp, dtype);
+  }
+  return r;
+}
+
+// Time a collective issued beside `hidden_by` seconds of independent compute leaves
+// exposed (ideal overlap: the longer of the two sets the pace).
+double exposed(double comm_s, double hidden_by_s) { return std::max(0.0, comm_s - hidden_by_s); }
+
+}  // namespace
+
+// What costs_for() charges every op of a strategy with.
+struct SimEngine::LayerCostInputs {
+  const Strategy& s;
+  const Placement& pl;
+  const models::ModelGraph& g;      // one rank's s/cp tokens: times
+  const models::ModelGraph& whole;  // the whole sequence: parameters
+  int tp = 1, cp = 1, layers = 0;
+  bool sp = false;
+  bool ub = false;  // userbuffers TP overlap (needs SP)
+  costmodel::ExpertLayout el;
+};
+
+// One op's compute as the stack runs it: the cost model's time, and its GEMMs' forward,
+// input-gradient (dgrad) and weight-gradient (wgrad) parts.
+struct SimEngine::OpTiming {
+  costmodel::OpTime ot;
+  costmodel::UserbuffersChunks chunks;
+  double gemm_f = 0, dgrad = 0, wgrad = 0;
+  bool in_fp8 = false;
+};
+
+SimEngine::SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
+                     const costmodel::SoftwareStack* stack, const std::string& precision)
+    : model_(model),
+      cluster_(cluster),
+      stack_(resolve_stack(stack, cluster.device, precision)),
+      op_cost_(cluster.device, costmodel::op_cost_options(stack_, cluster.device)),
+      blocks_(cluster.device.block_table),
+      coll_(cluster),
+      dtype_(stack_dtype(stack_, cluster.device)),
+      fp8_(stack_.precision == DType::Fp8),
+      walk_(std::make_unique<PipelineWalk>()) {
+  act_bytes_ = costmodel::dtype_bytes(dtype_);
+  mem_bytes_per_s_ = cluster.device.memory_bandwidth_gbps * 1e9 * cluster.device.memory_efficiency;
+  kernel_overhead_s_ = op_cost_.options().kernel_overhead_s;
+}
+
+const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& pl) {
+  const bool moe = model_.moe.has_value();
+  const auto key = std::make_tuple(s.micro_batch, s.tp, s.sequence_parallel, pl.tp.size,
+                                   pl.tp.nodes_spanned, pl.tp.ranks_per_node_in_group, s.cp,
+                                   pl.cp.nodes_spanned, moe ? s.dp : 0, moe ? s.ep : 0,
+                                   moe ? s.etp : 0);
+  auto it = costs_.find(key);
+  if (it != costs_.end()) return it->second;
+
+  // With context parallelism every op runs on the rank's s/cp tokens (the local graph);
+  // the attention core's queries still meet all s keys: its FLOPs are cp times the local
+  // graph's s/cp x s/cp (load-balanced causal chunks give every rank 1/cp of the work).
+  const models::ModelGraph& g = *graph_for(s.micro_batch, s.cp).graph;
+  LayerCostInputs in{s, pl, g, *graph_for(s.micro_batch).graph, 1, 1, 0, false, false, {}};
+  in.tp = s.tp;
+  in.cp = s.cp;
+  in.sp = s.sequence_parallel;
+  in.layers = static_cast<int>(g.groups().size()) - 2;
+  in.ub = stack_.overlap_tp_comm && in.sp && in.tp > 1;
+  in.el.tp = in.tp, in.el.sequence_parallel = in.sp, in.el.ep = s.ep, in.el.etp = s.etp;
+  if (moe) in.el.tokens_factor = costmodel::expert_tokens_factor(*model_.moe);
+  GroupCostTable t;
+  t.groups.resize(g.groups().size());
+  const std::string signature = blocks_.empty() ? std::string() : costmodel::block_signature(g.spec());
+  for (std::size_t gi = 0; gi < g.groups().size(); ++gi) {
+    const models::LayerGroup& lg = g.groups()[gi];
+    GroupCost& c = t.groups[gi];
+    c.flops_fwd = lg.flops_fwd;
+    c.flops_bwd = lg.flops_bwd;
+    c.flops_fwd *= in.cp;
+    c.flops_bwd *= in.cp;
+    for (std::size_t v : lg.ops) charge_op(in, gi, v, t);
+    apply_measured_block(in, gi, signature, t);
+  }
+  return costs_.emplace(key, std::move(t)).first->second;
+}
+
+SimEngine::OpTiming SimEngine::op_timing(const LayerCostInputs& in, const models::Op& op) const {
+  OpTiming x;
+  // Routed experts: a grouped GEMM at the per-expert shape of this layout, the token
+  // exchange around them, and the permutes (memory passes) on the compute stream.
+  // (FP8 with experts is refused by validation: expert_parallel.cpp.)
+  x.in_fp8 = fp8_ && costmodel::runs_in_fp8(op.kind);
+  x.ot = op.routed_expert ? costmodel::expert_gemm_time(op_cost_.gemm(), op, in.el, dtype_)
+                          : op_cost_.time(op, in.tp, in.sp, x.in_fp8 ? DType::Fp8 : dtype_);
+  // The op's GEMMs as the stack runs them: forward, and the backward's input-gradient
+  // (dgrad) and weight-gradient (wgrad) halves; userbuffers cut some into chunks
+  // (costmodel/userbuffers_gemm.h), which the collectives below are pipelined with.
+  x.chunks = in.ub && models::is_gemm(op.kind) ? costmodel::userbuffers_chunks(op, in.tp)
+                                               : costmodel::UserbuffersChunks{};
+  x.gemm_f = models::is_gemm(op.kind) ? x.ot.fwd_s : 0.0;
+  x.dgrad = models::is_gemm(op.kind) ? x.ot.bwd_s / 2 : 0.0;
+  x.wgrad = x.dgrad;  // equal FLOPs
+  if (x.chunks.fwd > 1 || x.chunks.dgrad > 1) {
+    const models::GemmShape gs = costmodel::sharded_gemm(op, in.tp, in.sp);
+    const DType gd = x.in_fp8 ? DType::Fp8 : dtype_;
+    const auto unchunked = costmodel::chunked_gemm_time(op_cost_.gemm(), gs.m, gs.n, gs.k, {}, gd);
+    const auto parts = costmodel::chunked_gemm_time(op_cost_.gemm(), gs.m, gs.n, gs.k, x.chunks, gd);
+    const double count = static_cast<double>(op.gemm_count);
+    x.ot.fwd_s += count * (parts.fwd_s - unchunked.fwd_s);
+    x.ot.bwd_s += count * (parts.dgrad_s - unchunked.dgrad_s);
+    x.gemm_f = x.ot.fwd_s;
+    x.dgrad = count * parts.dgrad_s;
+    x.wgrad = count * parts.wgrad_s;
+  }
+  return x;
+}
+
+void SimEngine::charge_op(const LayerCostInputs& in, std::size_t gi, std::size_t v, GroupCostTable& t) const {
+  GroupCost& c = t.groups[gi];
+  const int tp = in.tp, cp = in.cp;
+  models::Op op = in.g.op(v);
+  if (cp > 1 && op.kind == models::OpKind::AttentionCore) {
+    c.flops_fwd += (cp - 1) * op.flops_fwd * cp;  // the group's FLOPs: whole sequence
+    c.flops_bwd += (cp - 1) * op.flops_bwd * cp;
+    op.flops_fwd *= cp;
+    op.flops_bwd *= cp;
+  }
+  const OpTiming x = op_timing(in, op);
+  const costmodel::OpTime& ot = x.ot;
+  if (op.ep_comm != models::EpComm::None) {
+    const costmodel::DispatchTime dt = costmodel::dispatch_time(coll_, op, in.el, in.pl.ep, in.pl.etp, act_bytes_);
+    c.ep_fwd_s += dt.fwd_s;
+    c.ep_bwd_s += dt.bwd_s;
+    const double permute = costmodel::dispatch_bytes(op, in.el, act_bytes_).permute;
+    if (mem_bytes_per_s_ > 0) {
+      c.fwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;
+      c.bwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;
+    }
+  }
+  c.fwd_s += ot.fwd_s;
+  c.bwd_s += ot.bwd_s;
+  if (models::is_gemm(op.kind)) {
+    if (ot.source == costmodel::TimeSource::Roofline) t.gemm_roofline = true;
+    else t.gemm_measured = true;
+  }
+  if (op.kind == models::OpKind::AttentionCore) {
+    c.attn_fwd_s += ot.fwd_s;
+    c.attn_flops_fwd += op.flops_fwd * cp;
+    if (cp > 1) {
+      const double kv = costmodel::cp_kv_bytes_per_rank(
+          static_cast<double>(in.s.micro_batch), static_cast<double>(model_.seq_len),
+          static_cast<double>(model_.kv_dim()), tp, cp, act_bytes_);
+      const costmodel::CpAttentionComm e = costmodel::cp_attention_comm(
+          stack_.cp_comm, cp, kv, ot.fwd_s, ot.bwd_s, coll_, in.pl.cp);
+      c.cp_fwd_s += e.fwd_exposed_s;
+      c.cp_bwd_s += e.bwd_exposed_s;
+    }
+  }
+  // Parameters do not depend on the sequence split: count them on the whole graph
+  // (learned position embeddings have s rows).
+  const models::Op& whole_op = in.whole.op(v);
+  const double op_params_rank =
+      whole_op.routed_expert ? whole_op.params / (static_cast<double>(in.s.ep) * in.s.etp)
+      : whole_op.sharding == models::Sharding::Replicated ? whole_op.params
+                                                            : whole_op.params / tp;
+  c.params_rank += op_params_rank;
+  if (op.routed_expert) c.expert_params_rank += op_params_rank;
+  if (x.in_fp8) c.fp8_weights_rank += costmodel::fp8_weights(whole_op) / tp;
+  const double grad_acc_s = grad_accumulation_s(op, op_params_rank);
+  if (op_params_rank > 0 && mem_bytes_per_s_ > 0) c.bwd_s += grad_acc_s;
+  if (record_ops_ && (gi == 1 || static_cast<int>(gi) == in.layers + 1)) {
+    t.ops.push_back(op_cost_row(op, static_cast<int>(gi), ot, tp, in.sp, in.el, x.in_fp8 ? DType::Fp8 : dtype_,
+                                stack_.flash_like()));
+    t.ops.back().bwd_s += grad_acc_s;  // into the main gradient, as charged above
+    if (op.kind == models::OpKind::Loss && op.logits > 0)  // the cross-entropy passes it charged
+      t.ops.back().bytes_fwd =
+          op.logits / tp *
+          costmodel::cross_entropy_work(stack_.fused_cross_entropy, std::max<double>(2, act_bytes_))
+              .fwd_bytes_per_logit;
+  }
+  if (tp == 1 || op.tp_comm == models::TpComm::None) return;
+  charge_tp_comm(in, op, x, t.groups[gi], t);
+}
+
+// Accumulating the weight gradient into the main gradient (grad_reduce_dtype) every
+// micro-batch. Fused (Megatron --gradient-accumulation-fusion, TE
+// fuse_wgrad_accumulation): the wgrad GEMM reads and writes the main gradient with
+// beta = 1 instead of writing a fresh gradient in the compute dtype (the table's GEMM):
+// 2 x main - compute bytes more per weight, no extra kernel (TransformerEngine v1.9
+// e79d915a module/layernorm_linear.py and linear.py: out = weight.main_grad,
+// accumulate after the first micro-batch ever). Otherwise, and for the weights of
+// non-GEMM ops (norms, embeddings) in any case, one add kernel per weight reads the
+// running main gradient and the new gradient and writes the sum (Megatron's DDP
+// hook main_grad.add_(grad), megatron/core/distributed/distributed_data_parallel.py
+// at core_r0.8.0 baf94af3; megatron/model/distributed.py at v2.5 e269e200).
+double SimEngine::grad_accumulation_s(const models::Op& op, double op_params_rank) const {
+  if (!(op_params_rank > 0 && mem_bytes_per_s_ > 0)) return 0;
+  const double main_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
+  if (stack_.fused_grad_accumulation && models::is_gemm(op.kind))
+    return op_params_rank * std::max(0.0, 2.0 * main_bytes - act_bytes_) / mem_bytes_per_s_;
+  return op_params_rank * (2.0 * main_bytes + act_bytes_) / mem_bytes_per_s_ + kernel_overhead_s_;
+}
+
+void SimEngine::charge_tp_comm(const LayerCostInputs& in, const models::Op& op, const OpTiming& x,
+                               GroupCost& c, GroupCostTable& t) const {
+  const bool sp = in.sp, ub = in.ub;
+  auto coll = [&](Collective k, double bytes) {
+    const auto e = coll_.estimate(k, bytes, in.pl.tp);
+    if (e.source != costmodel::TimeSource::Roofline) t.tp_measured = true;
+    return e.time_s;
+  };
+  // tp_comm_bytes assume 2-byte activations; the loss' reductions are fp32 already.
+  const double bytes = op.kind == models::OpKind::Loss ? op.tp_comm_bytes
+                                                       : op.tp_comm_bytes * act_bytes_ / 2.0;
+  // The op's own GEMMs (above) hide its collective where the stack overlaps them.
+  const bool async_bwd = stack_.overlap_tp_backward;
+  // A userbuffers kernel holding SMs beside its GEMM ("pipeline": the row-parallel
+  // forward's reduce-scatter; "bulk": the column-parallel backward's all-gather and
+  // reduce-scatter) slows the GEMM for as long as both run, as the DP collectives do.
+  const double ub_share =
+      ub && cluster_.device.sm_count > 0
+          ? std::min(1.0, static_cast<double>(stack_.tp_comm_sms) / cluster_.device.sm_count)
+          : 0.0;
+  auto ub_slowdown = [&](double comm_s, double gemm_s) { return ub_share * std::min(comm_s, gemm_s); };
+  const double gemm_f = x.gemm_f, dgrad = x.dgrad, wgrad = x.wgrad;
+  switch (op.tp_comm) {
+    case models::TpComm::CopyForwardAllReduceBackward:
+    case models::TpComm::AllGatherForwardReduceScatterBackward:
+      // Column-parallel input. Backward: the input gradient's all-reduce (no SP) or
+      // reduce-scatter (SP) can run beside the wgrad GEMM; with SP the layer kept only
+      // its sequence shard, so the all-gather is re-done before the GEMMs.
+      if (sp) {
+        const double ag = coll(Collective::AllGather, bytes);
+        const double rs = coll(Collective::ReduceScatter, bytes);
+        c.tp_fwd_s += ub ? costmodel::ring_exchange_exposed(ag, gemm_f, x.chunks.fwd) : ag;  // copy engines
+        c.tp_bwd_s += (async_bwd || ub) ? exposed(ag, dgrad) : ag;
+        c.tp_bwd_s += (async_bwd || ub) ? exposed(rs, wgrad) : rs;
+        c.tp_bwd_s += ub_slowdown(ag, dgrad) + ub_slowdown(rs, wgrad);  // bulk
+      } else {
+        const double ar = coll(Collective::AllReduce, bytes);
+        c.tp_bwd_s += async_bwd ? exposed(ar, wgrad) : ar;
+      }
+      break;
+    case models::TpComm::AllReduceForwardCopyBackward:
+    case models::TpComm::ReduceScatterForwardAllGatherBackward:
+      // Row-parallel output: the forward's reduction needs the GEMM's result and the
+      // backward's all-gather feeds the dgrad GEMM: exposed unless pipelined in chunks
+      // with the GEMM (userbuffers).
+      if (sp) {
+        const double rs = coll(Collective::ReduceScatter, bytes);
+        const double ag = coll(Collective::AllGather, bytes);
+        c.tp_fwd_s += ub ? costmodel::pipeline_exposed(rs, gemm_f, x.chunks.fwd) : rs;
+        c.tp_fwd_s += ub_slowdown(rs, gemm_f);  // pipeline
+        c.tp_bwd_s += ub ? costmodel::ring_exchange_exposed(ag, dgrad, x.chunks.dgrad) : ag;  // copy engines
+      } else {
+        c.tp_fwd_s += coll(Collective::AllReduce, bytes);
+      }
+      break;
+    case models::TpComm::VocabAllReduce:
+      // The embedding's partial sums go to the sequence-parallel region with SP.
+      c.tp_fwd_s += coll(sp && op.kind == models::OpKind::Embedding ? Collective::ReduceScatter
+                                                                   : Collective::AllReduce,
+                         bytes);
+      break;
+    case models::TpComm::None: break;
+  }
+}
+
+// A measured block replaces the sum of its ops' compute; its attention forward
+// (selective recompute) and TP collectives stay per op.
+// (Measured without context parallelism: not used when cp > 1.)
+// Measured blocks ran in the profile's dtype, not with FP8 linear layers.
+void SimEngine::apply_measured_block(const LayerCostInputs& in, std::size_t gi, const std::string& signature,
+                                     GroupCostTable& t) const {
+  if (blocks_.empty() || in.cp != 1 || fp8_ || !is_block(static_cast<int>(gi), in.layers)) return;
+  auto e = blocks_.estimate(signature, in.tp, in.sp, in.s.micro_batch);
+  if (!e) return;
+  GroupCost& c = t.groups[gi];
+  c.fwd_s = e->fwd_s;
+  c.bwd_s = e->bwd_s;
+  t.blocks_measured = true;
+  // Measured with a real group inside one node: the block's TP collectives as the
+  // runtime meets them replace the per-collective table for groups placed alike.
+  if (e->has_tp && in.pl.tp.size == in.tp && in.pl.tp.nodes_spanned == 1) {
+    c.tp_fwd_s = e->tp_fwd_s;
+    c.tp_bwd_s = e->tp_bwd_s;
+    t.tp_blocks_measured = true;
+  }
+}
+
+}  // namespace strata::planner::detail

@@ -1,0 +1,137 @@
+// Notes on where a prediction's numbers came from (SimEngine::notes): the stack and its
+// sources, the uncertainty band, the compute dtype and peak, which GEMM / block / op /
+// collective tables were used or what stood in for them, context parallel and the SMs the
+// overlapped DP collectives hold, and the memory model's bytes per parameter. Text only:
+// nothing here changes a time.
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "costmodel/prediction_band.h"
+#include "planner/detail/sim_engine.h"
+
+namespace strata::planner::detail {
+
+using costmodel::Collective;
+using costmodel::DType;
+
+std::vector<std::string> SimEngine::notes(const Strategy& s) {
+  const Placement& pl = placement_for(s);
+  const GroupCostTable& t = costs_for(s, pl);
+  const auto& dev = cluster_.device;
+  auto ref = [](const costmodel::Provenance& p) {
+    for (const char* k : {"ref", "url", "tool", "host"}) {
+      auto it = p.fields.find(k);
+      if (it != p.fields.end()) return it->second;
+    }
+    return std::string(p.kind.empty() ? "unspecified" : p.kind);
+  };
+  std::vector<std::string> n;
+  n.push_back(fmt::format("stack {} ({}): attention {}, {}, TP overlap {}, DP grad reduce {}, "
+                          "pipeline p2p {} (`strata stacks` lists the sources)",
+                          stack_.name, stack_.description, costmodel::to_string(stack_.attention),
+                          costmodel::to_string(stack_.precision),
+                          stack_.overlap_tp_comm ? "userbuffers" : stack_.overlap_tp_backward ? "backward only" : "none",
+                          stack_.overlap_grad_reduce ? "overlapped" : "after the backward",
+                          costmodel::to_string(stack_.p2p)));
+  {
+    const costmodel::PredictionBand& band = band_for(s);
+    if (band.relative)
+      n.push_back(fmt::format("uncertainty: published runs took {:.2f}x to {:.2f}x the predicted step time "
+                              "(band includes 1x): {}",
+                              band.low, band.high, band.basis));
+    for (const auto& w : band.warnings) n.push_back("warning: " + w);
+  }
+  n.push_back(fmt::format("compute dtype {} on {} ({} peak {:.4g} TFLOP/s: {})",
+                          costmodel::to_string(dtype_), dev.name, costmodel::to_string(dtype_),
+                          dev.peak_flops(dtype_) / 1e12, ref(dev.source)));
+  if (fp8_)
+    n.push_back(fmt::format(
+        "precision fp8: QKV, attention output and MLP GEMMs at the fp8 rate (peak {:.4g} TFLOP/s; "
+        "the profile's fp8 rows, never faster than the bf16 time of the shape x peak ratio), "
+        "attention core, LM head and optimizer in {} / fp32 as Transformer Engine under "
+        "Megatron-Core runs them; casts to FP8 as memory passes (4 B per cast element), an FP8 "
+        "weight copy and its transpose (2 B per weight); MFU is against the {} peak",
+        dev.peak_flops(DType::Fp8) / 1e12, costmodel::to_string(dtype_), costmodel::to_string(dtype_)));
+  if (t.gemm_measured && !t.gemm_roofline)
+    n.push_back(fmt::format("GEMM times: {} table ({})",
+                            dev.gemm_source.kind == "published" ? "published" : "measured",
+                            ref(dev.gemm_source)));
+  else if (t.gemm_measured)
+    n.push_back(fmt::format("GEMM times: measured table ({}) where it covers the shape, else "
+                            "roofline at {:.0f}% of datasheet peak",
+                            ref(dev.gemm_source), dev.gemm_efficiency * 100));
+  else
+    n.push_back(fmt::format("GEMM times: roofline at {:.0f}% of datasheet peak (no measured table)",
+                            dev.gemm_efficiency * 100));
+  if (t.blocks_measured)
+    n.push_back(fmt::format("transformer blocks: measured block_table ({}: the runtime's whole block, all ranks "
+                            "at once{}); per-op times for the embedding, head and loss",
+                            ref(dev.block_source),
+                            t.tp_blocks_measured ? ", TP communication with a real group" : ""));
+  std::set<std::string> measured_ops;
+  for (const auto& r : dev.op_table) measured_ops.insert(r.op);
+  if (!measured_ops.empty())
+    n.push_back(fmt::format("non-GEMM ops {}: measured op_table ({})", fmt::join(measured_ops, ", "),
+                            ref(dev.op_source)));
+  n.push_back(fmt::format("{}attention at {:.0f}% of peak, elementwise/optimizer at {:.0f}% of "
+                          "{:.0f} GB/s ({})",
+                          measured_ops.empty() ? "" : "otherwise: ", dev.attention_efficiency * 100,
+                          dev.memory_efficiency * 100, dev.memory_bandwidth_gbps,
+                          dev.source.measured() || dev.efficiency_source.measured() ? "measured" : "datasheet"));
+  auto link_text = [&](const costmodel::LinkSpec& l) {
+    std::string t = fmt::format("{:.4g} GB/s", l.bandwidth_gbps);
+    if (l.efficiency != 1.0) {
+      auto e = l.source.fields.find("efficiency");
+      t += fmt::format(" x {:.3g} NCCL efficiency ({})", l.efficiency,
+                       e == l.source.fields.end() ? "no source" : e->second);
+    }
+    return t + ": " + ref(l.source);
+  };
+  std::string links = "intra-node " + link_text(cluster_.intra_node);
+  if (cluster_.nodes > 1) links += "; inter-node " + link_text(cluster_.inter_node);
+  n.push_back(fmt::format(
+      "collectives: {} ({})",
+      (t.tp_measured ||
+       coll_.estimate(Collective::AllReduce, 64.0 * 1024 * 1024, pl.dp).source !=
+           costmodel::TimeSource::Roofline)
+          ? fmt::format("{} table where available ({}), alpha-beta otherwise",
+                        dev.collective_source.kind == "published" ? "published" : "measured",
+                        ref(dev.collective_source))
+          : std::string("alpha-beta model"),
+      links));
+  if (s.cp > 1)
+    n.push_back(fmt::format(
+        "context parallel {}: {} K/V exchange on a CP group of {} ranks over {} node(s) "
+        "(stack cp_comm_type); attention on 2x{} load-balanced causal chunks; activations and "
+        "logits /{}; gradients reduced over dp x cp = {} ranks",
+        s.cp, costmodel::to_string(stack_.cp_comm), pl.cp.size, pl.cp.nodes_spanned, s.cp, s.cp,
+        s.dp * s.cp));
+  if (s.dp * s.cp > 1 && (stack_.overlap_grad_reduce || stack_.overlap_param_gather)) {
+    const double share = costmodel::comm_sm_share(cluster_, pl.dp);
+    const costmodel::LinkSpec& l = pl.dp.nodes_spanned > 1 ? cluster_.inter_node : cluster_.intra_node;
+    if (share > 0)
+      n.push_back(fmt::format("overlapped DP collectives hold {} of {} SMs: compute beside them runs "
+                              "{:.0f}% slower ({})",
+                              l.comm_sms, cluster_.device.sm_count, 100 * share,
+                              l.source.fields.count("comm_sms") ? l.source.fields.at("comm_sms") : "no source"));
+    else if (cluster_.device.sm_count > 0)
+      n.push_back("overlapped DP collectives: their SM use is not charged (the cluster's link gives no "
+                  "comm_sms)");
+  }
+  // The memory model's bytes per parameter before ZeRO sharding (costmodel/memory_model.h).
+  const double grad_buffer = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
+  const double fp32_copy = costmodel::optimizer_grad_copy_bytes(grad_buffer);
+  n.push_back(fmt::format("memory: Korthikanti et al. 2022 activations, {:g} B/param mixed-precision Adam "
+                          "(2 weights + {:g} {} gradient buffer{} + 12 fp32 optimizer state), reserve from the "
+                          "device profile",
+                          14.0 + grad_buffer + fp32_copy, grad_buffer,
+                          costmodel::to_string(stack_.grad_reduce_dtype),
+                          fp32_copy > 0 ? " + 4 its fp32 copy for the optimizer" : ""));
+  return n;
+}
+
+}  // namespace strata::planner::detail

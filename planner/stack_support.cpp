@@ -1,0 +1,22 @@
+#include "planner/stack_support.h"
+
+#include <fmt/format.h>
+
+namespace strata::planner {
+
+std::string stack_refusal(const Strategy& s, const costmodel::SoftwareStack& stack) {
+  const costmodel::StackSupport& u = stack.supports;
+  auto no = [&](const std::string& what) {
+    return fmt::format("stack {} ({}) cannot run {}: pick a stack that can (`strata stacks`), or leave it out",
+                       stack.name, stack.version.empty() ? stack.description : stack.version, what);
+  };
+  if (s.sequence_parallel && !u.sequence_parallel) return no("sequence parallelism (strategy.sequence_parallel)");
+  if (s.recompute == Recompute::Selective && !u.selective_recompute)
+    return no("selective recompute (strategy.recompute selective)");
+  if (s.zero > u.max_zero) return no(fmt::format("ZeRO stage {} (strategy.zero; at most {})", s.zero, u.max_zero));
+  if (s.cp > 1 && !u.context_parallel) return no("context parallelism (strategy.cp)");
+  if ((s.ep > 1 || s.etp > 1) && !u.experts) return no("expert parallelism (strategy.ep / etp)");
+  return "";
+}
+
+}  // namespace strata::planner
