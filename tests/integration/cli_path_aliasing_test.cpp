@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -135,12 +136,10 @@ void copy_in(const char* from, const fs::path& to) {
   fs::copy_file(fs::path(STRATA_SOURCE_DIR) / from, to, fs::copy_options::overwrite_existing);
 }
 
-class PathAliasingCli : public ::testing::TestWithParam<AliasCase> {};
-
-TEST_P(PathAliasingCli, RefusesAnOutputThatIsAnInputOrAnotherOutput) {
-  const AliasCase& c = GetParam();
-  const fs::path dir = fs::temp_directory_path() /
-                       ("strata_alias_" + std::to_string(::getpid()) + "_" + c.name);
+// The inputs every case may name, in a fresh folder `dir`: copies of catalog files, a
+// corpus with a symbolic and a hard link to it, a HuggingFace model folder, a dangling
+// link, and a one-rank plan of the tiny model for train and export.
+void make_inputs(const fs::path& dir) {
   fs::remove_all(dir);
   fs::create_directories(dir / "sub");
   fs::create_directories(dir / "hf");
@@ -166,7 +165,15 @@ TEST_P(PathAliasingCli, RefusesAnOutputThatIsAnInputOrAnotherOutput) {
                        "--dp", "1", "--global-batch", "2", "--out", "plan.yaml"},
                       120, dir.string());
   ASSERT_EQ(p.exit_code, 0) << p.err;
+}
 
+class PathAliasingCli : public ::testing::TestWithParam<AliasCase> {};
+
+TEST_P(PathAliasingCli, RefusesAnOutputThatIsAnInputOrAnotherOutput) {
+  const AliasCase& c = GetParam();
+  const fs::path dir = fs::temp_directory_path() /
+                       ("strata_alias_" + std::to_string(::getpid()) + "_" + c.name);
+  ASSERT_NO_FATAL_FAILURE(make_inputs(dir));
   const auto before = snapshot(dir);
   auto r = run_strata(c.args, 120, dir.string());
   SCOPED_TRACE("strata " + ::testing::PrintToString(c.args) + "\nstderr:\n" + r.err);
@@ -188,6 +195,71 @@ TEST_P(PathAliasingCli, RefusesAnOutputThatIsAnInputOrAnotherOutput) {
   // Inputs survive an accepted run too.
   for (const char* f : {"model.yaml", "cluster.yaml", "plan.yaml", "corpus.txt"})
     EXPECT_EQ(snapshot(dir).at(f), before.at(f)) << f;
+  fs::remove_all(dir);
+}
+
+// Property: every (command, input, output flag) slot below, with the output spelled as a
+// random alias of the input (the same name, ./name, sub/../name, the absolute path, a new
+// symbolic link, a new hard link), is refused naming both flags, and leaves every file as
+// it was. Two outputs aliased the same ways are refused too.
+TEST(PathAliasingProperty, RandomAliasesOfAnInputOrAnOutputAreRefused) {
+  struct Slot {
+    std::vector<std::string> args;  // the output flag's value is appended
+    std::string input, in_flag, out_flag;
+  };
+  const std::vector<Slot> slots = {
+      {cat(kTrain, {"--text", "corpus.txt", "--metrics"}), "corpus.txt", "--text", "--metrics"},
+      {cat(kTrain, {"--synthetic", "--metrics"}), "plan.yaml", "--plan", "--metrics"},
+      {{"export", "--plan", "plan.yaml", "--to", "megatron", "--out"}, "plan.yaml", "--plan", "--out"},
+      {cat(kPlan, {"--out"}), "model.yaml", "--model", "--out"},
+      {cat(kPlan, {"--trace"}), "cluster.yaml", "--cluster", "--trace"},
+      {cat(kSim, {"--profile", "profile.yaml", "--out"}), "profile.yaml", "--profile", "--out"},
+      {cat(kSim, {"--trace"}), "model.yaml", "--model", "--trace"},
+      {cat(kCompare, {"--report"}), "cluster.yaml", "--cluster", "--report"},
+      {{"calibrate", "--from-log", "job.log", "--job", "job.sh", "--cluster", "dgx-h100", "--out"}, "job.sh",
+       "--job", "--out"},
+      // Two outputs: --trace is the input slot's file (written first by the spelling).
+      {cat(kSim, {"--trace", "fresh.json", "--out"}), "fresh.json", "--trace", "--out"},
+  };
+  const fs::path dir = fs::temp_directory_path() / ("strata_alias_property_" + std::to_string(::getpid()));
+  ASSERT_NO_FATAL_FAILURE(make_inputs(dir));
+  std::mt19937 rng(31337);
+  for (int trial = 0; trial < 30; ++trial) {
+    const Slot& slot = slots[std::uniform_int_distribution<std::size_t>(0, slots.size() - 1)(rng)];
+    const int how = std::uniform_int_distribution<int>(0, 5)(rng);
+    const bool exists = fs::exists(dir / slot.input);
+    std::string out;
+    switch (how) {
+      case 0: out = slot.input; break;
+      case 1: out = "./" + slot.input; break;
+      case 2: out = "sub/../" + slot.input; break;
+      case 3: out = (dir / slot.input).string(); break;
+      case 4:
+        out = "alias" + std::to_string(trial) + ".link";
+        fs::create_symlink(slot.input, dir / out);
+        break;
+      default:
+        out = "alias" + std::to_string(trial) + ".hard";
+        if (!exists) {  // no file to link to: the name itself
+          out = slot.input;
+          break;
+        }
+        fs::create_hard_link(dir / slot.input, dir / out);
+        break;
+    }
+    const auto before = snapshot(dir);
+    const std::vector<std::string> args = cat(slot.args, {out});
+    auto r = run_strata(args, 120, dir.string());
+    SCOPED_TRACE("trial " + std::to_string(trial) + ": strata " + ::testing::PrintToString(args) +
+                 "\nstderr:\n" + r.err);
+    ASSERT_FALSE(r.timed_out);
+    EXPECT_EQ(r.exit_code, 2);
+    const auto lines = r.err_lines();
+    ASSERT_FALSE(lines.empty());
+    EXPECT_NE(lines.front().find(slot.in_flag), std::string::npos) << lines.front();
+    EXPECT_NE(lines.front().find(slot.out_flag), std::string::npos) << lines.front();
+    EXPECT_EQ(snapshot(dir), before) << "a refused run changed or added files";
+  }
   fs::remove_all(dir);
 }
 
