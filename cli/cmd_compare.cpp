@@ -2,7 +2,9 @@
 // or the plans of a `strata validate` run), each simulated with its timeline, rendered
 // as a self-contained HTML page, a Markdown table or JSON.
 #include <algorithm>
+#include <cctype>
 #include <climits>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -28,6 +30,7 @@ namespace {
 
 struct CompareFlags {
   ModelClusterFlags mc;
+  TrainTargetFlags tt;
   int gpus = kDefaultGpus;
   std::int64_t global_batch = 0;
   int top = 5;
@@ -47,6 +50,30 @@ std::string join(const std::vector<planner::Violation>& v) {
   return out;
 }
 
+// The format of the report: --format, else the extension of --report (.md / .markdown,
+// .json, .html / .htm), else html for a file and md for stdout. A --format that contradicts
+// the extension is refused rather than writing HTML into x.md.
+std::string report_format(const std::string& path, const std::string& given) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string by_ext;
+  if (ext == ".md" || ext == ".markdown") by_ext = "md";
+  else if (ext == ".json") by_ext = "json";
+  else if (ext == ".html" || ext == ".htm") by_ext = "html";
+  if (path == "-") by_ext.clear();
+  if (!given.empty()) {
+    if (!by_ext.empty() && by_ext != given)
+      input_error("--report {} names a {} file ({}) but --format is {}: use --format {} or a "
+                  "--report path ending in .{}",
+                  path, by_ext == "md" ? "Markdown" : by_ext == "json" ? "JSON" : "HTML", ext,
+                  given, by_ext, given);
+    return given;
+  }
+  if (!by_ext.empty()) return by_ext;
+  return path == "-" ? "md" : "html";
+}
+
 struct Chosen {
   planner::Strategy strategy;
   std::vector<std::vector<int>> stage_layers;  // empty: partition by the planner
@@ -58,7 +85,8 @@ void run_compare(CompareFlags& f) {
   inputs.push_back({f.measured, "--measured"});
   check_path_aliasing({{f.report, "--report"}}, inputs);
   if (f.report != "-") check_output_path(f.report, "--report");
-  const std::string format = !f.format.empty() ? f.format : (f.report == "-" ? "md" : "html");
+  const std::string format = report_format(f.report, f.format);
+  const TrainingTarget target = load_train_target(f.tt);
 
   const models::ModelSpec model = load_model_flag(f.mc);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
@@ -91,6 +119,7 @@ void run_compare(CompareFlags& f) {
   data.device_reserve_gib = cluster.device.reserve_gib;
   data.gpus = f.gpus;
   data.seq_len = model.seq_len;
+  data.target = target;
 
   std::vector<Chosen> chosen;
   if (!f.strategies.empty() || from_measured) {
@@ -107,6 +136,7 @@ void run_compare(CompareFlags& f) {
     }
     // Without a global batch anywhere: the simulate default, rounded to micro_batch · dp.
     for (auto& s : list) {
+      if (s.precision.empty()) s.precision = f.mc.precision;  // --precision, unless the entry sets one
       if (s.global_batch > 0) continue;
       const std::int64_t base = f.mc.model_given() ? 512 : kDefaultGlobalBatch;
       const std::int64_t step = checked_mul(s.micro_batch, static_cast<std::int64_t>(s.dp), "micro-batch x dp");
@@ -128,6 +158,7 @@ void run_compare(CompareFlags& f) {
     opt.gpus = f.gpus;
     opt.global_batch = f.global_batch;
     opt.top_k = f.top;
+    opt.precision = f.mc.precision;
     const planner::SearchResult r = planner::search(model, cluster, opt);
     if (r.ranked.empty())
       throw NoFeasiblePlan(fmt::format(
@@ -215,11 +246,13 @@ void add_compare_command(CLI::App& app) {
       "Examples:\n  strata compare --model gpt2-124m --cluster dgx-a100 --gpus 16 --top 3 --report r.html\n"
       "  strata compare --model llama2-70b --cluster dgx-h100 --gpus 64 --strategies s.yaml --format md\n"
       "  strata compare --model tiny --cluster local-cpu --measured validate.json --report r.html\n"
-      "strategies file: `strategies: [{tp: 8, pp: 4, micro_batch: 1}, ...]` with keys dp, tp, pp, vpp,\n"
-      "micro_batch, global_batch, zero, recompute, sequence_parallel, schedule, rank_order.");
+      "strategies file: `strategies: [{tp: 8, pp: 4, micro_batch: 1}, {ep: 8, zero: 1}, ...]` with keys\n"
+      "dp, tp, pp, cp, ep, etp, vpp, micro_batch, global_batch, zero, recompute, sequence_parallel,\n"
+      "schedule, rank_order, precision (bf16|fp16|fp8).");
   add_model_cluster_flags(*cmd, f.mc);
   add_files_help(*cmd, "--model, --cluster, --profile, --stack (files, or catalog names), --strategies, --measured",
                  "--report (HTML, Markdown or JSON; - for stdout; Gantt charts at most 200 MB)");
+  add_train_target_flags(*cmd, f.tt);
   f.gpus_opt = add_positive(*cmd, "--gpus,-g", f.gpus, "number of GPUs", INT_MAX)->capture_default_str();
   f.batch_opt = add_positive<std::int64_t>(*cmd, "--global-batch", f.global_batch,
                                            "sequences per optimizer step (default: as `strata plan`)",
@@ -229,9 +262,12 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--strategies", f.strategies, "YAML file listing the strategies to compare")
       ->check(CLI::ExistingFile)
       ->excludes(f.top_opt);
-  cmd->add_option("--report,-o", f.report, "output file (- for stdout)")->capture_default_str();
+  cmd->add_option("--report,-o", f.report,
+                  "output file (- for stdout); its extension (.html, .md, .json) chooses the format")
+      ->capture_default_str();
   cmd->add_option("--format,-f", f.format,
-                  "html, md (Markdown table) or json (default: html for a file, md for stdout)")
+                  "html, md (Markdown table) or json (default: from the --report extension; html "
+                  "for other files, md for stdout)")
       ->check(CLI::IsMember({"html", "md", "json"}));
   cmd->add_option("--measured", f.measured,
                   "`strata validate --format json` output: measured step times beside the predictions")

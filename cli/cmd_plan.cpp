@@ -26,6 +26,7 @@ namespace {
 
 struct PlanFlags {
   ModelClusterFlags mc;
+  TrainTargetFlags tt;
   int gpus = kDefaultGpus;
   std::int64_t global_batch = 0;
   int top = 10;
@@ -123,6 +124,7 @@ void run_plan(PlanFlags& f) {
 
   PlanReport report;
   report.command = "plan";
+  report.target = load_train_target(f.tt);
   const models::ModelSpec model = load_model_flag(f.mc, &report.defaults);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
   const costmodel::SoftwareStack stack = load_stack_flag(f.mc, cluster);
@@ -232,6 +234,7 @@ void add_plan_command(CLI::App& app) {
                                            std::int64_t{1} << 40);
   add_positive(*cmd, "--top", f.top, "how many plans to show", 100000)->capture_default_str();
   add_format_flag(*cmd, f.format);
+  add_train_target_flags(*cmd, f.tt);
   cmd->add_option("--out,-o", f.out,
                   "write the best plan as a plan YAML file (- for stdout, instead of the table; JSON with "
                   "--format json)")

@@ -30,6 +30,7 @@ namespace {
 
 struct SimulateFlags {
   ModelClusterFlags mc;
+  TrainTargetFlags tt;
   int gpus = 0;
   int tp = 1, pp = 1, cp = 1, dp = 0, vpp = 1, zero = 0;
   int ep = 1, etp = 1;  // expert parallel, expert tensor parallel (MoE models)
@@ -190,6 +191,7 @@ void run_simulate(SimulateFlags& f) {
 
   PlanReport report;
   report.command = "simulate";
+  report.target = load_train_target(f.tt);
   if (!f.from.empty() || !f.job_file.empty()) {
     if (f.from.empty()) input_error("a job file needs --from megatron|deepspeed");
     run_imported(f, report);
@@ -320,6 +322,7 @@ void add_simulate_command(CLI::App& app) {
       ->check(CLI::IsMember({"megatron", "deepspeed"}));
   cmd->add_option("job_file", f.job_file, "the file --from reads")->check(non_empty_path());
   add_format_flag(*cmd, f.format);
+  add_train_target_flags(*cmd, f.tt);
   cmd->add_option("--out,-o", f.out,
                   "write the strategy as a plan YAML file (- for stdout, instead of the table; JSON with "
                   "--format json)")

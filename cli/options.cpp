@@ -129,6 +129,46 @@ void check_trace_bound(const planner::Strategy& s, const char* flag) {
               s.dp, s.pp, s.vpp, flag);
 }
 
+void add_train_target_flags(CLI::App& cmd, TrainTargetFlags& f) {
+  const char* g = "Time to train";
+  f.tokens_opt = cmd.add_option("--train-tokens", f.tokens,
+                                "tokens to train on (e.g. 15T, 300B, 2.5e12): adds the steps, "
+                                "wall days, GPU-hours (and cost) of the run, each with its range")
+                     ->group(g);
+  f.price_opt = cmd.add_option("--gpu-hour-price", f.price,
+                               "USD per GPU-hour (with --train-tokens): adds the cost")
+                    ->group(g);
+  f.goodput_opt = cmd.add_option("--goodput", f.goodput,
+                                 "share of wall time spent in productive training steps, 0 < F "
+                                 "<= 1 (restarts, checkpoints, evaluation; default 1)")
+                      ->group(g);
+}
+
+report::TrainingTarget load_train_target(const TrainTargetFlags& f) {
+  report::TrainingTarget t;
+  const bool tokens = f.tokens_opt && f.tokens_opt->count() > 0;
+  if (!tokens) {
+    if (f.price_opt && f.price_opt->count() > 0)
+      input_error("--gpu-hour-price needs --train-tokens (the tokens the run trains on)");
+    if (f.goodput_opt && f.goodput_opt->count() > 0)
+      input_error("--goodput needs --train-tokens (the tokens the run trains on)");
+    return t;
+  }
+  t.tokens = with_flag("--train-tokens", [&] { return report::parse_token_count(f.tokens); });
+  if (f.price_opt && f.price_opt->count() > 0) {
+    t.gpu_hour_price =
+        with_flag("--gpu-hour-price", [&] { return report::parse_finite_number(f.price); });
+    if (!(t.gpu_hour_price > 0))
+      input_error("--gpu-hour-price: expected a price in USD per GPU-hour > 0, got '{}'", f.price);
+  }
+  if (f.goodput_opt && f.goodput_opt->count() > 0) {
+    t.goodput = with_flag("--goodput", [&] { return report::parse_finite_number(f.goodput); });
+    if (!(t.goodput > 0 && t.goodput <= 1))
+      input_error("--goodput: expected a fraction 0 < F <= 1 (e.g. 0.9), got '{}'", f.goodput);
+  }
+  return t;
+}
+
 CLI::Option* add_format_flag(CLI::App& cmd, std::string& format) {
   return cmd.add_option("--format,-f", format, "output format")
       ->check(CLI::IsMember({"table", "json", "yaml"}))

@@ -13,6 +13,7 @@
 #include "models/model_spec.h"
 #include "planner/plan.h"
 #include "planner/strategy.h"
+#include "report/time_to_train.h"
 
 namespace strata::cli {
 
@@ -67,6 +68,18 @@ std::string plan_for_stdout(const planner::Plan& plan, const std::string& format
 // Refuses (InputError naming `flag`, the estimated size and what to change) a strategy
 // whose Chrome trace would pass planner::kMaxTraceBytes, before the timeline is recorded.
 void check_trace_bound(const planner::Strategy& s, const char* flag);
+// --train-tokens N [--gpu-hour-price USD] [--goodput F] (plan, simulate, compare): kept as
+// text and parsed by load_train_target, so every bad value is one error naming its flag.
+struct TrainTargetFlags {
+  std::string tokens, price, goodput;
+  CLI::Option* tokens_opt = nullptr;
+  CLI::Option* price_opt = nullptr;
+  CLI::Option* goodput_opt = nullptr;
+};
+void add_train_target_flags(CLI::App& cmd, TrainTargetFlags& flags);
+// tokens == 0 when --train-tokens is not given; --gpu-hour-price or --goodput without it is
+// an InputError, as are a price <= 0 and a goodput outside (0, 1].
+report::TrainingTarget load_train_target(const TrainTargetFlags& flags);
 
 // --format table|json|yaml
 CLI::Option* add_format_flag(CLI::App& cmd, std::string& format);

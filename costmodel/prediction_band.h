@@ -48,8 +48,10 @@ struct PredictionBand {
 PredictionBand prediction_band(const std::string& stack, const std::string& device,
                                double params_b, long long gpus, long long seq, bool fitted = false);
 
-// A warning when a predicted MFU exceeds the highest any published run on the device reached
-// (over every residual entry of the device that gives mfu_max); empty otherwise.
-std::string mfu_warning(const std::string& device, double mfu);
+// A warning when a predicted MFU exceeds the highest any validated published run on the
+// device reached (over every residual entry of the device that gives mfu_max) even at the
+// slow end of its band (mfu / band_high, band_high = published / predicted, >= 1); empty
+// otherwise.
+std::string mfu_warning(const std::string& device, double mfu, double band_high = 1.0);
 
 }  // namespace strata::costmodel

@@ -529,7 +529,7 @@ SimulationResult simulate(const models::ModelSpec& model, const costmodel::Clust
   engine.record_ops(options.op_costs);
   SimulationResult r = engine.run(strategy, options.timeline, options.stage_layers);
   r.prediction.notes = engine.notes(strategy);
-  if (auto w = costmodel::mfu_warning(cluster.device.name, r.prediction.mfu); !w.empty())
+  if (auto w = costmodel::mfu_warning(cluster.device.name, r.prediction.mfu, r.prediction.uncertainty_high); !w.empty())
     r.prediction.notes.push_back(w);
   return r;
 }

@@ -49,7 +49,13 @@ std::string format_plan_json(const PlanReport& r) {
   out["defaults"] = r.defaults;
   out["notes"] = r.notes;
   json plans = json::array();
-  for (const auto& p : r.plans) plans.push_back(plan_json(p));
+  for (const auto& p : r.plans) {
+    json j = plan_json(p);
+    if (r.target.given())
+      j["time_to_train"] =
+          time_to_train_json(time_to_train(p.strategy, p.prediction, p.model.seq_len, r.target));
+    plans.push_back(std::move(j));
+  }
   out["plans"] = std::move(plans);
   return dump(out);
 }
@@ -64,6 +70,11 @@ std::string format_simulation_json(const PlanReport& r) {
   if (!out.contains("memory_capacity_gib")) out["memory_capacity_gib"] = r.memory_capacity_gib;
   if (!out.contains("defaults")) out["defaults"] = r.defaults;
   if (!out.contains("notes")) out["notes"] = r.notes;
+  if (r.target.given()) {
+    const auto& p = r.plans.front();
+    out["time_to_train"] =
+        time_to_train_json(time_to_train(p.strategy, p.prediction, p.model.seq_len, r.target));
+  }
   return dump(out);
 }
 

@@ -58,6 +58,18 @@ std::string duration_cell(double s) {
   return fmt::format("{:.0f} us", s * 1e6);
 }
 
+std::string range_cell(double low_s, double high_s) {
+  if (!std::isfinite(low_s) || !std::isfinite(high_s)) return "n/a";
+  if (high_s >= 1.0) return fmt::format("{:.3f}-{:.3f} s", low_s, high_s);
+  if (high_s >= 1e-3) return fmt::format("{:.1f}-{:.1f} ms", low_s * 1e3, high_s * 1e3);
+  return fmt::format("{:.0f}-{:.0f} us", low_s * 1e6, high_s * 1e6);
+}
+
+std::string likely_range_cell(const planner::Prediction& q) {
+  if (q.uncertainty < 0) return "-";
+  return range_cell(q.iteration_s * q.uncertainty_low, q.iteration_s * q.uncertainty_high);
+}
+
 std::string percent_cell(double f) {
   if (!std::isfinite(f)) return "n/a";
   return fmt::format("{:.1f}%", f * 100.0);
@@ -187,7 +199,11 @@ std::string explain_best(const PlanReport& r) {
 std::string format_plan_table(const PlanReport& r) {
   // Expert columns only when some plan uses expert parallelism (MoE models).
   bool experts = false;
-  for (const auto& p : r.plans) experts = experts || p.strategy.ep * p.strategy.etp > 1;
+  bool banded = false;  // some plan has an uncertainty band: the likely range beside the step
+  for (const auto& p : r.plans) {
+    experts = experts || p.strategy.ep * p.strategy.etp > 1;
+    banded = banded || p.prediction.uncertainty >= 0;
+  }
   std::vector<std::pair<std::string, Align>> cols{{"rank", Align::Right},
            {"tp", Align::Right},
            {"pp", Align::Right},
@@ -201,12 +217,20 @@ std::string format_plan_table(const PlanReport& r) {
            {"recompute", Align::Left},
            {"sp", Align::Left},
            {"sched", Align::Left},
-           {"step time", Align::Right},
+           {"step time", Align::Right}});
+  if (banded) cols.emplace_back("likely range", Align::Right);
+  cols.insert(cols.end(), {
            {"TFLOP/s/GPU", Align::Right},
            {"MFU", Align::Right},
            {"mem/GPU GiB", Align::Right},
            {"bubble", Align::Right}});
   if (experts) cols.emplace_back("a2a", Align::Right);
+  const bool ttt = r.target.given();
+  if (ttt) {
+    cols.emplace_back("days", Align::Right);
+    cols.emplace_back("GPU-hours", Align::Right);
+    if (r.target.gpu_hour_price > 0) cols.emplace_back("cost", Align::Right);
+  }
   Table t(cols);
   int rank = 1;
   for (const auto& p : r.plans) {
@@ -218,14 +242,31 @@ std::string format_plan_table(const PlanReport& r) {
     row.insert(row.end(), {std::to_string(s.vpp), std::to_string(s.micro_batch),
                std::to_string(s.zero), planner::to_string(s.recompute),
                s.sequence_parallel ? "on" : "off", planner::to_string(s.schedule),
-               duration_cell(q.iteration_s), tflops_cell(q.model_tflops_per_gpu),
+               duration_cell(q.iteration_s)});
+    if (banded) row.push_back(likely_range_cell(q));
+    row.insert(row.end(), {tflops_cell(q.model_tflops_per_gpu),
                percent_cell(q.mfu), memory_cell(q.peak_memory_gib, r.memory_capacity_gib),
                percent_cell(q.bubble_fraction)});
     if (experts)  // the all-to-all share of the step
       row.push_back(q.iteration_s > 0 ? percent_cell(q.breakdown_s.ep_comm / q.iteration_s) : "n/a");
+    if (ttt) {
+      const TimeToTrain tt = time_to_train(s, q, p.model.seq_len, r.target);
+      row.push_back(format_ranged_days(tt.days, tt.banded));
+      row.push_back(format_gpu_hours(tt.gpu_hours.value));
+      if (r.target.gpu_hour_price > 0) row.push_back(format_usd(tt.cost_usd.value));
+    }
     t.add_row(std::move(row));
   }
-  return header_lines(r) + t.render() + explain_best(r) + explain_memory(r.plans.empty() ? nullptr : &r.plans.front(), "#1");
+  std::string out = header_lines(r) + t.render() + explain_best(r) +
+                    explain_memory(r.plans.empty() ? nullptr : &r.plans.front(), "#1");
+  if (ttt && !r.plans.empty()) {
+    const auto& best = r.plans.front();
+    out += "# time to train #1: " +
+           describe_time_to_train(
+               time_to_train(best.strategy, best.prediction, best.model.seq_len, r.target)) +
+           "\n";
+  }
+  return out;
 }
 
 std::string format_op_costs(const std::vector<planner::OpCostRow>& ops) {
@@ -285,8 +326,23 @@ std::string format_simulation_table(const PlanReport& r) {
         (part.value > 0 || std::string(part.name) != "ep comm (all-to-all)"))
       t.add_row({fmt::format("  {}", part.name), duration_cell(part.value),
                q.iteration_s > 0 ? percent_cell(part.value / q.iteration_s) : "n/a"});
+  if (r.target.given()) {
+    const TimeToTrain tt = time_to_train(s, q, p.model.seq_len, r.target);
+    const auto range = [&](const Ranged& v, std::string (*one)(double)) {
+      return tt.banded ? fmt::format("{} ({} - {})", one(v.value), one(v.low), one(v.high))
+                       : one(v.value);
+    };
+    t.add_row({fmt::format("train steps ({} tokens)", format_token_count(tt.tokens)),
+               std::to_string(tt.steps), ""});
+    t.add_row({"time to train", format_ranged_days(tt.days, tt.banded), ""});
+    t.add_row({"GPU-hours", range(tt.gpu_hours, &format_gpu_hours), ""});
+    if (tt.gpu_hour_price > 0) t.add_row({"cost", range(tt.cost_usd, &format_usd), ""});
+  }
   out += t.render();
   out += explain_memory(&p);
+  if (r.target.given())
+    out += "# time to train: " +
+           describe_time_to_train(time_to_train(s, q, p.model.seq_len, r.target)) + "\n";
   if (!q.fits_memory)
     out += fmt::format("# does NOT fit: {:.1f} GiB per GPU needed, {:.0f} GiB available\n",
                        q.peak_memory_gib, r.memory_capacity_gib);

@@ -29,6 +29,11 @@ class Table {
 
 // "1.234 s", "85.2 ms", "310 us".
 std::string duration_cell(double seconds);
+// "13.9-16.0 s", "85.2-90.1 ms": a step-time range in one unit (that of `high_s`).
+std::string range_cell(double low_s, double high_s);
+// The prediction's likely step-time range (iteration_s x [uncertainty_low, uncertainty_high]),
+// "-" when the stack was never validated on the device (no band).
+std::string likely_range_cell(const planner::Prediction& q);
 // "45.1%" from a fraction.
 std::string percent_cell(double fraction);
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "planner/plan.h"
+#include "report/time_to_train.h"
 
 namespace strata::report {
 
@@ -21,6 +22,7 @@ struct PlanReport {
   std::vector<std::string> defaults;  // human-readable defaults that were applied
   std::vector<std::string> notes;     // provenance: which numbers are datasheet vs measured
   std::vector<planner::Plan> plans;   // best first (simulate: exactly one)
+  TrainingTarget target;              // --train-tokens (+ --goodput, --gpu-hour-price)
 
   // Search statistics (plan only).
   bool searched = false;

@@ -1,5 +1,6 @@
 #include "report/report_data.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -25,15 +26,34 @@ const char* schedule_name(planner::ScheduleKind k) { return planner::to_string(k
 const char* recompute_name(planner::Recompute r) { return planner::to_string(r); }
 
 std::string strategy_label(const planner::Strategy& s) {
-  std::string out = fmt::format("tp{} pp{} dp{} · mbs {}", s.tp, s.pp, s.dp, s.micro_batch);
-  if (s.cp > 1) out += fmt::format(" · cp {}", s.cp);
+  std::string out = parallel_dims_label(s) + fmt::format(" · mbs {}", s.micro_batch);
   if (s.vpp > 1) out += fmt::format(" · vpp {}", s.vpp);
   if (s.zero > 0) out += fmt::format(" · zero {}", s.zero);
   if (s.recompute == planner::Recompute::Selective) out += " · sel-recompute";
   if (s.recompute == planner::Recompute::Full) out += " · full-recompute";
   if (s.sequence_parallel) out += " · sp";
   if (s.pp > 1) out += fmt::format(" · {}", schedule_name(s.schedule));
+  if (!s.precision.empty()) out += fmt::format(" · {}", s.precision);
   return out;
+}
+
+std::string parallel_dims_label(const planner::Strategy& s) {
+  std::string out = fmt::format("tp{} pp{} dp{}", s.tp, s.pp, s.dp);
+  if (s.cp > 1) out += fmt::format(" cp{}", s.cp);
+  if (s.ep > 1) out += fmt::format(" ep{}", s.ep);
+  if (s.etp > 1) out += fmt::format(" etp{}", s.etp);
+  return out;
+}
+
+bool any_experts(const ReportData& d) {
+  return std::any_of(d.entries.begin(), d.entries.end(),
+                     [](const ReportEntry& e) { return e.strategy.ep * e.strategy.etp > 1; });
+}
+
+bool any_context_parallel(const ReportData& d) {
+  return std::any_of(d.entries.begin(), d.entries.end(), [](const ReportEntry& e) {
+    return e.strategy.cp > 1 || e.prediction.breakdown_s.cp_comm > 0;
+  });
 }
 
 std::string format_seconds(double s) {
@@ -43,6 +63,17 @@ std::string format_seconds(double s) {
   if (a < 1e-3) return fmt::format("{:.3g} us", s * 1e6);
   if (a < 1.0) return fmt::format("{:.3g} ms", s * 1e3);
   return fmt::format("{:.3g} s", s);
+}
+
+std::string format_likely_range(const planner::Prediction& p) {
+  if (p.uncertainty < 0) return "–";
+  return fmt::format("{} – {}", format_seconds(p.iteration_s * p.uncertainty_low),
+                     format_seconds(p.iteration_s * p.uncertainty_high));
+}
+
+bool any_band(const ReportData& d) {
+  return std::any_of(d.entries.begin(), d.entries.end(),
+                     [](const ReportEntry& e) { return e.prediction.uncertainty >= 0; });
 }
 
 std::string format_count(double v) {

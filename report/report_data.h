@@ -10,6 +10,7 @@
 #include "planner/prediction.h"
 #include "planner/simulator.h"
 #include "planner/strategy.h"
+#include "report/time_to_train.h"
 
 namespace strata::report {
 
@@ -40,6 +41,7 @@ struct ReportData {
   std::string measured_origin;     // file the measurements came from, if any
   std::vector<std::string> notes;  // provenance: datasheet vs measured numbers
   std::vector<ReportEntry> entries;
+  TrainingTarget target;           // --train-tokens: time, GPU-hours and cost per strategy
 };
 
 // Index of the entry with the smallest predicted iteration time among those that fit
@@ -52,11 +54,23 @@ std::string format_count(double v);
 std::string format_gib(double gib);
 
 // "tp2 pp4 dp8 · mbs 1 · vpp 2 · zero 1 · sel · sp · interleaved": short and unique
-// for the fields that differ from the defaults.
+// for the fields that differ from the defaults; every parallel dimension above 1 is in its
+// first part ("tp1 pp1 dp64 ep8 · mbs 1"), the precision last when the strategy sets one.
 std::string strategy_label(const planner::Strategy& s);
+// "tp2 pp4 dp8", then " cp2", " ep8", " etp2" for each of those above 1.
+std::string parallel_dims_label(const planner::Strategy& s);
+// Some entry uses expert parallelism (ep or etp > 1): the ep / etp columns are shown.
+bool any_experts(const ReportData& data);
+// Some entry uses context parallelism (cp > 1 or cp communication): the CP comm column.
+bool any_context_parallel(const ReportData& data);
 
 // 0.0123 -> "12.3 ms", 1.5 -> "1.50 s", 4.2e-5 -> "42.0 us".
 std::string format_seconds(double s);
+// The prediction's likely step-time range from its uncertainty band, "25.9 s – 30.6 s";
+// "–" without a band (stack not validated on the device).
+std::string format_likely_range(const planner::Prediction& p);
+// Some entry's prediction has an uncertainty band (the likely-range column is shown).
+bool any_band(const ReportData& data);
 // 0.4567 -> "45.7%".
 std::string format_percent(double fraction);
 

@@ -22,6 +22,9 @@ constexpr const char* kDpComm = "#76b7b2";
 constexpr const char* kOptimizer = "#b07aa1";
 constexpr const char* kBubble = "#bab0ac";
 constexpr const char* kOther = "#9c755f";
+constexpr const char* kCpComm = "#edc948";
+constexpr const char* kEpComm = "#ff9da7";
+constexpr const char* kStraggler = "#6b6b6b";
 
 constexpr int kChartWidth = 1280;  // fits the page; CSS scales it down on narrow screens
 
@@ -52,14 +55,14 @@ footer { color: #888; font-size: 12px; margin-top: 32px; }
 )css";
 
 std::string short_label(std::size_t index, const planner::Strategy& s) {
-  std::string out = fmt::format("#{} tp{} pp{} dp{} mbs{}", index + 1, s.tp, s.pp, s.dp, s.micro_batch);
-  if (s.cp > 1) out += fmt::format(" cp{}", s.cp);
+  std::string out = fmt::format("#{} {} mbs{}", index + 1, parallel_dims_label(s), s.micro_batch);
   if (s.vpp > 1) out += fmt::format(" vpp{}", s.vpp);
   if (s.zero > 0) out += fmt::format(" z{}", s.zero);
   if (s.recompute == planner::Recompute::Selective) out += " sel";
   if (s.recompute == planner::Recompute::Full) out += " full";
   if (s.sequence_parallel) out += " sp";
   if (s.pp > 1 && s.schedule == planner::ScheduleKind::GPipe) out += " gpipe";
+  if (!s.precision.empty()) out += " " + s.precision;
   return out;
 }
 
@@ -107,13 +110,27 @@ std::string table_html(const ReportData& d) {
   const bool measured = std::any_of(d.entries.begin(), d.entries.end(),
                                     [](const ReportEntry& e) { return e.measured.has_value(); });
   const int best = best_entry(d);
+  const bool experts = any_experts(d);
+  const bool a2a = experts || std::any_of(d.entries.begin(), d.entries.end(), [](const ReportEntry& e) {
+                     return e.prediction.breakdown_s.ep_comm > 0;
+                   });
   std::string out = "<div class=\"card\"><table>\n<thead><tr><th>#</th>"
-                    "<th>tp</th><th>pp</th><th>dp</th><th>cp</th><th>vpp</th><th>mbs</th><th>zero</th>"
-                    "<th class=\"l\">recompute</th><th class=\"l\">sp</th><th class=\"l\">schedule</th>"
-                    "<th>step time</th>";
+                    "<th>tp</th><th>pp</th><th>dp</th><th>cp</th>";
+  if (experts) out += "<th>ep</th><th>etp</th>";
+  out += "<th>vpp</th><th>mbs</th><th>zero</th>"
+         "<th class=\"l\">recompute</th><th class=\"l\">sp</th><th class=\"l\">schedule</th>"
+         "<th>step time</th>";
+  const bool band = any_band(d);
+  if (band) out += "<th>likely range</th>";
   if (measured) out += "<th>measured</th><th>error</th>";
   out += "<th>tokens/s</th><th>TFLOP/s/GPU</th><th>MFU</th><th>memory/GPU</th><th>bubble</th>"
-         "<th>TP comm</th><th>CP comm</th><th>PP comm</th><th>DP comm</th></tr></thead>\n<tbody>\n";
+         "<th>TP comm</th><th>CP comm</th><th>PP comm</th><th>DP comm</th>";
+  if (a2a) out += "<th>EP comm (all-to-all)</th>";
+  const bool ttt = d.target.given();
+  const bool cost = ttt && d.target.gpu_hour_price > 0;
+  if (ttt) out += "<th>days to train</th><th>GPU-hours</th>";
+  if (cost) out += "<th>cost</th>";
+  out += "</tr></thead>\n<tbody>\n";
   for (std::size_t i = 0; i < d.entries.size(); ++i) {
     const auto& e = d.entries[i];
     const auto& s = e.strategy;
@@ -122,13 +139,16 @@ std::string table_html(const ReportData& d) {
     if (static_cast<int>(i) == best) cls = "best";
     if (!p.fits_memory) cls += cls.empty() ? "over" : " over";
     out += cls.empty() ? "<tr>" : fmt::format("<tr class=\"{}\">", cls);
+    out += fmt::format("<td title=\"{}\">{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+                       escape(strategy_label(s)), i + 1, static_cast<int>(i) == best ? " ★" : "", s.tp,
+                       s.pp, s.dp, s.cp);
+    if (experts) out += fmt::format("<td>{}</td><td>{}</td>", s.ep, s.etp);
     out += fmt::format(
-        "<td title=\"{}\">{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
+        "<td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
         "<td>{}</td>",
-        escape(strategy_label(s)), i + 1, static_cast<int>(i) == best ? " ★" : "", s.tp, s.pp, s.dp,
-        s.cp, s.vpp, s.micro_batch, s.zero, recompute_name(s.recompute), s.sequence_parallel ? "yes" : "no",
+        s.vpp, s.micro_batch, s.zero, recompute_name(s.recompute), s.sequence_parallel ? "yes" : "no",
         s.pp > 1 ? schedule_name(s.schedule) : "–", escape(format_seconds(p.iteration_s)));
+    if (band) out += fmt::format("<td>{}</td>", escape(format_likely_range(p)));
     if (measured) {
       if (!e.measured) {
         out += "<td>–</td><td>–</td>";
@@ -151,10 +171,18 @@ std::string table_html(const ReportData& d) {
     const auto& b = p.breakdown_s;
     out += fmt::format(
         "<td>{}</td><td>{:.4g}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td><td>{}</td></tr>\n",
+        "<td>{}</td><td>{}</td>",
         escape(format_count(p.tokens_per_s)), p.model_tflops_per_gpu, escape(format_percent(p.mfu)), mem,
         escape(format_percent(p.bubble_fraction)), escape(format_seconds(b.tp_comm)),
         escape(format_seconds(b.cp_comm)), escape(format_seconds(b.pp_comm)), escape(format_seconds(b.dp_comm)));
+    if (a2a) out += fmt::format("<td>{}</td>", escape(format_seconds(b.ep_comm)));
+    if (ttt) {
+      const TimeToTrain t = time_to_train(s, p, d.seq_len, d.target);
+      out += fmt::format("<td>{}</td><td>{}</td>", escape(format_ranged_days(t.days, t.banded)),
+                         escape(format_gpu_hours(t.gpu_hours.value)));
+      if (cost) out += fmt::format("<td>{}</td>", escape(format_usd(t.cost_usd.value)));
+    }
+    out += "</tr>\n";
   }
   out += "</tbody></table></div>\n";
   return out;
@@ -177,20 +205,50 @@ int pipelined_showcase(const ReportData& d) {
   return pick;
 }
 
+namespace {
+
+// The parts of the step the breakdown chart stacks: every planner::Breakdown component
+// (CP, EP and straggler segments only when some entry has them), in the order of the table.
+struct Segment {
+  const char* name;
+  const char* color;
+  double planner::Breakdown::*part;
+};
+
+std::vector<Segment> breakdown_segments(const ReportData& d) {
+  using B = planner::Breakdown;
+  auto any = [&](double B::*part) {
+    return std::any_of(d.entries.begin(), d.entries.end(),
+                       [&](const ReportEntry& e) { return e.prediction.breakdown_s.*part > 0; });
+  };
+  std::vector<Segment> out{{"compute", kCompute, &B::compute}, {"TP comm", kTpComm, &B::tp_comm}};
+  if (any(&B::cp_comm)) out.push_back({"CP comm", kCpComm, &B::cp_comm});
+  out.push_back({"PP comm", kPpComm, &B::pp_comm});
+  out.push_back({"DP comm", kDpComm, &B::dp_comm});
+  if (any(&B::ep_comm)) out.push_back({"EP comm (all-to-all)", kEpComm, &B::ep_comm});
+  if (any(&B::straggler)) out.push_back({"stragglers", kStraggler, &B::straggler});
+  out.push_back({"optimizer", kOptimizer, &B::optimizer});
+  out.push_back({"bubble", kBubble, &B::bubble});
+  return out;
+}
+
+}  // namespace
+
 svg::StackedBarChart breakdown_chart(const ReportData& d) {
   const TimeUnit u = time_unit(max_iteration(d));
   svg::StackedBarChart c;
   c.title = "Step time breakdown (critical path of one iteration)";
   c.axis_label = fmt::format("time per iteration ({})", u.name);
-  c.series = {{"compute", kCompute},   {"TP comm", kTpComm},   {"PP comm", kPpComm},
-              {"DP comm", kDpComm},    {"optimizer", kOptimizer}, {"bubble", kBubble}};
+  const std::vector<Segment> segments = breakdown_segments(d);
+  for (const auto& g : segments) c.series.push_back({g.name, g.color});
+  auto sum_of = [&](const planner::Breakdown& b) {
+    double sum = 0;
+    for (const auto& g : segments) sum += b.*g.part;
+    return sum;
+  };
   bool need_other = false;
   for (const auto& e : d.entries) {
-    const auto& b = e.prediction.breakdown_s;
-    std::vector<double> v{b.compute, b.tp_comm, b.pp_comm, b.dp_comm, b.optimizer, b.bubble};
-    double sum = 0;
-    for (double x : v) sum += x;
-    const double rest = e.prediction.iteration_s - sum;
+    const double rest = e.prediction.iteration_s - sum_of(e.prediction.breakdown_s);
     if (rest > 1e-3 * e.prediction.iteration_s) need_other = true;
   }
   if (need_other) c.series.push_back({"other", kOther});
@@ -199,12 +257,8 @@ svg::StackedBarChart breakdown_chart(const ReportData& d) {
     const auto& b = e.prediction.breakdown_s;
     svg::StackedBarRow row;
     row.label = short_label(i, e.strategy);
-    row.values = {b.compute * u.scale, b.tp_comm * u.scale, b.pp_comm * u.scale,
-                  b.dp_comm * u.scale, b.optimizer * u.scale, b.bubble * u.scale};
-    if (need_other) {
-      double sum = b.compute + b.tp_comm + b.pp_comm + b.dp_comm + b.optimizer + b.bubble;
-      row.values.push_back(std::max(0.0, e.prediction.iteration_s - sum) * u.scale);
-    }
+    for (const auto& g : segments) row.values.push_back(b.*g.part * u.scale);
+    if (need_other) row.values.push_back(std::max(0.0, e.prediction.iteration_s - sum_of(b)) * u.scale);
     if (e.measured && e.measured->status == "ok") {
       row.marker = e.measured->step_s * u.scale;
       row.marker_label = "measured";
@@ -225,8 +279,7 @@ svg::GroupedBarChart memory_chart(const ReportData& d) {
   for (std::size_t i = 0; i < d.entries.size(); ++i) {
     const auto& p = d.entries[i].prediction;
     svg::BarGroup g;
-    g.label = fmt::format("#{} tp{} pp{} dp{}", i + 1, d.entries[i].strategy.tp,
-                          d.entries[i].strategy.pp, d.entries[i].strategy.dp);
+    g.label = fmt::format("#{} {}", i + 1, parallel_dims_label(d.entries[i].strategy));
     if (p.stage_memory_gib.empty()) {
       g.values = {p.peak_memory_gib};
       g.bar_labels = {"all"};
@@ -310,14 +363,23 @@ std::string report_html(const ReportData& d) {
   if (best >= 0) {
     const auto& e = d.entries[static_cast<std::size_t>(best)];
     out += fmt::format(
-        "<p class=\"summary\">Fastest predicted{}: <b>#{} {}</b> at <b>{}</b> per iteration, {} "
+        "<p class=\"summary\">Fastest predicted{}: <b>#{} {}</b> at <b>{}</b>{} per iteration, {} "
         "tokens/s, {:.4g} TFLOP/s per GPU ({} MFU), peak memory {} per GPU.</p>\n",
         e.prediction.fits_memory ? "" : " (none fits memory)", best + 1,
         escape(strategy_label(e.strategy)), escape(format_seconds(e.prediction.iteration_s)),
+        e.prediction.uncertainty >= 0
+            ? fmt::format(" (likely {})", escape(format_likely_range(e.prediction)))
+            : std::string(),
         escape(format_count(e.prediction.tokens_per_s)), e.prediction.model_tflops_per_gpu,
         escape(format_percent(e.prediction.mfu)), escape(format_gib(e.prediction.peak_memory_gib)));
   }
 
+  if (best >= 0 && d.target.given()) {
+    const auto& e = d.entries[static_cast<std::size_t>(best)];
+    out += fmt::format("<p class=\"summary\">Time to train with #{}: {}.</p>\n", best + 1,
+                       escape(describe_time_to_train(
+                           time_to_train(e.strategy, e.prediction, d.seq_len, d.target))));
+  }
   out += "<h2>Strategies side by side</h2>\n" + table_html(d);
   if (!d.measured_origin.empty())
     out += fmt::format("<p class=\"sub\">Measured: median step time after warm-up, from {}.</p>\n",

@@ -35,6 +35,9 @@ json strategy_to_json(const planner::Strategy& s) {
   json j{{"dp", s.dp},
          {"tp", s.tp},
          {"pp", s.pp},
+         {"cp", s.cp},
+         {"ep", s.ep},
+         {"etp", s.etp},
          {"vpp", s.vpp},
          {"micro_batch", s.micro_batch},
          {"global_batch", s.global_batch},
@@ -53,6 +56,10 @@ planner::Strategy strategy_from_json(const json& j, const std::string& where) {
   s.dp = get_key<int>(j, "dp", where);
   s.tp = get_key<int>(j, "tp", where);
   s.pp = get_key<int>(j, "pp", where);
+  // cp, ep and etp: absent in files written before they were part of the strategy (1).
+  if (j.contains("cp")) s.cp = get_key<int>(j, "cp", where);
+  if (j.contains("ep")) s.ep = get_key<int>(j, "ep", where);
+  if (j.contains("etp")) s.etp = get_key<int>(j, "etp", where);
   s.vpp = get_key<int>(j, "vpp", where);
   s.micro_batch = get_key<std::int64_t>(j, "micro_batch", where);
   s.global_batch = get_key<std::int64_t>(j, "global_batch", where);
@@ -93,6 +100,7 @@ json prediction_to_json(const planner::Prediction& p) {
                 {"dp_comm", number_or_null(b.dp_comm)},
                 {"optimizer", number_or_null(b.optimizer)},
                 {"bubble", number_or_null(b.bubble)},
+                {"ep_comm", number_or_null(b.ep_comm)},
                 {"straggler", number_or_null(b.straggler)}}}};
 }
 
@@ -167,6 +175,9 @@ std::string report_json(const ReportData& d) {
                            {"measured", measured},
                            {"timeline_events", e.timeline.size()},
                            {"timeline", timeline}});
+    if (d.target.given())
+      entries.back()["time_to_train"] =
+          json(time_to_train_json(time_to_train(e.strategy, e.prediction, d.seq_len, d.target)));
   }
   json out{{"schema_version", 1},
            {"command", "compare"},

@@ -1,0 +1,195 @@
+// Context parallel and FP8 in the simulator end to end (split from simulator_test.cpp).
+#include "planner/simulator.h"
+#include "common/json_text.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/errors.h"
+#include "costmodel/block_table.h"
+#include "costmodel/cluster_spec.h"
+#include "costmodel/collective_cost.h"
+#include "models/model_graph.h"
+#include "models/model_spec.h"
+#include "planner/detail/pipeline_walk.h"
+#include "planner/schedule.h"
+#include "tests/tables_only_cluster.h"
+#include "tests/planner/simulator_fixtures.h"
+
+namespace strata::planner {
+namespace {
+
+// ---- The simulator end to end ---------------------------------------------------------
+
+using namespace test_fixtures;
+
+costmodel::ClusterSpec flops_only_cluster() {
+  costmodel::ClusterSpec c = free_comm_cluster();
+  c.device.gemm_table.clear();
+  c.device.collective_table.clear();
+  c.device.op_table.clear();
+  c.device.block_table.clear();
+  return c;
+}
+
+costmodel::SoftwareStack flash_stack_without_overheads() {
+  auto st = costmodel::load_software_stack("mcore-2024");
+  st.kernel_overhead_us = 0;
+  return st;
+}
+
+// Each of the cp ranks runs every op on s/cp tokens and 1/cp of the whole sequence's
+// causal attention (load-balanced chunks): with everything linear in FLOPs, one rank's
+// compute per iteration is exactly 1/cp of the cp = 1 rank's, and the model FLOPs per GPU
+// per second stay the same. Charging the attention as (s/cp)^2 would make it 1/cp^2.
+TEST(Simulator, ContextParallelSplitsEveryOpsWorkIncludingTheCausalAttention) {
+  auto model = synthetic_model();
+  model.seq_len = 4096;  // attention is a large part of the work
+  const auto cluster = flops_only_cluster();
+  const auto stack = flash_stack_without_overheads();
+  SimulateOptions o;
+  o.stack = &stack;
+  const auto one = simulate(model, cluster, strategy(1, 1, 1, 1, 4), o).prediction;
+  ASSERT_GT(one.breakdown_s.compute, 0);
+  for (int cp : {2, 4}) {
+    Strategy s = strategy(1, 1, 1, 1, 4);
+    s.cp = cp;
+    const auto p = simulate(model, cluster, s, o).prediction;
+    EXPECT_NEAR(p.breakdown_s.compute, one.breakdown_s.compute / cp, 1e-6 * one.breakdown_s.compute)
+        << "cp " << cp;
+    EXPECT_NEAR(p.model_tflops_per_gpu, one.model_tflops_per_gpu, 1e-3 * one.model_tflops_per_gpu);
+    EXPECT_NEAR(p.tokens_per_s, one.tokens_per_s * cp, 1e-3 * one.tokens_per_s * cp);
+  }
+}
+
+// The all-gather exchange is exposed whole: per layer and micro-batch one all-gather of
+// K/V forward, an all-gather and a reduce-scatter backward, on the CP group.
+TEST(Simulator, AllGatherContextParallelChargesItsExchangeAsCpComm) {
+  auto model = synthetic_model();  // 8 layers, h 1024, 16 heads
+  model.seq_len = 4096;
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
+  auto stack = costmodel::load_software_stack("mcore-2024");
+  stack.cp_comm = costmodel::CpCommType::AllGather;
+  SimulateOptions o;
+  o.stack = &stack;
+  Strategy s = strategy(1, 2, 1, 1, 4);  // tp 2, cp 4: one CP group of 4 ranks in a node
+  s.cp = 4;
+  const auto p = simulate(model, cluster, s, o).prediction;
+  // K/V per rank: 2 x 1 x (4096 / 4) x (1024 / 2) x 2 B = 2 MiB; the gathered buffer 8 MiB.
+  const double gathered = 4 * 2.0 * 1024 * 512 * 2;
+  const costmodel::CollectiveCost coll(cluster);
+  const costmodel::PlacedGroup cp4{4, 1, 4};
+  const double ag = coll.time_s(costmodel::Collective::AllGather, gathered, cp4);
+  const double rs = coll.time_s(costmodel::Collective::ReduceScatter, gathered, cp4);
+  EXPECT_NEAR(p.breakdown_s.cp_comm, 4 /*micro-batches*/ * 8 /*layers*/ * (2 * ag + rs), 1e-9);
+  EXPECT_NEAR(breakdown_sum(p.breakdown_s) + p.breakdown_s.cp_comm, p.iteration_s,
+              1e-9 * p.iteration_s);
+  // The ring exchange hides behind the attention at least partly: never more exposed.
+  stack.cp_comm = costmodel::CpCommType::P2p;
+  const auto q = simulate(model, cluster, s, o).prediction;
+  EXPECT_LT(q.breakdown_s.cp_comm, p.breakdown_s.cp_comm);
+  EXPECT_LT(q.iteration_s, p.iteration_s);
+  // cp = 1 charges nothing.
+  EXPECT_EQ(simulate(model, cluster, strategy(1, 2, 1, 1, 4), o).prediction.breakdown_s.cp_comm, 0);
+}
+
+TEST(Simulator, ContextParallelNeedsAFusedAttentionKernelAndEvenChunks) {
+  auto model = synthetic_model();
+  model.seq_len = 4096;
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
+  const auto unfused = costmodel::load_software_stack("megatron-2021");
+  SimulateOptions o;
+  o.stack = &unfused;
+  Strategy s = strategy(1, 1, 1, 1, 4);
+  s.cp = 2;
+  EXPECT_THROW(simulate(model, cluster, s, o), InputError);
+  const auto flash = costmodel::load_software_stack("mcore-2024");
+  o.stack = &flash;
+  model.seq_len = 4094;  // not a multiple of 2 x cp = 4
+  EXPECT_THROW(simulate(model, cluster, s, o), InputError);
+}
+
+// Gradients reduce over the dp x cp ranks: with cp = 2 and dp = 1 there still is a
+// gradient reduction, on a group of 2.
+TEST(Simulator, ContextParallelRanksReduceGradientsTogether) {
+  auto model = synthetic_model();
+  model.seq_len = 4096;
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
+  auto stack = costmodel::load_software_stack("mcore-2024");
+  stack.overlap_grad_reduce = false;  // one reduction after the backward: all of it exposed
+  SimulateOptions o;
+  o.stack = &stack;
+  Strategy s = strategy(1, 1, 1, 1, 4);
+  s.cp = 2;
+  const auto p = simulate(model, cluster, s, o).prediction;
+  const double params = models::ModelGraph::build(model, 1).total_params();
+  const costmodel::CollectiveCost coll(cluster);
+  EXPECT_NEAR(p.breakdown_s.dp_comm,
+              coll.time_s(costmodel::Collective::AllReduce,
+                          params * costmodel::dtype_bytes(stack.grad_reduce_dtype),
+                          costmodel::PlacedGroup{2, 1, 2}),
+              1e-9);
+  EXPECT_GT(p.breakdown_s.dp_comm, 0);
+}
+
+// ---- FP8 --------------------------------------------------------------------------
+
+// Only the linear layers move to the fp8 rate: with free memory traffic (the casts cost
+// nothing) and roofline GEMMs, the compute shrinks by half of those layers' GEMM time, by
+// hand: per layer and micro-batch 2 x b x s x 12h^2 FLOPs forward (QKV 3h^2, out h^2, MLP
+// 8h^2) and twice that backward. Attention and the LM head keep their bf16 time.
+TEST(Simulator, Fp8RunsTheLinearLayersAtTheFp8Rate) {
+  const auto model = synthetic_model();  // 8 layers, h 1024, s 256
+  auto cluster = flops_only_cluster();
+  const double bf16 = cluster.device.peak_flops(costmodel::DType::Bf16);
+  cluster.device.peak_tflops[costmodel::DType::Fp8] = 2 * bf16 / 1e12;
+  const auto stack = flash_stack_without_overheads();
+  SimulateOptions o;
+  o.stack = &stack;
+  Strategy s = strategy(1, 1, 1, 1, 4);
+  const auto a = simulate(model, cluster, s, o).prediction;
+  s.precision = "fp8";
+  const auto b = simulate(model, cluster, s, o).prediction;
+  const double h = 1024, tokens = 256, mbs = 4, layers = 8;
+  const double linear_s = layers * mbs * 3 * 2 * tokens * 12 * h * h / (bf16 * cluster.device.gemm_efficiency);
+  EXPECT_NEAR(a.breakdown_s.compute - b.breakdown_s.compute, linear_s / 2, 1e-6 * linear_s);
+  EXPECT_EQ(a.precision, "bf16");
+  EXPECT_EQ(b.precision, "fp8");
+  // Memory: the FP8 weight and its transpose, 2 bytes per linear weight, nothing else.
+  EXPECT_NEAR((b.peak_memory.weights - a.peak_memory.weights) * 1024.0 * 1024 * 1024,
+              2 * layers * 12 * h * h, 1.0);
+  EXPECT_DOUBLE_EQ(b.peak_memory.activations, a.peak_memory.activations);
+}
+
+TEST(Simulator, Fp8OnADeviceWithoutAnFp8PeakIsOneClearError) {
+  const auto model = synthetic_model();
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
+  Strategy s = strategy(1, 1, 1, 1, 4);
+  s.precision = "fp8";
+  try {
+    simulate(model, cluster, s);
+    FAIL() << "fp8 on an A100 simulated";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("a100-sxm-80gb"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fp8"), std::string::npos) << e.what();
+  }
+  s.precision = "fp4";
+  EXPECT_THROW(simulate(model, cluster, s), InputError);
+  // bf16 in place of the stack's precision is accepted there.
+  s.precision = "bf16";
+  EXPECT_GT(simulate(model, cluster, s).prediction.iteration_s, 0);
+}
+
+// ---- ZeRO-2 / ZeRO-3 ---------------------------------------------------------------
+
+// ZeRO-3 without prefetch: every group's forward and backward all-gathers wait (2 per
+// group and micro-batch); its reduce-scatters may hide behind the backward. No end-of-
+// iteration reduction and no parameter all-gather after the step.
+
+}  // namespace
+}  // namespace strata::planner

@@ -1,0 +1,53 @@
+// Shared by the simulator tests: a synthetic model with uniform blocks, a cluster whose
+// communication is free, strategy shorthand and the breakdown sum.
+#pragma once
+#include <cstdint>
+
+#include "costmodel/cluster_spec.h"
+#include "models/model_spec.h"
+#include "planner/prediction.h"
+#include "planner/strategy.h"
+#include "tests/tables_only_cluster.h"
+
+namespace strata::planner::test_fixtures {
+
+inline models::ModelSpec synthetic_model() {
+  models::ModelSpec m;
+  m.name = "synthetic";
+  m.layers = 8;
+  m.hidden = 1024;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.ffn = 4096;
+  m.vocab = 8;  // the LM head and embedding cost next to nothing
+  m.seq_len = 256;
+  return m;
+}
+
+// Communication and memory traffic are free: only GEMM / attention FLOPs take time.
+inline costmodel::ClusterSpec free_comm_cluster() {
+  costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-a100");
+  c.name = "free-comm";
+  c.intra_node.bandwidth_gbps = c.inter_node.bandwidth_gbps = 1e12;
+  c.intra_node.latency_us = c.inter_node.latency_us = 0;
+  c.device.memory_bandwidth_gbps = 1e12;
+  c.device.kernel_overhead_us = 0;  // per-kernel costs would make the embedding stage slower
+  return c;
+}
+
+inline Strategy strategy(int dp, int tp, int pp, std::int64_t mb, std::int64_t gb) {
+  Strategy s;
+  s.dp = dp;
+  s.tp = tp;
+  s.pp = pp;
+  s.micro_batch = mb;
+  s.global_batch = gb;
+  return s;
+}
+
+inline double breakdown_sum(const Breakdown& b) {
+  return b.compute + b.tp_comm + b.pp_comm + b.dp_comm + b.optimizer + b.bubble + b.straggler;
+}
+
+
+}  // namespace strata::planner::test_fixtures
