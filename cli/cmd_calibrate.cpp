@@ -18,14 +18,19 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+
+#include <cmath>
 #include <memory>
+#include <utility>
 
 #include "calibration/calibrate.h"
 #include "calibration/fit_runs.h"
 #include "calibration/measured_runs.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/output.h"
 #include "common/atomic_file.h"
+#include "common/errors.h"
 
 namespace strata::cli {
 
@@ -88,6 +93,8 @@ void add_calibrate_command(CLI::App& app) {
   auto flags = std::make_shared<calibration::CalibrationRequest>();
   auto* cmd = app.add_subcommand(
       "calibrate", "Measure GEMM and collective kernels and write a measured device profile");
+  add_files_help(*cmd, "--model (files, or catalog names), --from-runs, --from-log, --job, --cluster, --stack",
+                 "--out (the profile YAML; - for stdout)");
   cmd->add_option("--backend", flags->backend, "Kernel backend: cpu (OpenBLAS + MPI) or cuda (cuBLASLt + NCCL)")
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "Profile YAML to write (atomically), or - for stdout")->required();
@@ -104,7 +111,8 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--max-bytes", flags->max_bytes,
                   "Largest collective message (bytes, or with K/M/G); default 1G (64M with --quick)");
   cmd->add_option("--max-gemm-dim", flags->max_gemm_dim,
-                  "Largest square GEMM of the size sweep; default 4096 (1024 with --quick)");
+                  "Largest square GEMM of the size sweep; default 4096 (1024 with --quick)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{65536}));
   cmd->add_option("--dtypes", flags->dtypes, "GEMM dtypes (cpu: fp32; cuda default: bf16,fp16,tf32,fp32)")
       ->delimiter(',');
   cmd->add_option("--format", flags->format, "Output format of the measurement tables")
@@ -135,6 +143,19 @@ void add_calibrate_command(CLI::App& app) {
       ->check(CLI::Range(0.001, 1.0))
       ->capture_default_str();
   cmd->callback([flags, runs] {
+    // CLI11's Range lets nan through (every comparison with it is false): refuse it by name.
+    const std::pair<const char*, double> reals[] = {{"--sustain", flags->sustain_s},
+                                                    {"--row-sigma", runs->row_sigma}};
+    for (const auto& [flag, v] : reals)
+      if (!std::isfinite(v)) input_error("{} ({}) must be a finite number", flag, v);
+    std::vector<PathFlag> inputs;
+    for (const auto& m : flags->models) inputs.push_back({m, "--model"});
+    inputs.push_back({runs->runs, "--from-runs"});
+    for (const auto& l : runs->logs) inputs.push_back({l, "--from-log"});
+    for (const auto& j : runs->jobs) inputs.push_back({j, "--job"});
+    inputs.push_back({runs->cluster, "--cluster"});
+    inputs.push_back({runs->stack, "--stack"});
+    check_path_aliasing({{flags->out, "--out"}}, inputs);
     if (runs->any()) return run_from_runs(*runs, flags->out);
     run_calibrate(*flags);
   });

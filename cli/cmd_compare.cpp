@@ -22,6 +22,7 @@
 #include "planner/search.h"
 #include "planner/simulator.h"
 #include "planner/strategy.h"
+#include "planner/trace_bounds.h"
 
 namespace strata::cli {
 
@@ -79,6 +80,10 @@ struct Chosen {
 };
 
 void run_compare(CompareFlags& f) {
+  std::vector<PathFlag> inputs = model_cluster_inputs(f.mc);
+  inputs.push_back({f.strategies, "--strategies"});
+  inputs.push_back({f.measured, "--measured"});
+  check_path_aliasing({{f.report, "--report"}}, inputs);
   if (f.report != "-") check_output_path(f.report, "--report");
   const std::string format = report_format(f.report, f.format);
   const TrainingTarget target = load_train_target(f.tt);
@@ -175,13 +180,29 @@ void run_compare(CompareFlags& f) {
     e.stage_layers = sim.stage_layers;
     data.entries.push_back(std::move(e));
   }
-  // Timelines: recorded only where a Gantt chart is drawn (they are large).
+  // Timelines: recorded only where a Gantt chart is drawn (they are large; Markdown draws
+  // none), and only when the charts stay within planner::kMaxTraceBytes.
   const int best = best_entry(data);
   const int showcase = pipelined_showcase(data);
+  std::vector<std::size_t> charted;
+  double events = 0;
   for (std::size_t i = 0; i < data.entries.size(); ++i) {
     const bool wanted = f.gantt == "all" || (f.gantt == "best" && (static_cast<int>(i) == best ||
                                                                    static_cast<int>(i) == showcase));
-    if (!wanted) continue;
+    if (!wanted || format == "md") continue;
+    charted.push_back(i);
+    events += planner::trace_event_estimate(data.entries[i].strategy);
+  }
+  // Bytes per timeline event in the report, measured (91 B in the HTML's SVG, 239 B in
+  // the JSON) and rounded up.
+  const double per_event = format == "json" ? 250 : 100;
+  if (events * per_event > planner::kMaxTraceBytes)
+    input_error("--gantt {}: the timelines of {} strateg{} would hold about {:.0f} events (~{:.0f} MB "
+                "of {}), over the {:.0f} MB bound; use --gantt best or none, fewer strategies, or a "
+                "smaller --global-batch (fewer micro-batches per step)",
+                f.gantt, charted.size(), charted.size() == 1 ? "y" : "ies", events,
+                events * per_event / 1e6, format, planner::kMaxTraceBytes / 1e6);
+  for (const std::size_t i : charted) {
     planner::SimulateOptions so;
     so.stack = &stack;
     so.timeline = true;
@@ -229,6 +250,8 @@ void add_compare_command(CLI::App& app) {
       "dp, tp, pp, cp, ep, etp, vpp, micro_batch, global_batch, zero, recompute, sequence_parallel,\n"
       "schedule, rank_order, precision (bf16|fp16|fp8).");
   add_model_cluster_flags(*cmd, f.mc);
+  add_files_help(*cmd, "--model, --cluster, --profile, --stack (files, or catalog names), --strategies, --measured",
+                 "--report (HTML, Markdown or JSON; - for stdout; Gantt charts at most 200 MB)");
   add_train_target_flags(*cmd, f.tt);
   f.gpus_opt = add_positive(*cmd, "--gpus,-g", f.gpus, "number of GPUs", INT_MAX)->capture_default_str();
   f.batch_opt = add_positive<std::int64_t>(*cmd, "--global-batch", f.global_batch,

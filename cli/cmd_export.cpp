@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/output.h"
 #include "common/errors.h"
 #include "common/one_line.h"
@@ -40,6 +41,7 @@ costmodel::SoftwareStack export_stack(const ExportFlags& f, const planner::Plan&
 }
 
 void run_export(const ExportFlags& f) {
+  check_path_aliasing({{f.out, "--out"}}, {{f.plan, "--plan"}, {f.stack, "--stack"}});
   check_output_path(f.out, "--out");
   const ExportTarget target = export_target_from_string(f.to);
   planner::Plan plan;
@@ -81,6 +83,8 @@ void add_export_command(CLI::App& app) {
   cmd->footer(fmt::format("Checked against: {}; {}; {} with {}.", exports::kMegatronVersion,
                           exports::kTorchTitanVersion, exports::kDeepSpeedVersion,
                           exports::kMegatronDeepSpeedVersion));
+  add_files_help(*cmd, "--plan, --stack (a file, or a catalog name)",
+                 "--out (the launch command, config or TOML; - for stdout)");
   cmd->add_option("--plan", flags->plan, "Plan file written by `strata plan --out` (YAML)")
       ->required();
   cmd->add_option("--to", flags->to, "Target framework")

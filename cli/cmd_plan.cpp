@@ -115,6 +115,7 @@ planner::Plan to_plan(const models::ModelSpec& model, const std::string& cluster
 }
 
 void run_plan(PlanFlags& f) {
+  check_path_aliasing({{f.out, "--out"}, {f.trace, "--trace"}}, model_cluster_inputs(f.mc));
   if (!f.out.empty()) check_output_path(f.out, "--out");
   if (!f.trace.empty()) check_output_path(f.trace, "--trace");
 #ifndef NDEBUG
@@ -187,6 +188,7 @@ void run_plan(PlanFlags& f) {
 
   // Files first, so a failure to write one is reported before anything is printed.
   if (!f.trace.empty()) {
+    check_trace_bound(report.plans.front().strategy, "--trace");
     planner::SimulateOptions so;
     so.stack = &stack;
     so.timeline = true;
@@ -197,10 +199,11 @@ void run_plan(PlanFlags& f) {
                                                              model.name, f.gpus, f.mc.cluster)),
                  "--trace");
   }
-  if (!f.out.empty()) {
-    write_output(f.out, planner::plan_to_yaml(report.plans.front()), "--out");
-    if (f.out == "-") return;  // stdout carries the plan file only
+  if (f.out == "-") {  // stdout carries the plan only, in the --format asked for
+    print_stdout(plan_for_stdout(report.plans.front(), f.format));
+    return;
   }
+  if (!f.out.empty()) write_output(f.out, planner::plan_to_yaml(report.plans.front()), "--out");
   if (f.format == "json")
     print_stdout(format_plan_json(report));
   else if (f.format == "yaml")
@@ -221,6 +224,8 @@ void add_plan_command(CLI::App& app) {
       "llama2-70b --cluster dgx-h100 --gpus 256 --global-batch 1024 --top 5",
       kDefaultModel, kDefaultCluster, kDefaultGpus, kDefaultGlobalBatch));
   add_model_cluster_flags(*cmd, f.mc);
+  add_files_help(*cmd, "--model, --cluster, --profile, --stack (files, or catalog names)",
+                 "--out (plan YAML, - for stdout), --trace (Chrome trace JSON, at most 200 MB)");
   f.gpus_opt = add_positive(*cmd, "--gpus,-g", f.gpus, "number of GPUs to use", INT_MAX)
                    ->capture_default_str();
   f.batch_opt = add_positive<std::int64_t>(*cmd, "--global-batch", f.global_batch,
@@ -231,7 +236,8 @@ void add_plan_command(CLI::App& app) {
   add_format_flag(*cmd, f.format);
   add_train_target_flags(*cmd, f.tt);
   cmd->add_option("--out,-o", f.out,
-                  "write the best plan as a plan YAML file (- for stdout, instead of the table)")
+                  "write the best plan as a plan YAML file (- for stdout, instead of the table; JSON with "
+                  "--format json)")
       ->check(non_empty_path());
   cmd->add_option("--trace", f.trace, "write the best plan's Chrome/Perfetto trace (JSON)")
       ->check(non_empty_path());

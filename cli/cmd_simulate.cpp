@@ -66,6 +66,7 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
 
   planner::SimulateOptions so;
 
+  if (!f.trace.empty()) check_trace_bound(s, "--trace");
   so.stack = &stack;
   so.stage_layers = std::move(stage_layers);
   so.timeline = !f.trace.empty();
@@ -103,10 +104,11 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
         planner::chrome_trace_json(sim, fmt::format("strata simulate: {} tp={} pp={} dp={}",
                                                     model.name, s.tp, s.pp, s.dp)),
         "--trace");
-  if (!f.out.empty()) {
-    write_output(f.out, planner::plan_to_yaml(plan), "--out");
-    if (f.out == "-") return;
+  if (f.out == "-") {  // stdout carries the plan only, in the --format asked for
+    print_stdout(plan_for_stdout(plan, f.format));
+    return;
   }
+  if (!f.out.empty()) write_output(f.out, planner::plan_to_yaml(plan), "--out");
   if (f.format == "json")
     print_stdout(format_simulation_json(report));
   else if (f.format == "yaml")
@@ -181,6 +183,9 @@ void run_imported(SimulateFlags& f, PlanReport& report) {
 void run_simulate(SimulateFlags& f) {
   if (f.ops && f.format != "table") input_error("--ops prints a table: use it with --format table");
   if (f.ops && f.out == "-") input_error("--ops prints a table: it cannot go with --out - (the plan on stdout)");
+  std::vector<PathFlag> inputs = model_cluster_inputs(f.mc);
+  inputs.push_back({f.job_file, "--from"});
+  check_path_aliasing({{f.out, "--out"}, {f.trace, "--trace"}}, inputs);
   if (!f.out.empty()) check_output_path(f.out, "--out");
   if (!f.trace.empty()) check_output_path(f.trace, "--trace");
 
@@ -255,6 +260,8 @@ void add_simulate_command(CLI::App& app) {
       "Example: strata simulate --model gpt3-175b --cluster dgx-a100 --tp 8 --pp 16 --dp 8 "
       "--micro-batch 1 --global-batch 1536 --schedule interleaved --vpp 2");
   add_model_cluster_flags(*cmd, f.mc);
+  add_files_help(*cmd, "--model, --cluster, --profile, --stack (files, or catalog names), the --from job file",
+                 "--out (plan YAML, - for stdout), --trace (Chrome trace JSON, at most 200 MB)");
   f.gpus_opt =
       add_positive(*cmd, "--gpus,-g", f.gpus,
                    "total GPUs; must equal dp x tp x pp (dp defaults to gpus/(tp x pp))", INT_MAX);
@@ -317,7 +324,8 @@ void add_simulate_command(CLI::App& app) {
   add_format_flag(*cmd, f.format);
   add_train_target_flags(*cmd, f.tt);
   cmd->add_option("--out,-o", f.out,
-                  "write the strategy as a plan YAML file (- for stdout, instead of the table)")
+                  "write the strategy as a plan YAML file (- for stdout, instead of the table; JSON with "
+                  "--format json)")
       ->check(non_empty_path());
   cmd->add_flag("--ops", f.ops,
                 "after the table: what each op of the first transformer block and of the head costs "

@@ -28,6 +28,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/output.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "costmodel/cluster_spec.h"
@@ -83,6 +85,9 @@ runtime::TrainConfig make_config(const TrainOptions& o) {
       {"--grad-clip", o.grad_clip}, {"--min-lr", o.min_lr}};
   for (const auto& [flag, v] : reals)
     if (v && !std::isfinite(*v)) input_error("{} ({}) must be a finite number", flag, *v);
+  // Before anything is opened: --metrics over the plan or the corpus would destroy it.
+  check_path_aliasing({{o.metrics, "--metrics"}, {o.grad_norms, "--debug-grad-norms"}},
+                      {{o.plan, "--plan"}, {o.data, "--data"}, {o.text, "--text"}});
   if (o.warmup_steps < 0) input_error("--warmup-steps ({}) must be >= 0", o.warmup_steps);
   if (o.decay_steps && *o.decay_steps < 0) input_error("--decay-steps ({}) must be >= 0", *o.decay_steps);
   const std::pair<const char*, const std::string*> paths[] = {{"--metrics", &o.metrics},
@@ -281,7 +286,13 @@ void train(const TrainOptions& o) {
   // Before MPI: flags and the plan (the same on every rank).
   runtime::TrainConfig cfg = make_config(o);
   if (!cfg.checkpoint_dir.empty()) cfg.run_id = runtime::new_run_id();
-  const planner::Plan plan = planner::load_plan(o.plan);
+  const planner::Plan plan = [&] {
+    try {
+      return planner::load_plan(o.plan);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--plan: {}", e.what()));
+    }
+  }();
   const planner::Strategy& s = plan.strategy;
   planner::require_valid(s, plan.model);
   if (s.precision == "fp8")
@@ -445,6 +456,8 @@ void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "train", "train a plan's model with its DP/TP/PP layout on CPU ranks (mpirun -np N strata train ...), "
               "or a one-GPU plan on a CUDA GPU (--backend cuda)");
+  add_files_help(*cmd, "--plan, --data or --text, the checkpoints in --checkpoint-dir (with --resume)",
+                 "--metrics (one JSON line per step), checkpoints in --checkpoint-dir (a folder it locks)");
   cmd->add_option("--plan", opts->plan, "plan file (YAML) from `strata plan --out` or `strata simulate --out`")
       ->required();
   cmd->add_option("--steps", opts->steps, "optimizer steps to train to (default 10)");

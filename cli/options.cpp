@@ -8,6 +8,7 @@
 #include "common/errors.h"
 #include "costmodel/device_profile.h"
 #include "planner/strategy.h"
+#include "planner/trace_bounds.h"
 
 namespace strata::cli {
 
@@ -32,6 +33,10 @@ void add_model_cluster_flags(CLI::App& cmd, ModelClusterFlags& f) {
                  "layers' linear GEMMs in FP8 as Transformer Engine runs them; attention, LM head "
                  "and optimizer stay bf16/fp32; needs a device with an fp8 peak: H100, H200)")
       ->check(CLI::IsMember({"bf16", "fp16", "fp8"}));
+}
+
+std::vector<PathFlag> model_cluster_inputs(const ModelClusterFlags& f) {
+  return {{f.model, "--model"}, {f.cluster, "--cluster"}, {f.profile, "--profile"}, {f.stack, "--stack"}};
 }
 
 namespace {
@@ -96,6 +101,32 @@ std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& c) {
       fmt::format("profile `{}` is {}-only (not calibrated): run `strata calibrate` on the "
                   "hardware for measured GEMM and collective tables",
                   d.name, d.source.kind.empty() ? "datasheet" : d.source.kind)};
+}
+
+void add_files_help(CLI::App& cmd, const std::string& reads, const std::string& writes) {
+  const std::string footer = cmd.get_footer();
+  cmd.footer((footer.empty() ? "" : footer + "\n") +
+             fmt::format("Files: reads {}; writes {}. An output that is the same file as an input, or "
+                         "as another output, is refused.",
+                         reads, writes));
+}
+
+std::string plan_for_stdout(const planner::Plan& plan, const std::string& format) {
+  return format == "json" ? planner::plan_to_json(plan) + "\n" : planner::plan_to_yaml(plan);
+}
+
+void check_trace_bound(const planner::Strategy& s, const char* flag) {
+  const double events = planner::trace_event_estimate(s);
+  const double bytes = events * planner::kTraceJsonBytesPerEvent;
+  if (bytes <= planner::kMaxTraceBytes) return;
+  input_error("{}: the trace of this strategy would hold about {:.0f} events (~{:.0f} MB written, "
+              "~{:.1f} GB of memory while it is built), over the {:.0f} MB bound; it grows with the "
+              "micro-batches per step ({} = global batch {} / (micro-batch {} x dp {})) times the "
+              "pipeline stages (pp {} x vpp {}): use a smaller --global-batch or a larger "
+              "--micro-batch, or leave out {}",
+              flag, events, bytes / 1e6, events * planner::kTraceMemoryBytesPerEvent / 1e9,
+              planner::kMaxTraceBytes / 1e6, s.num_microbatches(), s.global_batch, s.micro_batch,
+              s.dp, s.pp, s.vpp, flag);
 }
 
 void add_train_target_flags(CLI::App& cmd, TrainTargetFlags& f) {

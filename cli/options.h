@@ -7,9 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "cli/output.h"
 #include "costmodel/cluster_spec.h"
 #include "costmodel/software_stack.h"
 #include "models/model_spec.h"
+#include "planner/plan.h"
+#include "planner/strategy.h"
 #include "report/time_to_train.h"
 
 namespace strata::cli {
@@ -33,6 +36,9 @@ struct ModelClusterFlags {
 };
 
 void add_model_cluster_flags(CLI::App& cmd, ModelClusterFlags& flags);
+// The files these flags read (--model, --cluster, --profile, --stack), for
+// check_path_aliasing; catalog names among them match no output.
+std::vector<PathFlag> model_cluster_inputs(const ModelClusterFlags& flags);
 // Training sequence of a HuggingFace config.json when --seq is not given: its
 // max_position_embeddings is the longest context the model supports (131072 for Llama 3.1),
 // not the sequence it is trained on. 4096 is Llama 2's pre-training context (Touvron et al.
@@ -50,6 +56,18 @@ costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& flags,
 // Provenance of the cluster's numbers, one sentence each ("datasheet-only", "measured on ...").
 std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& cluster);
 
+// The command's files in one place, appended to its help footer: what it reads and what
+// it writes (check_path_aliasing refuses an output that is one of the inputs or another
+// output).
+void add_files_help(CLI::App& cmd, const std::string& reads, const std::string& writes);
+
+// What `--out -` prints: the plan file (YAML), or with --format json the plan as JSON
+// (planner::plan_to_json), so stdout holds the format asked for.
+std::string plan_for_stdout(const planner::Plan& plan, const std::string& format);
+
+// Refuses (InputError naming `flag`, the estimated size and what to change) a strategy
+// whose Chrome trace would pass planner::kMaxTraceBytes, before the timeline is recorded.
+void check_trace_bound(const planner::Strategy& s, const char* flag);
 // --train-tokens N [--gpu-hour-price USD] [--goodput F] (plan, simulate, compare): kept as
 // text and parsed by load_train_target, so every bad value is one error naming its flag.
 struct TrainTargetFlags {

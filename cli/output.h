@@ -2,8 +2,25 @@
 // atomically (a failed command leaves no half-written file), stderr for the rest.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace strata::cli {
+
+// One path-valued flag of a command: a file it writes (outputs) or reads (inputs).
+struct PathFlag {
+  std::string path;  // as given; empty means the flag was not given
+  std::string flag;  // "--out", "--model", ...
+};
+
+// The one output-path rule every command calls before it opens anything: an output that
+// is the same file as one of the command's inputs, or as another of its outputs, is
+// refused with one InputError naming both flags (exit 2). Same file means
+// std::filesystem::equivalent when both exist (hard links, symlinks, `a/../b`), else the
+// same path once symbolic links (dangling ones too) are resolved. Inputs that are not
+// files (catalog names) never match; a folder input (a HuggingFace model folder) matches
+// an output at its config.json. Character devices (`/dev/null`) may be shared; two
+// outputs on stdout (`-`) may not.
+void check_path_aliasing(const std::vector<PathFlag>& outputs, const std::vector<PathFlag>& inputs);
 
 // Fails early (before a long search) when `path` cannot be written: its folder is
 // missing or not writable, or it is a folder. `flag` names the option in the error.

@@ -29,7 +29,13 @@ LinkSpec parse_link(const YamlReader& r) {
     r.fail("bandwidth_gbps", fmt::format("{} GB/s is beyond any interconnect (limit {} GB/s)",
                                          l.bandwidth_gbps, kMaxBandwidthGbps));
   l.latency_us = r.get_double("latency_us");
-  if (l.latency_us < 0) r.fail("latency_us", fmt::format("{} must be >= 0", l.latency_us));
+  // A link's per-message latency is microseconds (NVLink ~3, InfiniBand ~5-10, Ethernet
+  // ~10-100); a second or more is a typo or a unit mix-up, and 1e308 printed a 300-digit
+  // step time.
+  if (!(l.latency_us >= 0 && l.latency_us <= kMaxLinkLatencyUs))
+    r.fail("latency_us", fmt::format("{} must be >= 0 and at most {:.0f} us (1 s): no interconnect "
+                                     "takes that long per message (microseconds expected)",
+                                     l.latency_us, kMaxLinkLatencyUs));
   if (r.has("efficiency")) {
     l.efficiency = r.get_double("efficiency");
     if (!(l.efficiency > 0 && l.efficiency <= 1))
@@ -150,6 +156,12 @@ ClusterSpec parse_cluster_spec(const std::string& yaml_text, const std::string& 
   } else if (c.nodes > 1) {
     r.fail("inter_node", fmt::format("missing required key (the cluster has {} nodes)", c.nodes));
   }
+  // The SMs NCCL takes for a link's collectives are SMs of the device: never more than it has.
+  for (const auto& [key, link] : {std::pair<const char*, const LinkSpec*>{"intra_node", &c.intra_node},
+                                  {"inter_node", &c.inter_node}})
+    if (c.device.sm_count > 0 && link->comm_sms > c.device.sm_count)
+      r.child(key).fail("comm_sms", fmt::format("{} exceeds the {} SMs of device {} (sm_count)",
+                                                link->comm_sms, c.device.sm_count, c.device.name));
   if (r.has("profile")) {
     std::string ref = r.get_string("profile");
     DeviceProfile measured;

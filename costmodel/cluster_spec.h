@@ -19,6 +19,9 @@
 
 namespace strata::costmodel {
 
+// Largest link latency a cluster file may state: 1 s (real links take microseconds).
+inline constexpr double kMaxLinkLatencyUs = 1e6;
+
 struct LinkSpec {
   double bandwidth_gbps = 0;  // GB/s per GPU, one direction
   double latency_us = 0;

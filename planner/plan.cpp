@@ -90,13 +90,29 @@ Prediction read_prediction(const YamlReader& r) {
     if (!(p.uncertainty_low > 0 && p.uncertainty_low <= 1 && p.uncertainty_high >= 1))
       u.fail("", "expected 0 < low <= 1 <= high");
   }
-  p.iteration_s = read_double(r, "iteration_s", 0);
-  p.tokens_per_s = read_double(r, "tokens_per_s", 0);
-  p.model_tflops_per_gpu = read_double(r, "model_tflops_per_gpu", 0);
-  p.hardware_tflops_per_gpu = read_double(r, "hardware_tflops_per_gpu", 0);
-  p.mfu = read_double(r, "mfu", 0);
-  p.peak_memory_gib = read_double(r, "peak_memory_gib", 0);
-  p.bubble_fraction = read_double(r, "bubble_fraction", 0);
+  // A stored prediction is a number the simulator wrote: a hand-edited or corrupted one
+  // (negative or non-finite step time, MFU above 100%) would propagate to train's metrics,
+  // compare and validate, so it is refused here by its field.
+  const auto checked = [](const YamlReader& at, const std::string& key, double lo, double hi,
+                           const char* what) {
+    const double v = read_double(at, key, 0);
+    if (!at.has(key)) return v;
+    if (!std::isfinite(v) || v < lo || v > hi)
+      at.fail(key, fmt::format("{} is not a possible {} (expected >= {}{}): the plan's prediction was "
+                               "edited or corrupted; write the plan again with `strata simulate --out`",
+                               v, what, lo,
+                               std::isfinite(hi) ? fmt::format(" and <= {}", hi) : std::string()));
+    return v;
+  };
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // 0 is "not predicted" (a plan made by hand or by a tool that does not simulate).
+  p.iteration_s = checked(r, "iteration_s", 0, kInf, "step time in seconds");
+  p.tokens_per_s = checked(r, "tokens_per_s", 0, kInf, "token rate");
+  p.model_tflops_per_gpu = checked(r, "model_tflops_per_gpu", 0, kInf, "TFLOP/s per GPU");
+  p.hardware_tflops_per_gpu = checked(r, "hardware_tflops_per_gpu", 0, kInf, "TFLOP/s per GPU");
+  p.mfu = checked(r, "mfu", 0, 1, "model FLOPs utilisation (a fraction of the peak)");
+  p.peak_memory_gib = checked(r, "peak_memory_gib", 0, kInf, "memory in GiB");
+  p.bubble_fraction = checked(r, "bubble_fraction", 0, 1, "bubble fraction");
   if (r.has("stage_memory_gib")) {
     YamlReader l = r.child("stage_memory_gib");
     l.expect_sequence();
@@ -108,6 +124,9 @@ Prediction read_prediction(const YamlReader& r) {
       } catch (const YAML::Exception&) {
         e.fail("", fmt::format("expected a number, got '{}'", e.node().Scalar()));
       }
+      if (!(p.stage_memory_gib.back() >= 0 && std::isfinite(p.stage_memory_gib.back())))
+        e.fail("", fmt::format("{} is not a possible memory in GiB (expected >= 0)",
+                               p.stage_memory_gib.back()));
     }
   }
   if (r.has("breakdown_s")) {
@@ -115,15 +134,16 @@ Prediction read_prediction(const YamlReader& r) {
     b.expect_keys({"compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "optimizer", "bubble",
                    "ep_comm", "straggler"});
     Breakdown& d = p.breakdown_s;
-    d.compute = read_double(b, "compute", 0);
-    d.tp_comm = read_double(b, "tp_comm", 0);
-    d.cp_comm = read_double(b, "cp_comm", 0);
-    d.pp_comm = read_double(b, "pp_comm", 0);
-    d.dp_comm = read_double(b, "dp_comm", 0);
-    d.optimizer = read_double(b, "optimizer", 0);
-    d.bubble = read_double(b, "bubble", 0);
-    d.ep_comm = read_double(b, "ep_comm", 0);
-    d.straggler = read_double(b, "straggler", 0);
+    const auto part = [&](const char* key) { return checked(b, key, 0, kInf, "time in seconds"); };
+    d.compute = part("compute");
+    d.tp_comm = part("tp_comm");
+    d.cp_comm = part("cp_comm");
+    d.pp_comm = part("pp_comm");
+    d.dp_comm = part("dp_comm");
+    d.optimizer = part("optimizer");
+    d.bubble = part("bubble");
+    d.ep_comm = part("ep_comm");
+    d.straggler = part("straggler");
   }
   if (r.has("notes")) {
     YamlReader l = r.child("notes");

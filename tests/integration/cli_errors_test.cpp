@@ -159,6 +159,11 @@ std::vector<BadInput> cases() {
                 "rank_grid: {dp: 1", "rank_grid: {dp: 2", {"rank_grid"}),
       plan_file("plan_unknown_schedule", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
                 "schedule: 1f1b", "schedule: zigzag", {"schedule", "zigzag"}),
+      // Stored predictions no simulation gives (planner/plan.cpp read_prediction).
+      plan_file("plan_negative_step_time_export", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
+                "  iteration_s: ", "  iteration_s: -", {"--plan", "iteration_s"}),
+      plan_file("plan_mfu_700_percent_train", {"train", "--plan", "{dir}/p.yaml", "--steps", "1"},
+                "  mfu: ", "  mfu: 7 # was ", {"--plan", "mfu"}),
       plan_file("plan_unknown_key", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
                 "schema_version: 1", "schema_version: 1\nextra_key: 1", {"extra_key"}),
       plan_file("plan_truncated_mid_model", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
@@ -259,6 +264,25 @@ std::vector<BadInput> cases() {
       {"cluster_absurd_link_bandwidth", {"plan", "--cluster", "{dir}/c.yaml"}, 2, {"bandwidth_gbps"},
        {{"c.yaml", "name: c\ndevice: a100-sxm-80gb\ngpus_per_node: 8\nnodes: 1\n"
                    "intra_node: {bandwidth_gbps: 1e9, latency_us: 3, source: {kind: estimate, ref: test}}\n"}}},
+      // Cluster numbers checked against the device: NCCL's SMs are the device's; a link
+      // latency of a second or more (1e308 us printed a 300-digit step time).
+      {"cluster_comm_sms_beyond_the_device", {"plan", "--cluster", "{dir}/c.yaml"}, 2,
+       {"comm_sms", "200", "108"},
+       {{"c.yaml", "name: c\ndevice: a100-sxm-80gb\ngpus_per_node: 8\nnodes: 1\n"
+                   "intra_node: {bandwidth_gbps: 300, latency_us: 3, comm_sms: 200,\n"
+                   "  source: {kind: estimate, ref: test, comm_sms: test}}\n"}}},
+      {"cluster_latency_1e308_us", {"plan", "--cluster", "{dir}/c.yaml"}, 2, {"latency_us", "1 s"},
+       {{"c.yaml", "name: c\ndevice: a100-sxm-80gb\ngpus_per_node: 8\nnodes: 1\n"
+                   "intra_node: {bandwidth_gbps: 300, latency_us: 1e308, source: {kind: estimate, ref: test}}\n"}}},
+      {"cluster_latency_nan", {"plan", "--cluster", "{dir}/c.yaml"}, 2, {"latency_us"},
+       {{"c.yaml", "name: c\ndevice: a100-sxm-80gb\ngpus_per_node: 8\nnodes: 1\n"
+                   "intra_node: {bandwidth_gbps: 300, latency_us: .nan, source: {kind: estimate, ref: test}}\n"}}},
+      // calibrate: CLI11's Range lets nan through; 0 meant "the default" silently.
+      {"calibrate_sustain_nan", {"calibrate", "--sustain", "nan", "--out", "{dir}/p.yaml"}, 2, {"--sustain"}},
+      {"calibrate_max_gemm_dim_zero", {"calibrate", "--max-gemm-dim", "0", "--out", "{dir}/p.yaml"}, 2,
+       {"--max-gemm-dim"}},
+      {"calibrate_row_sigma_nan", {"calibrate", "--from-runs", "{dir}/runs.yaml", "--row-sigma", "nan", "--out",
+                                   "{dir}/p.yaml"}, 2, {"--row-sigma"}, {{"runs.yaml", "runs: []\n"}}},
       {"compare_measured_with_no_plans", {"compare", "--model", "tiny", "--cluster", "local-cpu", "--measured",
                                           "{dir}/m.json"}, 2, {"--measured", "empty"},
        {{"m.json", R"({"command": "validate", "model": "tiny", "cluster": "local-cpu", "ranks": 2, "plans": []})"}}},
@@ -271,6 +295,26 @@ std::vector<BadInput> cases() {
       {"precision_unknown", {"simulate", "--model", "tiny", "--cluster", "dgx-h100", "--precision", "fp4"},
        2, {"--precision", "fp4"}},
       {"plan_out_is_a_folder", {"plan", "--model", "tiny", "--gpus", "4", "--out", "{dir}"}, 2, {"--out", "folder"}},
+      // Timelines bounded before they are built (planner/trace_bounds.h): the issue's pp 96 x
+      // global batch 10,000 trace (6 GB of memory, 784 MB written before), a million
+      // micro-batches, and compare's Gantt charts.
+      {"simulate_trace_pp96_batch_10000",
+       {"simulate", "--model", "gpt3-175b", "--cluster", "dgx-a100", "--tp", "8", "--pp", "96", "--dp", "1",
+        "--global-batch", "10000", "--trace", "{dir}/t.json"},
+       2, {"--trace", "MB", "--global-batch", "pp 96"}},
+      {"simulate_trace_million_microbatches",
+       {"simulate", "--model", "tiny", "--cluster", "dgx-a100", "--pp", "4", "--dp", "1", "--global-batch",
+        "1048576", "--trace", "{dir}/t.json", "--out", "{dir}/p.yaml"},
+       2, {"--trace", "200 MB"}},
+      {"plan_trace_million_microbatches",
+       {"plan", "--model", "tiny", "--cluster", "dgx-a100", "--gpus", "4", "--pp", "4", "--global-batch",
+        "1048576", "--trace", "{dir}/t.json"},
+       2, {"--trace", "200 MB"}},
+      {"compare_gantt_all_over_bound",
+       {"compare", "--model", "tiny", "--cluster", "dgx-a100", "--gpus", "4", "--strategies", "{dir}/s.yaml",
+        "--gantt", "all", "--report", "{dir}/r.html"},
+       2, {"--gantt all", "MB", "200 MB"},
+       {{"s.yaml", "strategies:\n  - {pp: 4, global_batch: 1048576}\n  - {pp: 2, dp: 2, global_batch: 1048576}\n"}}},
       // validate: one error line, exit 2.
       {"validate_mpirun_missing", {"validate", "--mpirun", "{dir}/no-mpirun"}, 2, {"--mpirun", "no-mpirun"}},
       {"validate_no_plan_ran", {"validate", "--strata", "/bin/false", "--steps", "3", "--warmup", "1", "--top", "1"},

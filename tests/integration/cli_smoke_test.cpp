@@ -129,6 +129,26 @@ TEST(CliPlan, OutDashWritesThePlanFileToStdout) {
   EXPECT_EQ(plan.strategy.gpus(), 4);
 }
 
+// `--out -` prints the plan in the --format asked for: JSON with --format json (it printed
+// YAML), the plan file's YAML otherwise; for plan and simulate alike.
+TEST(CliPlan, OutDashPrintsJsonWithFormatJson) {
+  for (const std::vector<std::string>& cmd :
+       {std::vector<std::string>{"plan", "--model", "gpt2-124m", "--gpus", "4"},
+        std::vector<std::string>{"simulate", "--model", "gpt2-124m", "--tp", "2", "--dp", "2"}}) {
+    std::vector<std::string> args = cmd;
+    args.insert(args.end(), {"--out", "-", "--format", "json"});
+    auto r = run_strata(args);
+    expect_clean_success(r);
+    json j = strata::parse_json(r.out);  // throws on YAML
+    EXPECT_EQ(j["gpus"], 4) << cmd[0];
+    EXPECT_TRUE(j.contains("prediction")) << cmd[0];
+    args.back() = "yaml";
+    r = run_strata(args);
+    expect_clean_success(r);
+    EXPECT_EQ(strata::planner::parse_plan_yaml(r.out, "<stdout>").strategy.gpus(), 4) << cmd[0];
+  }
+}
+
 TEST(CliPlan, YamlFormatPlansLoadAsPlanFiles) {
   auto r =
       run_strata({"plan", "--model", "gpt2-124m", "--gpus", "8", "--top", "3", "--format", "yaml"});

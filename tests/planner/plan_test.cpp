@@ -125,6 +125,7 @@ TEST(CheckStageLayers, RejectsGapsRepeatsAndWrongCounts) {
 
 TEST(PlanYaml, RoundTripsEveryField) {
   Plan p = sample_plan();
+  p.prediction.breakdown_s.straggler = 0.0125;  // written only when > 0; must read back
   const std::string y = plan_to_yaml(p);
   Plan q = parse_plan_yaml(y, "plan.yaml");
   EXPECT_EQ(q.schema_version, 1);
@@ -147,6 +148,7 @@ TEST(PlanYaml, RoundTripsEveryField) {
   EXPECT_EQ(b.breakdown_s.dp_comm, a.breakdown_s.dp_comm);
   EXPECT_EQ(b.breakdown_s.optimizer, a.breakdown_s.optimizer);
   EXPECT_EQ(b.breakdown_s.bubble, a.breakdown_s.bubble);
+  EXPECT_EQ(b.breakdown_s.straggler, a.breakdown_s.straggler);
   EXPECT_EQ(b.fits_memory, a.fits_memory);
   EXPECT_EQ(b.notes, a.notes);
   // Writing the parsed plan again gives the same text.
@@ -174,16 +176,54 @@ TEST(PlanYaml, RoundTripsInterleavedLlamaAndNonFiniteNumbers) {
   p.strategy.global_batch = 4;
   p.strategy.rank_order = "dp-tp-pp";
   p.stage_layers = even_stage_layers(p.model, 2, 2);
-  p.prediction.iteration_s = std::numeric_limits<double>::infinity();
-  p.prediction.mfu = std::nan("");
+  p.prediction.iteration_s = 1.5;
   Plan q = parse_plan_yaml(plan_to_yaml(p), "p.yaml");
   EXPECT_EQ(q.strategy, p.strategy);
   EXPECT_EQ(strata::models::to_yaml(q.model), strata::models::to_yaml(p.model));
   EXPECT_EQ(q.stage_layers, p.stage_layers);
-  EXPECT_TRUE(std::isinf(q.prediction.iteration_s));
-  EXPECT_TRUE(std::isnan(q.prediction.mfu));
+  // Non-finite stored predictions are written (YAML .inf / .nan, JSON null) but never read
+  // back as a prediction: the loader refuses them by field (StoredPredictionIsChecked).
+  p.prediction.iteration_s = std::numeric_limits<double>::infinity();
+  p.prediction.mfu = std::nan("");
+  EXPECT_NE(plan_to_yaml(p).find("iteration_s: .inf"), std::string::npos);
+  EXPECT_THROW(parse_plan_yaml(plan_to_yaml(p), "p.yaml"), strata::InputError);
   auto j = strata::parse_json(plan_to_json(p));
   EXPECT_TRUE(j["prediction"]["iteration_s"].is_null());
+}
+
+// A stored prediction that no simulation produces is refused on load, naming the field:
+// a hand-edited plan (negative step time, MFU 700%) must not reach train, export or compare.
+TEST(PlanYaml, StoredPredictionIsChecked) {
+  const std::string good = plan_to_yaml(sample_plan());
+  EXPECT_NO_THROW(parse_plan_yaml(good, "p.yaml"));
+  const std::pair<const char*, const char*> bad[] = {
+      {"iteration_s", "-2.5"}, {"iteration_s", "-.inf"},      {"iteration_s", ".nan"},
+      {"iteration_s", ".inf"}, {"mfu", "7"},                  {"mfu", "-0.1"},
+      {"mfu", ".nan"},         {"tokens_per_s", "-1"},        {"peak_memory_gib", "-3"},
+      {"bubble_fraction", "1.5"}, {"model_tflops_per_gpu", ".inf"}, {"compute", "-1"},
+      {"straggler", ".nan"}};
+  for (const auto& [key, value] : bad) {
+    SCOPED_TRACE(std::string(key) + ": " + value);
+    std::string text = good;
+    std::size_t pos = text.find(std::string(key) + ": ");
+    if (std::string(key) == "straggler") {
+      pos = text.find("ep_comm: ");
+      ASSERT_NE(pos, std::string::npos);
+      const std::size_t eol = text.find('\n', pos);
+      const std::string indent = text.substr(text.rfind('\n', pos) + 1, pos - text.rfind('\n', pos) - 1);
+      text.insert(eol + 1, indent + "straggler: " + value + "\n");
+    } else {
+      ASSERT_NE(pos, std::string::npos) << text;
+      const std::size_t eol = text.find('\n', pos);
+      text.replace(pos, eol - pos, std::string(key) + ": " + value);
+    }
+    try {
+      parse_plan_yaml(text, "p.yaml");
+      ADD_FAILURE() << "accepted";
+    } catch (const strata::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(PlanYaml, LoadsFromAFileAndDefaultsOptionalSections) {

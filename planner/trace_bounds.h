@@ -1,0 +1,41 @@
+// How large a timeline (Chrome trace, compare's Gantt charts) of one strategy gets,
+// estimated from the strategy alone, before the simulator records a single event: the
+// commands that write timelines refuse a strategy whose output would pass kMaxTraceBytes
+// instead of allocating gigabytes (a trace holds ~1.7 KB of memory per event while it
+// is built: pp 96 with a global batch of 10,000 took 6 GB).
+#pragma once
+#include <algorithm>
+
+#include "planner/strategy.h"
+
+namespace strata::planner {
+
+// The largest timeline output a command writes: 200 MB (decimal).
+inline constexpr double kMaxTraceBytes = 200e6;
+// Bytes of one event in chrome_trace_json's output: 204-214 B measured on the tiny model
+// and on GPT-3 175B (tp 8 pp 16, 253,952 events, 51.9 MB); rounded up.
+inline constexpr double kTraceJsonBytesPerEvent = 220;
+// Peak memory of chrome_trace_json per event (the events, the JSON tree, the text):
+// 1.66 KB measured (GPT-3 175B above: 421 MB peak); rounded up.
+inline constexpr double kTraceMemoryBytesPerEvent = 1800;
+// Events of a stage that do not scale with micro-batches: DP gradient buckets, the
+// optimizer step, the parameter all-gather, the tied embedding's reduction (at most 64).
+inline constexpr double kTraceEventsPerStage = 64;
+
+// An upper estimate of the simulator's timeline events for `s` (SimulateOptions::timeline):
+// a forward and a backward per micro-batch and virtual stage on the compute stream, an
+// activation and a gradient send per micro-batch across each of the pp x vpp - 1 virtual
+// stage boundaries, and the per-stage events. A double: global batches up to 2^40 cannot
+// overflow it.
+inline double trace_event_estimate(const Strategy& s) {
+  const double m = static_cast<double>(std::max<std::int64_t>(1, s.num_microbatches()));
+  const double virtual_stages = static_cast<double>(s.pp) * std::max(1, s.vpp);
+  return 2 * virtual_stages * m + 2 * m * (virtual_stages - 1) + kTraceEventsPerStage * s.pp;
+}
+
+// Bytes chrome_trace_json writes for `s`, estimated from above.
+inline double trace_bytes_estimate(const Strategy& s) {
+  return trace_event_estimate(s) * kTraceJsonBytesPerEvent;
+}
+
+}  // namespace strata::planner

@@ -1,0 +1,72 @@
+// planner/trace_bounds.h: the timeline size estimated from a strategy alone must bound
+// what the simulator records and what chrome_trace_json writes, and stay close to it (a
+// loose estimate would refuse traces that fit). Random strategies of small models: every
+// schedule, vpp, dp, micro-batch and global batch the models accept.
+#include "planner/trace_bounds.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "costmodel/cluster_spec.h"
+#include "costmodel/software_stack.h"
+#include "models/model_spec.h"
+#include "planner/simulator.h"
+
+namespace strata::planner {
+namespace {
+
+TEST(TraceBounds, EstimateBoundsTheRecordedEventsAndTheWrittenBytes) {
+  const costmodel::ClusterSpec cluster = costmodel::load_cluster("dgx-a100");
+  // A stack that runs every ZeRO stage (the A100's validated megatron-2021 runs none).
+  const costmodel::SoftwareStack stack = costmodel::load_software_stack("mcore-2024");
+  const models::ModelSpec models_[] = {models::load_model("tiny"), models::load_model("gpt2-124m")};
+  std::mt19937 rng(2718);
+  auto pick = [&](std::initializer_list<int> v) {
+    return *(v.begin() + std::uniform_int_distribution<int>(0, static_cast<int>(v.size()) - 1)(rng));
+  };
+  int checked = 0;
+  for (int trial = 0; trial < 400 && checked < 60; ++trial) {
+    const models::ModelSpec& m = models_[trial % 2];
+    Strategy s;
+    s.tp = pick({1, 2});
+    s.pp = pick({1, 2, 3, 4});
+    s.dp = pick({1, 2, 4});
+    s.vpp = pick({1, 1, 2, 3});
+    s.micro_batch = pick({1, 2, 4});
+    s.global_batch = s.micro_batch * s.dp * pick({1, 3, 8, 17, 64});
+    s.zero = pick({0, 1, 2, 3});
+    s.schedule = s.vpp > 1 ? ScheduleKind::Interleaved
+                           : (pick({0, 1}) ? ScheduleKind::OneFOneB : ScheduleKind::GPipe);
+    if (!validate(s, m).empty()) continue;
+    SimulateOptions so;
+    so.timeline = true;
+    so.stack = &stack;
+    const SimulationResult r = simulate(m, cluster, s, so);
+    const double events = static_cast<double>(r.timeline.size());
+    const double estimate = trace_event_estimate(s);
+    SCOPED_TRACE(testing::Message() << m.name << " tp " << s.tp << " pp " << s.pp << " dp " << s.dp
+                                    << " vpp " << s.vpp << " mbs " << s.micro_batch << " gb "
+                                    << s.global_batch << " zero " << s.zero);
+    EXPECT_GE(estimate, events);
+    EXPECT_LE(estimate, events + kTraceEventsPerStage * s.pp) << "the estimate is loose";
+    const double bytes = static_cast<double>(chrome_trace_json(r, "t").size());
+    EXPECT_GE(trace_bytes_estimate(s), bytes);
+    ++checked;
+  }
+  EXPECT_GE(checked, 40);
+}
+
+TEST(TraceBounds, HugeGlobalBatchesDoNotOverflow) {
+  Strategy s;
+  s.pp = 1 << 20;
+  s.vpp = 1;
+  s.dp = 1;
+  s.micro_batch = 1;
+  s.global_batch = std::int64_t{1} << 40;
+  EXPECT_GT(trace_bytes_estimate(s), kMaxTraceBytes);
+  EXPECT_GT(trace_event_estimate(s), 1e18);
+}
+
+}  // namespace
+}  // namespace strata::planner
