@@ -179,7 +179,8 @@ TEST(CliPlan, AStackThatCannotRunAPinnedSettingIsOneErrorLine) {
   // Unpinned, the search offers only what that stack runs.
   auto all = run_strata({"plan", "--model", "llama2-13b", "--gpus", "32", "--format", "json", "--top", "50"});
   expect_clean_success(all);
-  for (const auto& p : strata::parse_json(all.out)["plans"]) {
+  const json plans = strata::parse_json(all.out);  // named: the loop below reads into it
+  for (const auto& p : plans["plans"]) {
     EXPECT_EQ(p["strategy"]["sequence_parallel"], false);
     EXPECT_NE(p["strategy"]["recompute"], "selective");
     EXPECT_EQ(p["strategy"]["zero"], 0);
