@@ -13,7 +13,6 @@
 
 #include "common/errors.h"
 #include "models/model_stats.h"
-#include "planner/simulator.h"
 
 namespace strata::calibration {
 
@@ -264,16 +263,15 @@ FitCore fit_rows(const std::vector<const MeasuredRun*>& rows, const FitOptions& 
   return f;
 }
 
-RowFit row_fit(const MeasuredRun& r) {
+// A row's fields; `p`: any prediction of the run (its MFU times its step time is the run's
+// model FLOPs, whatever the losses).
+RowFit row_fit(const MeasuredRun& r, const planner::Prediction& p) {
   RowFit f;
   f.id = r.id, f.source = r.source, f.sweep = r.sweep, f.fit = r.fit, f.measured_s = r.measured_s;
   f.stack = r.stack.name, f.device = r.cluster.device.name;
   f.params_b = models::total_params(r.model) / 1e9;
   f.gpus = r.strategy.gpus(), f.seq = r.model.seq_len;
-  f.fp8 = r.strategy.precision == "fp8" || (r.strategy.precision.empty() && r.stack.precision == costmodel::DType::Fp8);
-  planner::SimulateOptions o;
-  o.stack = &r.stack;
-  const auto p = planner::simulate(r.model, r.cluster, r.strategy, o).prediction;
+  f.fp8 = r.strategy.precision == "fp8";  // stacks run 16 or 32 bits; FP8 is the strategy's
   f.measured_mfu = p.mfu * p.iteration_s / r.measured_s;  // MFU scales with 1 / step time
   return f;
 }
@@ -362,8 +360,9 @@ FitResult fit_training_losses(const std::vector<MeasuredRun>& runs, const FitOpt
   out.iterations = all.iterations;
   const TrainingLosses neutral;  // no losses: the kernel tables alone
   for (const auto& r : runs) {
-    RowFit f = row_fit(r);
-    f.neutral_s = predict_run_s(r, neutral);
+    const planner::Prediction p0 = predict_run(r, neutral);
+    RowFit f = row_fit(r, p0);
+    f.neutral_s = p0.iteration_s;
     f.fitted_s = predict_run_s(r, out.losses);
     if (r.fit) {
       out.neutral.add(f.neutral_s / f.measured_s - 1);
@@ -546,8 +545,9 @@ RunsCheck check_runs(const std::vector<MeasuredRun>& runs, const costmodel::Devi
     MeasuredRun r = run;
     if (profile) costmodel::apply_profile(r.cluster, *profile, profile_name);
     const TrainingLosses& l = r.cluster.device.training_losses;
-    RowFit f = row_fit(r);
-    f.fitted_s = predict_run_s(r, l);
+    const planner::Prediction p = predict_run(r, l);
+    RowFit f = row_fit(r, p);
+    f.fitted_s = p.iteration_s;
     const double err = f.fitted_s / f.measured_s - 1;
     c.all.add(err);
     by_source[r.source].add(err);

@@ -26,18 +26,6 @@ YAML::Node row_or_default(const YamlReader& row, const YAML::Node& defaults, con
   return YAML::Node();
 }
 
-std::string name_or_path(const std::string& file, const std::string& ref);
-
-models::ModelSpec read_run_model(const YamlReader& row, const YAML::Node& node, std::string* name) {
-  if (node.IsMap()) {
-    *name = node["name"] ? node["name"].as<std::string>("") : "inline model";
-    return models::read_model(YamlReader(node, row.source(), row.path() + ".model"));
-  }
-  if (!node.IsScalar()) row.fail("model", "expected a catalog name, a path or a model map");
-  *name = node.as<std::string>();
-  return models::load_model(name_or_path(row.source(), *name));
-}
-
 // A path in the runs file, relative to the file's folder.
 std::string relative_to(const std::string& file, const std::string& path) {
   const std::filesystem::path p(path);
@@ -49,6 +37,16 @@ std::string relative_to(const std::string& file, const std::string& path) {
 std::string name_or_path(const std::string& file, const std::string& ref) {
   const std::string rel = relative_to(file, ref);
   return rel != ref && std::filesystem::is_regular_file(rel) ? rel : ref;
+}
+
+models::ModelSpec read_run_model(const YamlReader& row, const YAML::Node& node, std::string* name) {
+  if (node.IsMap()) {
+    *name = node["name"] ? node["name"].as<std::string>("") : "inline model";
+    return models::read_model(YamlReader(node, row.source(), row.path() + ".model"));
+  }
+  if (!node.IsScalar()) row.fail("model", "expected a catalog name, a path or a model map");
+  *name = node.as<std::string>();
+  return models::load_model(name_or_path(row.source(), *name));
 }
 
 double measured_seconds(const YamlReader& row, const MeasuredRun& r) {
@@ -68,9 +66,7 @@ double measured_seconds(const YamlReader& row, const MeasuredRun& r) {
   }
   if (m.has("tokens_per_s_per_gpu")) return tokens / (m.get_positive("tokens_per_s_per_gpu") * gpus);
   // Model FLOPs per iteration as strata counts them (independent of any time estimate).
-  planner::SimulateOptions o;
-  o.stack = &r.stack;
-  const auto p = planner::simulate(r.model, r.cluster, r.strategy, o).prediction;
+  const planner::Prediction p = predict_run(r, costmodel::TrainingLosses{});
   const double flops = p.model_tflops_per_gpu * 1e12 * gpus * p.iteration_s;
   return flops / (m.get_positive("model_tflops_per_gpu") * 1e12 * gpus);
 }
@@ -191,12 +187,16 @@ std::vector<MeasuredRun> runs_from_logs(const std::vector<std::string>& logs, co
   return parse_measured_runs(YAML::Dump(doc), "--from-log");
 }
 
-double predict_run_s(const MeasuredRun& run, const costmodel::TrainingLosses& losses) {
+planner::Prediction predict_run(const MeasuredRun& run, const costmodel::TrainingLosses& losses) {
   costmodel::ClusterSpec c = run.cluster;
   c.device.training_losses = losses;
   planner::SimulateOptions o;
   o.stack = &run.stack;
-  return planner::simulate(run.model, c, run.strategy, o).prediction.iteration_s;
+  return planner::simulate(run.model, c, run.strategy, o).prediction;
+}
+
+double predict_run_s(const MeasuredRun& run, const costmodel::TrainingLosses& losses) {
+  return predict_run(run, losses).iteration_s;
 }
 
 }  // namespace strata::calibration

@@ -27,6 +27,7 @@
 #include "costmodel/software_stack.h"
 #include "costmodel/training_losses.h"
 #include "models/model_spec.h"
+#include "planner/prediction.h"
 #include "planner/strategy.h"
 
 namespace strata::calibration {
@@ -58,7 +59,9 @@ std::vector<MeasuredRun> runs_from_logs(const std::vector<std::string>& logs, co
                                         const std::string& cluster, const std::string& stack,
                                         const std::string& source);
 
-// Predicted seconds per iteration of the run with `losses` in place of its device's.
+// The run's prediction with `losses` in place of its device's; predict_run_s: its seconds
+// per iteration.
+planner::Prediction predict_run(const MeasuredRun& run, const costmodel::TrainingLosses& losses);
 double predict_run_s(const MeasuredRun& run, const costmodel::TrainingLosses& losses);
 
 // What a run's job is, for messages and duplicate detection: model, cluster, stack, strategy.

@@ -70,17 +70,6 @@ class SearchProgress {
   bool drawn_ = false;
 };
 
-planner::Plan to_plan(const models::ModelSpec& model, const std::string& cluster,
-                      const planner::Candidate& c) {
-  planner::Plan p;
-  p.model = model;
-  p.cluster = cluster;
-  p.strategy = c.strategy;
-  p.stage_layers = c.stage_layers;
-  p.prediction = c.prediction;
-  return p;
-}
-
 [[noreturn]] void no_feasible_plan(const PlanFlags& f, const models::ModelSpec& model,
                                    const costmodel::ClusterSpec& cluster,
                                    const planner::SearchResult& r) {
@@ -184,7 +173,7 @@ void run_plan(PlanFlags& f) {
   report.infeasible_memory = result.infeasible_memory;
   report.invalid = result.invalid;
   report.search_s = result.search_s;
-  for (const auto& c : result.ranked) report.plans.push_back(to_plan(model, f.mc.cluster, c));
+  for (const auto& c : result.ranked) report.plans.push_back(planner::to_plan(model, f.mc.cluster, c));
 
   // Files first, so a failure to write one is reported before anything is printed.
   if (!f.trace.empty()) {

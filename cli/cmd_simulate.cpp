@@ -158,10 +158,10 @@ void run_imported(SimulateFlags& f, PlanReport& report) {
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
   if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
   costmodel::SoftwareStack base = load_stack_flag(f.mc, cluster);
-  if (f.mc.stack.empty() && !planner::stack_refusal(job.strategy, base).empty()) {
-    // The job's own flags need a newer framework than the device's validated default
-    // (say --sequence-parallel on A100, validated with Megatron-LM 2021): the newest stack.
-    const std::string why = planner::stack_refusal(job.strategy, base);
+  // The job's own flags may need a newer framework than the device's validated default
+  // (say --sequence-parallel on A100, validated with Megatron-LM 2021): then the newest stack.
+  if (const std::string why = f.mc.stack.empty() ? planner::stack_refusal(job.strategy, base) : "";
+      !why.empty()) {
     base = costmodel::load_software_stack(costmodel::default_software_stack_name(costmodel::DeviceProfile{}));
     report.notes.push_back(fmt::format("the device's default stack cannot run this job ({}); using {} "
                                        "(--stack picks another)",

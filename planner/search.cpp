@@ -530,4 +530,14 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
   return result;
 }
 
+Plan to_plan(const models::ModelSpec& model, const std::string& cluster, const Candidate& c) {
+  Plan p;
+  p.model = model;
+  p.cluster = cluster;
+  p.strategy = c.strategy;
+  p.stage_layers = c.stage_layers;
+  p.prediction = c.prediction;
+  return p;
+}
+
 }  // namespace strata::planner

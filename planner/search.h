@@ -10,6 +10,7 @@
 #include "costmodel/cluster_spec.h"
 #include "costmodel/software_stack.h"
 #include "models/model_spec.h"
+#include "planner/plan.h"
 #include "planner/prediction.h"
 #include "planner/strategy.h"
 
@@ -46,6 +47,10 @@ struct Candidate {
   Prediction prediction;
   std::vector<std::vector<int>> stage_layers;
 };
+
+// The plan file of a candidate: the model, the cluster's name, the strategy, its stage split
+// and prediction.
+Plan to_plan(const models::ModelSpec& model, const std::string& cluster, const Candidate& c);
 
 struct SearchResult {
   std::vector<Candidate> ranked;          // fits memory, best (fastest) first, top_k kept

@@ -22,16 +22,6 @@ void add_unique(std::vector<PlanToRun>& out, PlanToRun p) {
   out.push_back(std::move(p));
 }
 
-planner::Plan to_plan(const models::ModelSpec& model, const std::string& cluster, const planner::Candidate& c) {
-  planner::Plan p;
-  p.model = model;
-  p.cluster = cluster;
-  p.strategy = c.strategy;
-  p.stage_layers = c.stage_layers;
-  p.prediction = c.prediction;
-  return p;
-}
-
 }  // namespace
 
 std::vector<PlanToRun> choose_plans(const ValidateOptions& f, const models::ModelSpec& model,
@@ -54,7 +44,7 @@ std::vector<PlanToRun> choose_plans(const ValidateOptions& f, const models::Mode
         throw NoFeasiblePlan(fmt::format("no strategy for {} fits on {} ranks of {} ({} over memory, {} invalid)",
                                          model.name, f.np, f.cluster, r.infeasible_memory, r.invalid));
       for (std::size_t i = 0; i < r.ranked.size(); ++i)
-        add_unique(out, {fmt::format("{} {}", spec, i + 1), to_plan(model, f.cluster, r.ranked[i])});
+        add_unique(out, {fmt::format("{} {}", spec, i + 1), planner::to_plan(model, f.cluster, r.ranked[i])});
       if (spec == "all") continue;
       // The pure baselines that fit: all ranks on one axis, the planner's best of the rest.
       const std::pair<const char*, void (*)(planner::SearchOptions&, int)> axes[] = {
@@ -74,7 +64,7 @@ std::vector<PlanToRun> choose_plans(const ValidateOptions& f, const models::Mode
                            f.cluster));
           continue;
         }
-        add_unique(out, {fmt::format("baseline {}", axis), to_plan(model, f.cluster, b.ranked.front())});
+        add_unique(out, {fmt::format("baseline {}", axis), planner::to_plan(model, f.cluster, b.ranked.front())});
       }
     } else {
       planner::Plan p = planner::load_plan(spec);
