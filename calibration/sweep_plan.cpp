@@ -90,6 +90,8 @@ SweepPlan plan_sweep(const CalibrationRequest& f, const CalibrationOutput& io) {
   for (const auto& g : plan.graphs) {
     auto mp = kp::model_gemm_problems(g, f.tp_degrees);
     problems.insert(problems.end(), mp.begin(), mp.end());
+    auto ep = kp::expert_gemm_problems(g, f.tp_degrees);
+    problems.insert(problems.end(), ep.begin(), ep.end());
     auto ap = kp::attention_gemm_problems(g);
     problems.insert(problems.end(), ap.begin(), ap.end());
   }

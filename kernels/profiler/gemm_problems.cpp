@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -51,7 +52,7 @@ std::vector<GemmProblem> model_gemm_problems(const models::ModelGraph& graph,
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, bool> seen;
     for (std::size_t v = 0; v < graph.num_ops(); ++v) {
       const models::Op& op = graph.op(v);
-      if (!models::is_gemm(op.kind) || op.gemm.m <= 0) continue;
+      if (!models::is_gemm(op.kind) || op.gemm.m <= 0 || op.routed_expert) continue;
       std::int64_t m = op.gemm.m, n = op.gemm.n, k = op.gemm.k;
       switch (op.sharding) {
         case models::Sharding::ColumnParallel:
@@ -67,6 +68,37 @@ std::vector<GemmProblem> model_gemm_problems(const models::ModelGraph& graph,
       out.push_back({m, n, k, fmt::format("{} {} fwd tp{}", model, name, tp)});
       out.push_back({m, k, n, fmt::format("{} {} dgrad tp{}", model, name, tp)});
       out.push_back({k, n, m, fmt::format("{} {} wgrad tp{}", model, name, tp)});
+    }
+  }
+  return out;
+}
+
+std::vector<GemmProblem> expert_gemm_problems(const models::ModelGraph& graph,
+                                              const std::vector<int>& tp_degrees) {
+  std::vector<GemmProblem> out;
+  const auto& spec = graph.spec();
+  if (!spec.moe) return out;
+  const std::int64_t experts = spec.moe->experts;
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;  // up and gate share shapes
+  for (std::size_t v = 0; v < graph.num_ops(); ++v) {
+    const models::Op& op = graph.op(v);
+    if (!op.routed_expert || op.gemm.m <= 0) continue;
+    const bool row = op.sharding == models::Sharding::RowParallel;
+    for (int etp : tp_degrees) {
+      const std::int64_t split = row ? op.gemm.k : op.gemm.n;
+      if (etp < 1 || split % etp != 0) continue;
+      const std::int64_t n = row ? op.gemm.n : op.gemm.n / etp, k = row ? op.gemm.k / etp : op.gemm.k;
+      std::set<std::int64_t> ms;
+      for (std::int64_t ep = 1; ep <= experts; ep *= 2)
+        for (int tp : tp_degrees)
+          if (tp >= 1) ms.insert(std::max<std::int64_t>(1, ceil_div(op.gemm.m * ep * etp, tp)));
+      for (std::int64_t m : ms) {
+        if (!seen.insert({m, n, k}).second) continue;
+        const std::string at = fmt::format("{} expert {}x{} etp{}", spec.name, row ? "down" : "up", m, etp);
+        out.push_back({m, n, k, at + " fwd"});
+        out.push_back({m, k, n, at + " dgrad"});
+        out.push_back({k, n, m, at + " wgrad"});
+      }
     }
   }
   return out;

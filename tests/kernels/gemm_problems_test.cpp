@@ -85,5 +85,24 @@ TEST(GemmProblems, DedupeMergesOriginsAndSortsByFlops) {
   EXPECT_EQ(d[1].origin, "a; c");
 }
 
+// tiny-moe (catalog): hidden 64, 4 routed experts of width 32, top-2, seq 32. With
+// micro-batch 2: 64 tokens, 128 routed copies, m0 = 128 / 4 = 32 tokens per expert.
+// Layouts tp in {1, 2}, etp in {1, 2}, ep in {1, 2, 4}: m = 32 * ep * etp / tp.
+TEST(GemmProblems, ExpertShapesPerEpEtpAndTp) {
+  auto graph = models::ModelGraph::build(models::load_model("tiny-moe"), 2);
+  std::set<Shape> expect;
+  for (int etp : {1, 2})
+    for (int ep : {1, 2, 4})
+      for (int tp : {1, 2}) {
+        const std::int64_t m = 32 * ep * etp / tp;
+        add_linear(expect, m, 32 / etp, 64);  // up and gate: column-parallel over etp
+        add_linear(expect, m, 64, 32 / etp);  // down: row-parallel over etp
+      }
+  EXPECT_EQ(shapes(expert_gemm_problems(graph, {1, 2})), expect);
+  // The dense problems no longer carry the routed experts' unsharded shape (m0, 32, 64).
+  EXPECT_EQ(shapes(model_gemm_problems(graph, {1})).count(Shape{32, 32, 64}), 0u);
+  EXPECT_TRUE(expert_gemm_problems(models::ModelGraph::build(tiny_spec(), 1), {1, 2}).empty());
+}
+
 }  // namespace
 }  // namespace strata::kernels::profiler
