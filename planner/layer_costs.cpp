@@ -385,6 +385,17 @@ void SimEngine::apply_measured_block(const LayerCostInputs& in, std::size_t gi, 
   auto e = blocks_.estimate(signature, in.tp, in.sp, in.s.micro_batch);
   if (!e) return;
   GroupCost& c = t.groups[gi];
+  // A measured block faster than the device's peak on its model FLOPs is a broken row
+  // (mistyped units, another model's block), not a fast device: refuse it by name.
+  if (auto peak = cluster_.device.peak_tflops.find(dtype_); peak != cluster_.device.peak_tflops.end()) {
+    const double per_rank = (c.flops_fwd + c.flops_bwd) / in.tp;
+    const double tflops = per_rank / (e->fwd_s + e->bwd_s) / 1e12;
+    if (tflops > peak->second)
+      input_error("device '{}' block_table: block \"{}\" (tp {}, micro_batch {}) runs {:.4g} model TFLOP/s "
+                  "per rank, above the device's {} peak of {:.4g} TFLOP/s: the row's times are too small",
+                  cluster_.device.name, signature, in.tp, in.s.micro_batch, tflops,
+                  costmodel::to_string(dtype_), peak->second);
+  }
   c.fwd_s = e->fwd_s;
   c.bwd_s = e->bwd_s;
   t.blocks_measured = true;

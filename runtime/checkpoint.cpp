@@ -1,4 +1,5 @@
 #include "runtime/checkpoint.h"
+
 #include "common/json_text.h"
 
 #include <fcntl.h>
@@ -6,10 +7,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <system_error>
 
@@ -138,7 +141,14 @@ std::optional<std::int64_t> latest_checkpoint(const std::string& dir) {
     const std::string digits = name.substr(5);
     if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
     if (!fs::exists(entry.path() / "manifest.json", ec)) continue;  // incomplete
-    const std::int64_t step = std::stoll(digits);
+    // A step count beyond 64 bits is no checkpoint this runtime wrote: refuse it by name
+    // (std::stoll would throw out_of_range as an internal error).
+    std::int64_t step = 0;
+    const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+    if (err != std::errc{} || end != digits.data() + digits.size())
+      input_error("--checkpoint-dir {}: folder {} has a step number beyond {} (not a strata checkpoint); "
+                  "move it away or choose another directory",
+                  dir, name, std::numeric_limits<std::int64_t>::max());
     if (!best || step > *best) best = step;
   }
   return best;

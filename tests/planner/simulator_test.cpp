@@ -195,6 +195,15 @@ TEST_F(SimulatorOnGpt2, MeasuredBlockTimesReplaceTheBlocksCompute) {
   EXPECT_NEAR(two.breakdown_s.compute - one.breakdown_s.compute, expected, 1e-9);
   EXPECT_GT(one.breakdown_s.compute, expected);  // plus the embedding, head and loss
   EXPECT_EQ(with_rows("hidden 1, heads 1", 1000, 2000).iteration_s, base.iteration_s);
+  // A gpt2-124m block at micro-batch 2 is ~0.1 TFLOP forward + backward (3 x 2 x 7.1M
+  // parameters x 2048 tokens, plus attention): in 3 us that is ~30 PFLOP/s, 100x an
+  // A100's 312 TFLOP/s peak. Such a row is broken, not fast: refused by name.
+  try {
+    with_rows(sig, 1, 2);
+    ADD_FAILURE() << "a block row faster than the device's peak was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("above the device's"), std::string::npos) << e.what();
+  }
   auto c = cluster;
   c.device.block_table = {{sig, 1, false, 2, 1000, 2000, 0, 0}};
   bool noted = false;

@@ -84,6 +84,19 @@ TEST_F(CheckpointTest, LatestIgnoresAStepWithoutManifest) {
   EXPECT_EQ(latest_checkpoint((dir / "nothing").string()), std::nullopt);
 }
 
+TEST_F(CheckpointTest, LatestRefusesAStepBeyond64BitsByName) {
+  write(3);
+  const fs::path huge = dir / "step_99999999999999999999";  // > 2^63 - 1
+  fs::create_directories(huge);
+  std::ofstream(huge / "manifest.json") << "{}";
+  try {
+    latest_checkpoint(dir.string());
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("step_99999999999999999999"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(CheckpointTest, CorruptShardFailsOnEveryRank) {
   write(3);
   const fs::path shard = fs::path(checkpoint_step_dir(dir.string(), 3)) / "rank_00001.bin";
