@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Writes bench/validation/runs/{a100,h100}.yaml, the dev sets in the runs-file format that
+"""Writes bench/validation/runs/{a100,h100,h100-moe}.yaml, the dev sets in the runs-file format that
 `strata calibrate --from-runs` and `strata validate --runs` read (calibration/measured_runs.h),
 from the published sets beside them (bench/validation/*.yaml). Run from the repository root
 after changing a published set; the outputs are committed. Throughputs become seconds per
 iteration with the FLOP formula each source states; nothing is fitted here.
-    python3 scripts/validation-runs.py [--mcore-layouts FILE]
+    python3 scripts/validation-runs.py [--mcore-layouts FILE] [--only a100|h100|gemm|h100-moe]
+--only: write that one set (h100-moe needs no layouts file; `h100` without --mcore-layouts would
+drop the Megatron-Core rows, so regenerate it only with that file).
 --mcore-layouts: the layouts strata's search chose for the Megatron-Core rows, whose micro-batch,
 vpp, SP and recompute the source leaves unknown (strata_bench_prediction_error_mcore output)."""
 import sys, yaml
@@ -103,6 +105,46 @@ def h100(layouts):
             "defaults: {cluster: dgx-h100}\nruns:\n")
     open("bench/validation/runs/h100.yaml", "w").write(head + "\n".join(out) + "\n")
 
+def h100_moe():
+    """bench/validation/runs/h100-moe.yaml from moe-h100.yaml: one row per published job (rows
+    marked `runs: false` stay in the source file only); every row `use: check` for now."""
+    d = yaml.safe_load(open("bench/validation/moe-h100.yaml"))
+    models, sources = d["models"], d["sources"]
+    out = []
+    for r in d["runs"]:
+        if r.get("runs") is False: continue
+        m = models[r["model"]]
+        if isinstance(m, dict):
+            m = dict(m)
+            if "moe" in m: m["moe"] = flow(m["moe"])
+            if "mla" in m: m["mla"] = flow(m["mla"])
+            m["tied_embeddings"] = str(m["tied_embeddings"]).lower()
+            if "layers" in r or "seq" in r:
+                m["layers"] = r.get("layers", m["layers"])
+                m["seq_len"] = r.get("seq", m["seq_len"])
+                m["name"] = f"{m['name']}-l{m['layers']}-s{m['seq_len']}"
+            seq = m["seq_len"]
+        else:
+            seq = r.get("seq", 4096)  # catalog deepseek-v3: seq_len 4096
+        dp = r["gpus"] // (r["tp"] * r["pp"] * r["cp"])
+        st = strat(r["tp"], r["pp"], dp, r["mbs"], r["gbs"], r["vpp"], r["recompute"], r["sp"], r["zero"], r["cp"])
+        st["ep"], st["etp"] = r["ep"], r["etp"]
+        if "step_s" in r:
+            seconds = r["step_s"]
+        else:  # tokens/s/GPU -> seconds per iteration
+            seconds = r["gbs"] * seq / (r["tokens_per_s_per_gpu"] * r["gpus"])
+        src = sources[r["src"]]
+        cite = src["cite"] + (f"; {r['note']}" if r.get("note") else "")
+        row(out, r["id"], m, st, seconds, cite.replace('"', "'"), stack=src.get("stack"), sweep=r.get("sweep"),
+            use=r.get("use", "check"), precision=r.get("precision"))
+    head = ("# MoE rows, DGX H100 (written by scripts/validation-runs.py from moe-h100.yaml; see that file for\n"
+            "# every source, derivation and what strata cannot express yet). All rows `use: check`; tokens/s/GPU\n"
+            "# converted as gbs x seq / (tokens/s/GPU x gpus). Settings strata has no knob for (dispatcher, EP\n"
+            "# overlap, module recompute, MTP, uneven stages, token drop where not on the model) are in each\n"
+            "# row's source note. sweep mz-qwen3-235b-256: four layouts of one model on the same 256 GPUs.\n"
+            "defaults: {cluster: dgx-h100}\nruns:\n")
+    open("bench/validation/runs/h100-moe.yaml", "w").write(head + "\n".join(out) + "\n")
+
 def gemm_measured_variant(profile):
     """The H100 rows again, on DGX H100 nodes whose device carries the sustained GEMM table
     measured on an H200 (same GH100 die, same clocks and tensor peaks): what the runs say
@@ -126,13 +168,20 @@ def gemm_measured_variant(profile):
     runs = open("bench/validation/runs/h100.yaml").read().replace("defaults: {cluster: dgx-h100}", "defaults: {cluster: ../dgx-h100-gemm-measured.yaml}")
     open("bench/validation/runs/h100-gemm-measured.yaml", "w").write(runs)
 
-layouts = {}
-if len(sys.argv) > 2 and sys.argv[1] == "--mcore-layouts":
-    for line in open(sys.argv[2]):
-        f = line.split()
-        if len(f) >= 12 and f[0].startswith("MC24-"):
-            mbs, vpp, sp, rc = f[-1].split("/")
-            layouts[f[0]] = (int(mbs), int(vpp), sp == "sp", rc)
-a100()
-h100(layouts)
-gemm_measured_variant("costmodel/hardware/profiles/h200-sxm-141gb-measured.yaml")
+layouts, only, argv = {}, None, sys.argv[1:]
+while argv:
+    if argv[0] == "--mcore-layouts" and len(argv) > 1:
+        for line in open(argv[1]):
+            f = line.split()
+            if len(f) >= 12 and f[0].startswith("MC24-"):
+                mbs, vpp, sp, rc = f[-1].split("/")
+                layouts[f[0]] = (int(mbs), int(vpp), sp == "sp", rc)
+        argv = argv[2:]
+    elif argv[0] == "--only" and len(argv) > 1:
+        only, argv = argv[1], argv[2:]
+    else:
+        sys.exit(__doc__)
+if only in (None, "a100"): a100()
+if only in (None, "h100"): h100(layouts)
+if only in (None, "gemm"): gemm_measured_variant("costmodel/hardware/profiles/h200-sxm-141gb-measured.yaml")
+if only in (None, "h100-moe"): h100_moe()
