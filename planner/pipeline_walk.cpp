@@ -347,12 +347,26 @@ void PipelineWalk::run(ScheduleKind kind, int pp, int m, int vpp, const std::vec
   std::vector<double> shift(static_cast<std::size_t>(pp)), chain2(static_cast<std::size_t>(pp));
   for (int s = 0; s < pp; ++s) chain2[static_cast<std::size_t>(s)] = chain_p2p(s);
   chain_.resize(static_cast<std::size_t>(pp));
+  // Work of one round of pp micro-batches on each rank, and the slowest rank's: the
+  // schedule ties every rank to the others within a bounded lag, so in the long run every
+  // rank ends a round no faster than the slowest rank does its work. Between m1 and m2 a
+  // rank can still seem faster (idle less, even negatively: the extra micro-batches fill
+  // gaps of its warm-up and cool-down); extended linearly over hundreds of micro-batches
+  // that ended the step short (0.7% for Qwen3-235B on tp4 pp8 vpp4) and turned idle time
+  // and pp_comm negative.
+  std::vector<double> work_round(static_cast<std::size_t>(pp), 0.0);
+  double slowest_round = 0;
+  for (int s = 0; s < pp; ++s) {
+    for (int c = 0; c < vpp; ++c) work_round[static_cast<std::size_t>(s)] += pp * (fwd[c * pp + s] + bwd[c * pp + s]);
+    slowest_round = std::max(slowest_round, work_round[static_cast<std::size_t>(s)]);
+  }
   for (int s = 0; s < pp; ++s) {
     const auto i = static_cast<std::size_t>(s);
     chain_[i] = chain2[i] + rounds * (chain2[i] - chain1[i]);
-    shift[i] = rounds * (compute_end[i] - end1[i]);
+    const double round = std::max(compute_end[i] - end1[i], slowest_round);
+    shift[i] = rounds * round;
     compute_end[i] += shift[i];
-    idle[i] += rounds * (idle[i] - idle1[i]);
+    idle[i] += rounds * (round - work_round[i]);
     peak_chunks[i] += static_cast<int>(std::lround(rounds * (peak_chunks[i] - peak1[i])));
     busy_fwd[i] = busy_fwd[i] / m2 * m;
     busy_bwd[i] = busy_bwd[i] / m2 * m;
