@@ -153,7 +153,7 @@ void add_export_command(CLI::App& app) {
   cmd->footer(fmt::format("Checked against: {}; {}; {} with {}.", exports::kMegatronVersion,
                           exports::kTorchTitanVersion, exports::kDeepSpeedVersion,
                           exports::kMegatronDeepSpeedVersion));
-  add_files_help(*cmd, "--plan, --stack (a file, or a catalog name)",
+  add_files_help(*cmd, "--plan, --stack (a file, or a catalog name), --from (your Megatron-LM script)",
                  "--out (the launch command, config or TOML; - for stdout)");
   cmd->add_option("--plan", flags->plan, "Plan file written by `strata plan --out` (YAML)")
       ->required();

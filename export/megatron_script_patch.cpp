@@ -243,9 +243,9 @@ class Patcher {
 
   void add_missing() {
     std::vector<Arg> missing;
-    for (const auto& [flag, value] : plan_)
-      if (std::none_of(found_.begin(), found_.end(), [&](const Found& f) { return f.name == flag; }))
-        missing.emplace_back(flag, value);
+    for (const Arg& arg : plan_)
+      if (std::none_of(found_.begin(), found_.end(), [&](const Found& f) { return f.name == arg.first; }))
+        missing.push_back(arg);
     if (missing.empty()) return;
     std::optional<Found> anchor;
     for (const Found& f : found_)

@@ -149,6 +149,12 @@ TEST(ExportCommand, TrainTokensSlurmAndFromWithOneErrorLineEach) {
       << patched.out;
   EXPECT_NE(patched.err.find("job.sh:3: --tensor-model-parallel-size 8 -> 2"), std::string::npos)
       << patched.err;
+  // The patched script never overwrites the script it patches.
+  CmdResult over = run_strata(base + "--to megatron --from '" + job + "' --out '" + job + "'", dir);
+  EXPECT_EQ(over.code, 2);
+  EXPECT_NE(over.err.find("--from"), std::string::npos) << over.err;
+  EXPECT_NE(over.err.find("--out"), std::string::npos) << over.err;
+  EXPECT_EQ(strata::read_file(job).rfind("# mine\n", 0), 0u);
   // Bad input: one `error:` line naming the flag, exit 2.
   for (const std::string& bad :
        {base + "--to megatron --train-tokens 15X", base + "--to megatron --train-tokens ''",

@@ -67,8 +67,10 @@ TEST(TrainTokens, IterationsCoverTheTokensInEveryFramework) {
   EXPECT_EQ(toml_sections(export_torchtitan(p, overlap_stack(), o))["training"]["steps"], "3815");
   const Plan ds = make_plan(llama(8), 8, 1, 1, 1, 1, 64);
   EXPECT_EQ(arg_map(megatron_deepspeed_args(ds, overlap_stack(), o)).at("--train-iters"), "3815");
-  const YAML::Node mds = table("megatron_deepspeed_args.yaml")["args"];
-  expect_arg_type(mds, "--train-iters", "3815");
+  // The names and types at the pinned commits.
+  expect_arg_type(table("megatron_args.yaml")["args"], "--train-iters", "3815");
+  expect_arg_type(table("megatron_deepspeed_args.yaml")["args"], "--train-iters", "3815");
+  EXPECT_EQ(table("torchtitan_config.yaml")["sections"]["training"]["steps"].as<std::string>(), "int");
 }
 
 TEST(SlurmScript, MegatronOnTwoNodesParsesAndUsesOnlyDocumentedOptions) {
