@@ -24,7 +24,9 @@ const std::vector<std::string>& megatron_parallel_flags() {
       "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
       "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
       "--pipeline-model-parallel-layout", "--context-parallel-size", "--cp-comm-type",
-      "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--sequence-parallel",
+      "--expert-model-parallel-size", "--expert-tensor-parallel-size",
+      // How expert parallelism exchanges tokens: the all-to-all the plan's prediction charged.
+      "--moe-token-dispatcher-type", "--sequence-parallel",
       "--use-tp-pp-dp-mapping", "--micro-batch-size", "--global-batch-size",
       "--recompute-granularity", "--recompute-method", "--recompute-num-layers",
       "--recompute-activations", "--use-distributed-optimizer", "--use-megatron-fsdp",

@@ -14,7 +14,8 @@
 namespace strata::exports {
 
 // The Megatron-LM flags the patch owns: tensor / pipeline / virtual-pipeline / context /
-// expert parallel sizes and stage maps, sequence parallelism, rank mapping, micro and global
+// expert parallel sizes and stage maps, the MoE token dispatcher (the expert-parallel
+// exchange), sequence parallelism, rank mapping, micro and global
 // batch, recompute, distributed optimizer and Megatron-FSDP, the communication overlaps, and
 // --train-iters when the plan's export writes it.
 const std::vector<std::string>& megatron_parallel_flags();

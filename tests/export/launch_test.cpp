@@ -109,6 +109,13 @@ TEST(SlurmScript, MegatronOnTwoNodesParsesAndUsesOnlyDocumentedOptions) {
                         "pretrain_gpt.py \\\n  --num-layers 8 \\\n"),
             std::string::npos)
       << script;
+  // `simulate --from megatron` reads the script back as the plan's job.
+  ImportedJob job = import_megatron_args(script, "job.sbatch");
+  resolve_world_size(job, 0, "job.sbatch");
+  EXPECT_EQ(job.world_size, 8);
+  EXPECT_EQ(job.strategy.dp, 2);
+  EXPECT_EQ(job.strategy.tp, 2);
+  EXPECT_EQ(job.strategy.pp, 2);
   // The arguments are the torchrun export's, line for line.
   const std::string plain = export_megatron(p, overlap_stack());
   const std::string args_part = plain.substr(plain.find("pretrain_gpt.py"));
@@ -299,6 +306,30 @@ TEST(ScriptPatch, LastLineOfACommandKeepsTheContinuationsRight) {
             "python pretrain_gpt.py \\\n  --micro-batch-size 1 \\\n  --global-batch-size 16 \\\n"
             "  --tensor-model-parallel-size 1 \\\n  --pipeline-model-parallel-size 1\necho done\n");
   EXPECT_EQ(bash_syntax_check(dp_only.text), 0);
+}
+
+TEST(ScriptPatch, MoeJobGetsThePlansExpertLayoutAndDispatcher) {
+  // Mixtral run with Megatron's default allgather dispatcher and ep 2; the plan: tp 2 x dp 4,
+  // ep 8 x etp 1 (experts over tp x dp), all-to-all dispatch.
+  const std::string script =
+      "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
+      "  --num-layers 32 --hidden-size 4096 --num-experts 8 --moe-router-topk 2 \\\n"
+      "  --moe-grouped-gemm --moe-token-dispatcher-type allgather \\\n"
+      "  --tensor-model-parallel-size 2 --expert-model-parallel-size 2 \\\n"
+      "  --micro-batch-size 1 --global-batch-size 64 --sequence-parallel\n";
+  const Plan p = moe_plan(strata::models::load_model("mixtral-8x7b"), 4, 2, 1, 1, 64, 8, 1);
+  const ScriptPatch patch = patch_megatron_script(script, "moe.sh", megatron_args(p, plain_stack()));
+  EXPECT_EQ(patch.text,
+            "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
+            "  --num-layers 32 --hidden-size 4096 --num-experts 8 --moe-router-topk 2 \\\n"
+            "  --moe-grouped-gemm --moe-token-dispatcher-type alltoall \\\n"
+            "  --tensor-model-parallel-size 2 --expert-model-parallel-size 8 \\\n"
+            "  --micro-batch-size 1 --global-batch-size 64 --sequence-parallel "
+            "--pipeline-model-parallel-size 1 --expert-tensor-parallel-size 1\n");
+  // Another expert count is another model.
+  EXPECT_THROW(patch_megatron_script("pretrain_gpt.py --num-experts 16\n", "moe.sh",
+                                     megatron_args(p, plain_stack())),
+               strata::InputError);
 }
 
 TEST(ScriptPatch, RefusesAnotherModelAValueOnTheNextLineAndAScriptWithoutACommand) {
