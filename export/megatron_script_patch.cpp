@@ -174,6 +174,13 @@ class Patcher {
         f.line = l;
         f.flag_word = w;
         f.name = word.substr(0, eq);
+        // Megatron-LM's validate_args (arguments.py at d98e8a64) asserts iteration-based
+        // training has no sample-based settings: --train-iters cannot join --train-samples.
+        if (f.name == "--train-samples" && plan_value("--train-iters"))
+          input_error("{}: the script trains by samples (--train-samples); --train-tokens writes "
+                      "--train-iters, which Megatron-LM refuses beside sample-based settings: "
+                      "leave out --train-tokens",
+                      where(l));
         const bool model = std::find(model_shape_flags().begin(), model_shape_flags().end(),
                                      f.name) != model_shape_flags().end();
         if (!owned(f.name) && !model) continue;
@@ -181,7 +188,9 @@ class Patcher {
           f.value_begin = ws[w].core_begin + eq + 1;
           f.value_end = ws[w].core_end;
         } else if (!takes_no_value(f.name)) {
-          if (w + 1 >= ws.size() || core(lines_[l], ws[w + 1]) == "\\")
+          const bool value_here = w + 1 < ws.size() && core(lines_[l], ws[w + 1]) != "\\";
+          if (!value_here && model) continue;  // nothing to compare on this line
+          if (!value_here)
             input_error("{}: {} has its value on another line; put the value on the flag's line "
                         "so the plan's can replace it", where(l), f.name);
           f.value_word = w + 1;

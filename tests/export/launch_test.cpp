@@ -350,4 +350,19 @@ TEST(ScriptPatch, RefusesAnotherModelAValueOnTheNextLineAndAScriptWithoutAComman
             "on the flag's line so the plan's can replace it");
   EXPECT_NE(error("echo hello\n").find("job.sh: holds no Megatron-LM parallel flag and no *.py"),
             std::string::npos);
+  EXPECT_EQ(error("pretrain_gpt.py \\\n  --num-layers \\\n  96\n"), "no error");  // nothing to compare
+  // --train-tokens writes --train-iters, which Megatron refuses beside --train-samples.
+  ExportOptions o;
+  o.train_tokens = 1'000'000;
+  try {
+    patch_megatron_script("pretrain_gpt.py --train-samples 1000\n", "job.sh",
+                          megatron_args(llama_plan(), plain_stack(), o));
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const strata::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("job.sh:1: the script trains by samples"), std::string::npos);
+  }
+  const ScriptPatch iters = patch_megatron_script("pretrain_gpt.py --train-iters 500000\n", "job.sh",
+                                                  megatron_args(llama_plan(), plain_stack(), o));
+  // 16 x 4096 = 65536 tokens a step: 1M tokens = 15.26 -> 16 iterations.
+  EXPECT_EQ(iters.text.rfind("pretrain_gpt.py --train-iters 16 ", 0), 0u) << iters.text;
 }
