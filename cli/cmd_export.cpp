@@ -1,7 +1,10 @@
 // `strata export --plan plan.yaml --to megatron|deepspeed|megatron-deepspeed|torchtitan
-// [--stack NAME|FILE] [--out FILE]`: the plan as a Megatron-LM launch command, a DeepSpeed
-// config JSON, the Megatron-DeepSpeed arguments that go with it, or a TorchTitan TOML. The
-// text comes from export/export_formats.h; files are written atomically, `-` is stdout.
+// [--stack NAME|FILE] [--out FILE] [--train-tokens N] [--launcher torchrun|slurm]
+// [--from JOB.sh]`: the plan as a Megatron-LM launch command, a DeepSpeed config JSON, the
+// Megatron-DeepSpeed arguments that go with it, or a TorchTitan TOML; with --launcher slurm
+// an sbatch script; with --from the user's own Megatron-LM script with the plan's parallel
+// flags (export/megatron_script_patch.h). The text comes from export/; files are written
+// atomically, `-` is stdout.
 #include <memory>
 
 #include <fmt/format.h>
@@ -9,12 +12,15 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
+#include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/one_line.h"
 #include "costmodel/cluster_spec.h"
 #include "costmodel/software_stack.h"
 #include "export/export_formats.h"
+#include "export/megatron_script_patch.h"
 #include "planner/plan.h"
+#include "report/time_to_train.h"
 
 namespace strata::cli {
 
@@ -25,7 +31,34 @@ struct ExportFlags {
   std::string to;
   std::string stack;
   std::string out = "-";
+  std::string train_tokens;  // text: parsed by report::parse_token_count, errors name the flag
+  std::string launcher = "torchrun";
+  bool train_tokens_given = false;  // --train-tokens "" is refused, not "not given"
+  std::string from;                 // the user's Megatron-LM launch script to patch
 };
+
+// --train-tokens and --launcher as the export library takes them; the Slurm script's node
+// shape comes from the plan's cluster.
+exports::ExportOptions export_options(const ExportFlags& f, const planner::Plan& plan) {
+  exports::ExportOptions opt;
+  opt.launcher = exports::launcher_from_string(f.launcher);
+  if (f.train_tokens_given) {
+    try {
+      opt.train_tokens = report::parse_token_count(f.train_tokens);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--train-tokens: {}", e.what()));
+    }
+  }
+  if (opt.launcher == exports::Launcher::Slurm) {
+    try {
+      opt.gpus_per_node = costmodel::load_cluster(plan.cluster).gpus_per_node;
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--launcher slurm needs the plan's cluster for its GPUs per "
+                                   "node: {}", e.what()));
+    }
+  }
+  return opt;
+}
 
 // --stack, else the stack the plan's prediction assumed, else the default stack of the
 // plan's cluster device.
@@ -40,8 +73,32 @@ costmodel::SoftwareStack export_stack(const ExportFlags& f, const planner::Plan&
   }
 }
 
+// --from: the user's script with the plan's parallel flags; the changes go to stderr.
+std::string patched_script(const ExportFlags& f, const planner::Plan& plan,
+                           const costmodel::SoftwareStack& stack, const exports::ExportOptions& opt) {
+  if (opt.launcher == exports::Launcher::Slurm)
+    input_error("--from patches your own script, which keeps its launcher: leave out --launcher slurm");
+  std::string script;
+  try {
+    script = read_file(f.from);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--from: {}", e.what()));
+  }
+  const exports::ScriptPatch patch =
+      exports::patch_megatron_script(script, f.from, exports::megatron_args(plan, stack, opt));
+  std::string diff = patch.changes.empty() ? "--from: the script already has the plan's parallel flags"
+                                           : "--from: the plan's parallel flags:";
+  for (const auto& c : patch.changes) diff += "\n  " + c;
+  warn(fmt::format("{}\nthe plan runs on {} GPUs (dp {} x tp {} x pp {} x cp {}): the script's "
+                   "launcher (nodes x GPUs per node) is left as written",
+                   diff, plan.strategy.gpus(), plan.strategy.dp, plan.strategy.tp, plan.strategy.pp,
+                   plan.strategy.cp));
+  return patch.text;
+}
+
 void run_export(const ExportFlags& f) {
-  check_path_aliasing({{f.out, "--out"}}, {{f.plan, "--plan"}, {f.stack, "--stack"}});
+  check_path_aliasing({{f.out, "--out"}},
+                      {{f.plan, "--plan"}, {f.stack, "--stack"}, {f.from, "--from"}});
   check_output_path(f.out, "--out");
   const ExportTarget target = export_target_from_string(f.to);
   planner::Plan plan;
@@ -65,11 +122,24 @@ void run_export(const ExportFlags& f) {
                   "device '{}' with no fp8 peak; plan with --precision bf16",
                   one_line(plan.cluster), one_line(cluster.device.name));
   }
-  write_output(f.out, export_plan(plan, export_stack(f, plan), target), "--out");
+  const exports::ExportOptions opt = export_options(f, plan);
+  if (!f.from.empty()) {
+    if (target != ExportTarget::Megatron)
+      input_error("--from patches a Megatron-LM launch script: use it with --to megatron");
+    write_output(f.out, patched_script(f, plan, export_stack(f, plan), opt), "--out");
+    return;
+  }
+  write_output(f.out, export_plan(plan, export_stack(f, plan), target, opt), "--out");
   // A JSON config holds no comments: what DeepSpeed needs in model code goes to stderr.
-  if (target == ExportTarget::DeepSpeed)
+  if (target == ExportTarget::DeepSpeed) {
     if (const std::string note = exports::deepspeed_model_code_note(plan); !note.empty())
       warn(note);
+    if (opt.train_tokens > 0)
+      warn(fmt::format("DeepSpeed's config holds no iteration count: run the training loop for "
+                       "{} steps (ceil({} tokens / (global batch {} x seq_len {})))",
+                       exports::train_iterations(plan, opt.train_tokens), opt.train_tokens,
+                       plan.strategy.global_batch, plan.model.seq_len));
+  }
 }
 
 }  // namespace
@@ -83,7 +153,7 @@ void add_export_command(CLI::App& app) {
   cmd->footer(fmt::format("Checked against: {}; {}; {} with {}.", exports::kMegatronVersion,
                           exports::kTorchTitanVersion, exports::kDeepSpeedVersion,
                           exports::kMegatronDeepSpeedVersion));
-  add_files_help(*cmd, "--plan, --stack (a file, or a catalog name)",
+  add_files_help(*cmd, "--plan, --stack (a file, or a catalog name), --from (your Megatron-LM script)",
                  "--out (the launch command, config or TOML; - for stdout)");
   cmd->add_option("--plan", flags->plan, "Plan file written by `strata plan --out` (YAML)")
       ->required();
@@ -94,6 +164,24 @@ void add_export_command(CLI::App& app) {
                   "Software stack whose overlap/precision options to emit (default: the plan's)");
   cmd->add_option("--out", flags->out, "Output file (written atomically), or - for stdout")
       ->capture_default_str();
+  cmd->add_option_function<std::string>(
+      "--train-tokens",
+      [flags](const std::string& v) {
+        flags->train_tokens = v;
+        flags->train_tokens_given = true;
+      },
+      "tokens to train on (e.g. 15T, 300B): writes the iterations that cover them (Megatron "
+      "--train-iters, TorchTitan training.steps)");
+  cmd->add_option("--from", flags->from,
+                  "your Megatron-LM launch script: print it with only its parallel flags (tp, pp, "
+                  "vpp, cp, ep, etp, sp, batch, recompute, optimizer sharding, overlaps) set to "
+                  "the plan's; the changes go to stderr")
+      ->check(non_empty_path());
+  cmd->add_option("--launcher", flags->launcher,
+                  "torchrun: one command to run on every node; slurm: an sbatch script (nodes "
+                  "from the plan's cluster, torchrun c10d rendezvous, srun)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(exports::launcher_names()));
   cmd->callback([flags] { run_export(*flags); });
 }
 

@@ -49,30 +49,27 @@ std::string comment_lines(const std::vector<std::string>& lines) {
   return out;
 }
 
-namespace {
-// "--flag value \" lines; values holding shell metacharacters are single-quoted.
-std::string shell_word(const std::string& v) {
+std::string shell_quote(const std::string& v) {
   if (!v.empty() && v.find_first_of(" \t\n'\"\\$`|&;<>()*?[]#~!{}") == std::string::npos) return v;
   std::string out = "'";
   for (char c : v) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
-}  // namespace
 
 std::string arg_lines(const std::string& command, const std::vector<Arg>& args) {
   std::string out = command;
   for (const auto& [flag, value] : args)
-    out += " \\\n  " + flag + (value.empty() ? "" : " " + shell_word(value));
+    out += " \\\n  " + flag + (value.empty() ? "" : " " + shell_quote(value));
   return out + "\n";
 }
 
 std::string num(std::int64_t v) { return std::to_string(v); }
 std::string num(double v) { return fmt::format("{}", v); }
 
-std::string torchrun(int gpus, const char* script) {
-  const int per_node = gpus % 8 == 0 ? 8 : gpus;
-  return fmt::format("torchrun --nnodes {} --nproc_per_node {} {}", gpus / per_node, per_node,
-                     script);
+std::int64_t train_iterations(const Plan& p, std::int64_t tokens) {
+  const std::int64_t per_step = p.strategy.global_batch * p.model.seq_len;
+  STRATA_CHECK(per_step > 0 && tokens > 0, "train_iterations of an empty step or no tokens");
+  return tokens / per_step + (tokens % per_step != 0 ? 1 : 0);
 }
 
 }  // namespace strata::exports

@@ -40,15 +40,14 @@ class FlagWriter {
 // `command`, then one "--flag value \" line per argument; values holding shell
 // metacharacters are single-quoted.
 std::string arg_lines(const std::string& command, const std::vector<Arg>& args);
+// A shell word for `v`: as is when it holds no shell metacharacter, else single-quoted.
+std::string shell_quote(const std::string& v);
 // One "# " line per entry (control characters folded).
 std::string comment_lines(const std::vector<std::string>& lines);
 // Numbers as the frameworks' parsers read them.
 std::string num(std::int64_t v);
 std::string num(double v);
 
-// torchrun's world: 8 GPUs per node when the count allows (change --nnodes/--nproc_per_node
-// to the cluster's shape; their product must stay the plan's GPU count).
-std::string torchrun(int gpus, const char* script);
 // The first comment line of every export: what it is, the plan's model, cluster and layout.
 std::string header(const planner::Plan& p, const char* what);
 

@@ -7,6 +7,7 @@
 #include "common/errors.h"
 #include "export/export_common.h"
 #include "export/export_formats.h"
+#include "export/launch.h"
 #include "export/safe_text.h"
 
 namespace strata::exports {
@@ -67,6 +68,11 @@ void check_deepspeed_can_run(const Plan& p, const SoftwareStack& stack) {
 // What Megatron-DeepSpeed's arguments cannot build, beyond DeepSpeed's own limits.
 void check_megatron_deepspeed_can_run(const Plan& p) {
   const auto& m = p.model;
+  // megatron/arguments.py at 4efb479d has no multi-token-prediction argument.
+  if (m.mtp_layers > 0)
+    input_error("model '{}' trains {} multi-token-prediction block(s) (model.mtp_layers), which "
+                "{} has no arguments for; export it --to megatron",
+                one_line(m.name), m.mtp_layers, kMegatronDeepSpeedVersion);
   if (m.mla)
     input_error("model '{}' uses multi-latent attention (model.mla), which {} has no arguments "
                 "for; export it --to megatron or --to torchtitan",
@@ -120,7 +126,8 @@ std::string export_deepspeed(const Plan& p, const SoftwareStack& plan_stack) {
   return j.dump(2) + "\n";
 }
 
-std::vector<Arg> megatron_deepspeed_args(const Plan& p, const SoftwareStack& plan_stack) {
+std::vector<Arg> megatron_deepspeed_args(const Plan& p, const SoftwareStack& plan_stack,
+                                         const ExportOptions& opt) {
   const SoftwareStack stack = planned_stack(p, plan_stack);
   const auto& s = p.strategy;
   const auto& m = p.model;
@@ -154,6 +161,7 @@ std::vector<Arg> megatron_deepspeed_args(const Plan& p, const SoftwareStack& pla
   if (s.sequence_parallel) flag("--sequence-parallel");
   flag("--micro-batch-size", num(s.micro_batch));
   flag("--global-batch-size", num(s.global_batch));
+  if (opt.train_tokens > 0) flag("--train-iters", num(train_iterations(p, opt.train_tokens)));
   if (s.recompute == Recompute::Selective) flag("--recompute-granularity", "selective");
   if (s.recompute == Recompute::Full) {
     flag("--deepspeed-activation-checkpointing");
@@ -188,8 +196,9 @@ std::vector<Arg> megatron_deepspeed_args(const Plan& p, const SoftwareStack& pla
   return flag.args();
 }
 
-std::string deepspeed_model_code_note(const Plan& p) {
-  if (!p.model.moe) return "";
+namespace {
+// The MoE part of deepspeed_model_code_note: the deepspeed.moe.layer.MoE call.
+std::string deepspeed_moe_layer_note(const Plan& p) {
   const auto& e = *p.model.moe;
   const auto& s = p.strategy;
   return fmt::format(
@@ -205,8 +214,27 @@ std::string deepspeed_model_code_note(const Plan& p) {
           ? fmt::format(" after the first {} dense blocks", e.first_dense_layers)
           : std::string());
 }
+}  // namespace
 
-std::string export_megatron_deepspeed(const Plan& p, const SoftwareStack& plan_stack) {
+std::string deepspeed_model_code_note(const Plan& p) {
+  std::vector<std::string> parts;
+  if (p.model.moe) parts.push_back(deepspeed_moe_layer_note(p));
+  // DeepSpeed v0.19.5 ships no training module for either (deepspeed/ has no MLA attention
+  // and no MTP head): the job's own model code must hold them, as it holds the rest.
+  if (p.model.mla)
+    parts.push_back("DeepSpeed has no multi-latent attention layer: the model code must "
+                    "implement it (q/kv low-rank projections as model.mla)");
+  if (p.model.mtp_layers > 0)
+    parts.push_back(fmt::format("DeepSpeed has no multi-token-prediction module: the model code "
+                                "must add the {} MTP block(s) and their loss",
+                                p.model.mtp_layers));
+  std::string out;
+  for (const auto& part : parts) out += (out.empty() ? "" : "; ") + part;
+  return out;
+}
+
+std::string export_megatron_deepspeed(const Plan& p, const SoftwareStack& plan_stack,
+                                      const ExportOptions& opt) {
   const SoftwareStack stack = planned_stack(p, plan_stack);
   const auto& s = p.strategy;
   check_deepspeed_can_run(p, stack);
@@ -214,9 +242,11 @@ std::string export_megatron_deepspeed(const Plan& p, const SoftwareStack& plan_s
   const StageShape shape = stage_shape(p);
   std::vector<std::string> c;
   c.push_back(header(p, "Megatron-DeepSpeed launch command"));
-  c.push_back(fmt::format("checked against {} and {}; write `strata export --to deepspeed` to "
-                          "ds_config.json",
-                          kMegatronDeepSpeedVersion, kDeepSpeedVersion));
+  c.push_back(fmt::format("checked against {} and {}; {}",
+                          kMegatronDeepSpeedVersion, kDeepSpeedVersion,
+                          opt.launcher == Launcher::Slurm
+                              ? "the script writes ds_config.json (`strata export --to deepspeed`)"
+                              : "write `strata export --to deepspeed` to ds_config.json"));
   if (s.schedule == ScheduleKind::Interleaved)
     c.push_back(fmt::format("DeepSpeed's pipeline engine has no interleaved schedule: vpp {} is "
                             "dropped (expect a larger bubble than planned)",
@@ -226,8 +256,13 @@ std::string export_megatron_deepspeed(const Plan& p, const SoftwareStack& plan_s
   if (s.pp > 1 && !shape.even)
     c.push_back("the plan's stages are uneven; DeepSpeed's PipelineModule partitions by "
                 "parameters, which may place the blocks differently");
-  return comment_lines(c) + arg_lines(torchrun(s.gpus(), "pretrain_gpt.py"),
-                                      megatron_deepspeed_args(p, stack));
+  LaunchSpec spec;
+  spec.gpus = s.gpus();
+  spec.gpus_per_node = opt.gpus_per_node;
+  spec.job_name = "strata-" + p.model.name;
+  spec.files.push_back({"ds_config.json", export_deepspeed(p, plan_stack)});
+  return launch_text(opt.launcher, spec, comment_lines(c), "pretrain_gpt.py",
+                     megatron_deepspeed_args(p, stack, opt));
 }
 
 }  // namespace strata::exports

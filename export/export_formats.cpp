@@ -36,12 +36,19 @@ std::vector<std::string> export_target_names() {
   return {"megatron", "deepspeed", "megatron-deepspeed", "torchtitan"};
 }
 
-std::string export_plan(const Plan& p, const SoftwareStack& stack, ExportTarget t) {
+std::string export_plan(const Plan& p, const SoftwareStack& stack, ExportTarget t,
+                        const ExportOptions& opt) {
   switch (t) {
-    case ExportTarget::Megatron: return export_megatron(p, stack);
-    case ExportTarget::DeepSpeed: return export_deepspeed(p, stack);
-    case ExportTarget::MegatronDeepSpeed: return export_megatron_deepspeed(p, stack);
-    case ExportTarget::TorchTitan: return export_torchtitan(p, stack);
+    case ExportTarget::Megatron: return export_megatron(p, stack, opt);
+    case ExportTarget::DeepSpeed:
+      // A config JSON: no command to launch, and the iterations are the training loop's.
+      if (opt.launcher == Launcher::Slurm)
+        input_error("--launcher slurm: --to deepspeed writes a DeepSpeed config, not a command; "
+                    "use --to megatron-deepspeed for a Slurm script that writes it and launches "
+                    "Megatron-DeepSpeed");
+      return export_deepspeed(p, stack);
+    case ExportTarget::MegatronDeepSpeed: return export_megatron_deepspeed(p, stack, opt);
+    case ExportTarget::TorchTitan: return export_torchtitan(p, stack, opt);
   }
   STRATA_CHECK(false, "unknown export target");
   return {};

@@ -7,6 +7,7 @@
 #include "common/errors.h"
 #include "export/export_common.h"
 #include "export/export_formats.h"
+#include "export/launch.h"
 #include "export/safe_text.h"
 
 namespace strata::exports {
@@ -76,8 +77,14 @@ std::string megatron_layout(const Plan& p) {
     if (std::find(groups.begin(), groups.end(), 0) != groups.end()) parts.push_back("E");
     if (blocks == 1) parts.push_back("t");
     else if (blocks > 1) parts.push_back(fmt::format("t*{}", blocks));
-    if (std::find(groups.begin(), groups.end(), static_cast<int>(head)) != groups.end())
+    if (std::find(groups.begin(), groups.end(), static_cast<int>(head)) != groups.end()) {
+      // MTP blocks sit with the loss, after the last decoder layer: Megatron's layout check
+      // (PipelineParallelLayerLayout.validate_layer_layout at d98e8a64) wants "m" after every
+      // "t", as many as --mtp-num-layers, in a rank's last virtual stage.
+      if (p.model.mtp_layers == 1) parts.push_back("m");
+      else if (p.model.mtp_layers > 1) parts.push_back(fmt::format("m*{}", p.model.mtp_layers));
       parts.push_back("L");
+    }
     for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "," : "") + parts[i];
   }
   return out;
@@ -133,6 +140,12 @@ void model_flags(FlagWriter& flag, const models::ModelSpec& m, const SoftwareSta
     if (e.first_dense_layers > 0) flag("--moe-layer-freq", megatron_moe_layer_freq(m));
     flag("--moe-router-score-function",
          e.router == models::RouterKind::Sigmoid ? "sigmoid" : "softmax");
+    // strata's sigmoid router is DeepSeek-V3's, balanced without an auxiliary loss by a
+    // per-expert bias added to the scores before the top-k: Megatron's
+    // moe_router_enable_expert_bias, which TransformerConfig.__post_init__ at d98e8a64 allows
+    // only with the sigmoid (or sqrtsoftplus) score function. The balanced routing it aims
+    // at is what the cost model charges (moe.load_imbalance 1 unless set).
+    if (e.router == models::RouterKind::Sigmoid) flag("--moe-router-enable-expert-bias");
     // Megatron refuses softmax after a top-1 selection (its gradient is zero):
     // TransformerConfig.__post_init__ asks for --moe-router-pre-softmax when topk is 1.
     if (e.top_k == 1 && e.router == models::RouterKind::Softmax) flag("--moe-router-pre-softmax");
@@ -146,6 +159,10 @@ void model_flags(FlagWriter& flag, const models::ModelSpec& m, const SoftwareSta
     flag("--moe-token-dispatcher-type", "alltoall");
     flag("--moe-grouped-gemm");
   }
+  // Multi-token prediction (DeepSeek-V3's num_nextn_predict_layers): Megatron-LM builds
+  // mtp_num_layers sequential MTP blocks after the decoder, on the last pipeline stage
+  // unless a layout places them (TransformerConfig.mtp_num_layers at d98e8a64).
+  if (m.mtp_layers > 0) flag("--mtp-num-layers", num(m.mtp_layers));
   flag("--seq-length", num(m.seq_len));
   flag("--max-position-embeddings", num(m.seq_len));
   // NullTokenizer takes the vocabulary size as given; a real run names its tokenizer instead.
@@ -221,10 +238,13 @@ void layout_flags(FlagWriter& flag, const Plan& p, const SoftwareStack& stack, c
   }
 }
 
-void training_flags(FlagWriter& flag, const planner::Strategy& s, const SoftwareStack& stack) {
+void training_flags(FlagWriter& flag, const Plan& p, const SoftwareStack& stack,
+                    const ExportOptions& opt) {
+  const planner::Strategy& s = p.strategy;
   // Batch, recompute, optimizer.
   flag("--micro-batch-size", num(s.micro_batch));
   flag("--global-batch-size", num(s.global_batch));
+  if (opt.train_tokens > 0) flag("--train-iters", num(train_iterations(p, opt.train_tokens)));
   if (s.recompute == Recompute::Selective) {
     flag("--recompute-granularity", "selective");
   } else if (s.recompute == Recompute::Full) {
@@ -255,21 +275,33 @@ void training_flags(FlagWriter& flag, const planner::Strategy& s, const Software
 
 }  // namespace
 
-std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& plan_stack) {
+std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& plan_stack,
+                               const ExportOptions& opt) {
   check_megatron_can_run(p);
   const SoftwareStack stack = planned_stack(p, plan_stack);
-  const auto& s = p.strategy;
   const auto& m = p.model;
   const StageShape shape = stage_shape(p);
   FlagWriter flag;
   model_flags(flag, m, stack);
   precision_flags(flag, stack);
   layout_flags(flag, p, stack, shape);
-  training_flags(flag, s, stack);
+  training_flags(flag, p, stack, opt);
   return flag.args();
 }
 
-std::string export_megatron(const Plan& p, const SoftwareStack& plan_stack) {
+namespace {
+// The environment Megatron-LM's validate_args checks (megatron/training/arguments.py at
+// d98e8a64): with tp or cp > 1 on GPUs before Blackwell it asserts
+// CUDA_DEVICE_MAX_CONNECTIONS=1 (kernels queued in issue order, so TP communication
+// overlaps as planned); Megatron-FSDP asserts it is not 1 (and only warns about tp/cp).
+std::vector<std::pair<std::string, std::string>> megatron_env(const planner::Strategy& s) {
+  if (s.zero >= 2) return {{"CUDA_DEVICE_MAX_CONNECTIONS", ""}};
+  if (s.tp > 1 || s.cp > 1) return {{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}};
+  return {};
+}
+}  // namespace
+
+std::string export_megatron(const Plan& p, const SoftwareStack& plan_stack, const ExportOptions& opt) {
   const SoftwareStack stack = planned_stack(p, plan_stack);
   const auto& s = p.strategy;
   check_megatron_can_run(p);
@@ -304,26 +336,40 @@ std::string export_megatron(const Plan& p, const SoftwareStack& plan_stack) {
                 "--sequence-parallel; the plan has it off, so --tp-comm-overlap is left out");
   if (s.zero >= 2)
     c.push_back("ZeRO-" + std::to_string(s.zero) + " runs as Megatron-FSDP, which asserts that "
-                "CUDA_DEVICE_MAX_CONNECTIONS is not 1 (unset it in the launch environment) and "
-                "checkpoints only in the fsdp_dtensor format");
+                "CUDA_DEVICE_MAX_CONNECTIONS is not 1 and checkpoints only in the fsdp_dtensor "
+                "format");
+  if (opt.train_tokens > 0)
+    c.push_back(fmt::format("--train-iters {} = ceil({} tokens / (global batch {} x seq_len {}))",
+                            train_iterations(p, opt.train_tokens), opt.train_tokens,
+                            s.global_batch, p.model.seq_len));
   if (stack.overlap_param_gather && s.zero == 0 && s.dp > 1)
     c.push_back("note: the stack overlaps the parameter all-gather, which needs the distributed "
                 "optimizer (ZeRO-1); the plan has ZeRO 0, so --overlap-param-gather is left out");
   if (p.model.moe) {
     const auto& e = *p.model.moe;
     c.push_back(fmt::format("experts: {} routed ({} per token) over ep {} x etp {} (edp {}); "
-                            "routing hyper-parameters (load-balancing loss or expert bias, "
-                            "--moe-aux-loss-coeff, group-limited routing) are not in strata's "
-                            "model: add the model's own",
+                            "routing hyper-parameters (--moe-aux-loss-coeff, "
+                            "--moe-router-topk-scaling-factor, group-limited routing "
+                            "--moe-router-num-groups/--moe-router-group-topk) are not in "
+                            "strata's model: add the model's own",
                             e.experts, e.top_k, s.ep, s.etp, s.edp()));
+    if (s.tp > 1 && s.ep > 1 && !s.sequence_parallel)
+      c.push_back("note: Megatron-LM warns that expert parallelism with tensor parallelism "
+                  "needs --sequence-parallel (ModelParallelConfig at d98e8a64); the plan has it "
+                  "off");
     if (e.load_imbalance != 1.0 && e.capacity_factor == 0)
       c.push_back(fmt::format("note: the prediction assumed the busiest expert-parallel rank gets "
                               "{} x the mean tokens (model moe.load_imbalance), a planning "
                               "assumption and no Megatron-LM setting",
                               e.load_imbalance));
   }
-  return comment_lines(c) +
-         arg_lines(torchrun(s.gpus(), "pretrain_gpt.py"), megatron_args(p, plan_stack));
+  LaunchSpec spec;
+  spec.gpus = s.gpus();
+  spec.gpus_per_node = opt.gpus_per_node;
+  spec.job_name = "strata-" + p.model.name;
+  spec.env = megatron_env(s);
+  return launch_text(opt.launcher, spec, comment_lines(c), "pretrain_gpt.py",
+                     megatron_args(p, plan_stack, opt));
 }
 
 }  // namespace strata::exports

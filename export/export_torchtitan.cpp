@@ -5,6 +5,7 @@
 #include "common/errors.h"
 #include "export/export_common.h"
 #include "export/export_formats.h"
+#include "export/launch.h"
 #include "export/safe_text.h"
 
 namespace strata::exports {
@@ -28,6 +29,12 @@ namespace {
 // What TorchTitan v0.2.2 cannot run as planned, refused by name.
 void check_torchtitan_can_run(const Plan& p) {
   const auto& s = p.strategy;
+  // torchtitan/models at v0.2.2 (deepseek_v3, llama4, qwen3, gpt_oss) builds no
+  // multi-token-prediction module and its job config has no key for one.
+  if (p.model.mtp_layers > 0)
+    input_error("model '{}' trains {} multi-token-prediction block(s) (model.mtp_layers), which "
+                "{} has no module or setting for; export it --to megatron",
+                one_line(p.model.name), p.model.mtp_layers, kTorchTitanVersion);
   if (!p.model.moe) return;
   // torchtitan/models/moe/moe.py MoEArgs at v0.2.2 has no capacity: its MoE is dropless.
   if (p.model.moe->capacity_factor > 0)
@@ -39,14 +46,34 @@ void check_torchtitan_can_run(const Plan& p) {
     input_error("the plan's etp {} is neither 1 nor tp {}, the only expert tensor parallel "
                 "degrees {} supports; export it --to megatron",
                 s.etp, s.tp, kTorchTitanVersion);
-  if (s.ep == 1 && s.etp > 1)
-    input_error("the plan splits experts with etp {} and no expert parallelism; {} applies "
-                "expert_tensor_parallel_degree only with ep > 1; export it --to megatron",
-                s.etp, kTorchTitanVersion);
+  // Without ep TorchTitan splits the experts over the whole tp group like the dense MLP
+  // (torchtitan/models/llama4/infra/parallelize.py apply_moe_ep_tp at v0.2.2: experts_mesh =
+  // tp_mesh when there is no ep mesh; expert_tensor_parallel_degree has no effect), i.e.
+  // etp = tp.
+  if (s.ep == 1 && s.etp != s.tp)
+    input_error("the plan splits experts with etp {} over tp {} without expert parallelism; {} "
+                "splits them over the whole tp group when ep is 1 (etp = tp); export it --to "
+                "megatron or plan with --etp {}",
+                s.etp, s.tp, kTorchTitanVersion, s.tp);
+}
+// Slurm: the script writes the TOML and starts TorchTitan's trainer module on every node,
+// as TorchTitan's own multinode_trainer.slurm does (torchrun -m torchtitan.train
+// --job.config_file FILE at v0.2.2).
+std::string torchtitan_slurm_script(const Plan& p, const std::string& toml, const ExportOptions& opt) {
+  LaunchSpec spec;
+  spec.gpus = p.strategy.gpus();
+  spec.gpus_per_node = opt.gpus_per_node;
+  spec.job_name = "strata-" + p.model.name;
+  spec.files.push_back({"strata_torchtitan.toml", toml});
+  return launch_text(opt.launcher, spec,
+                     comment_lines({header(p, "TorchTitan Slurm job"),
+                                    "the TOML below needs the [model] name/flavor of the plan's "
+                                    "model (see its comments)"}),
+                     "-m torchtitan.train", {{"--job.config_file", "strata_torchtitan.toml"}});
 }
 }  // namespace
 
-std::string export_torchtitan(const Plan& p, const SoftwareStack& plan_stack) {
+std::string export_torchtitan(const Plan& p, const SoftwareStack& plan_stack, const ExportOptions& opt) {
   check_torchtitan_can_run(p);
   const SoftwareStack stack = planned_stack(p, plan_stack);
   const auto& s = p.strategy;
@@ -103,6 +130,9 @@ std::string export_torchtitan(const Plan& p, const SoftwareStack& plan_stack) {
   out += fmt::format("local_batch_size = {}\n", local);
   out += fmt::format("global_batch_size = {}\n", s.global_batch);
   out += fmt::format("seq_len = {}\n", p.model.seq_len);
+  if (opt.train_tokens > 0)
+    out += fmt::format("steps = {}  # ceil({} tokens / (global_batch_size x seq_len))\n",
+                       train_iterations(p, opt.train_tokens), opt.train_tokens);
   // v0.2.2 accepts bfloat16 | float32 for the parameters and float32 for the reduction.
   if (stack.precision == DType::Fp16)
     out += "# note: TorchTitan has no fp16 mixed precision; bfloat16 is the nearest\n";
@@ -172,7 +202,7 @@ std::string export_torchtitan(const Plan& p, const SoftwareStack& plan_stack) {
   out += fmt::format("mode = {}\n", toml_string(planner::to_string(s.recompute)));
   if (s.recompute == Recompute::Selective)
     out += "selective_ac_option = \"op\"  # op-level selective recompute\n";
-  return out;
+  return opt.launcher == Launcher::Torchrun ? out : torchtitan_slurm_script(p, out, opt);
 }
 
 }  // namespace strata::exports

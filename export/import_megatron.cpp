@@ -97,11 +97,13 @@ std::vector<std::vector<int>> groups_from_blocks(const std::vector<std::int64_t>
 }
 
 // --pipeline-model-parallel-layout "E,t*3|t*4|...|t*3,L": embedding only first, loss only
-// last (the layouts strata plans); anything else (mtp, empty stages...) is refused by name.
+// last, the model's MTP blocks (m or m*N) right before the loss (the layouts strata plans);
+// anything else (empty stages, ...) is refused by name.
 std::vector<std::vector<int>> groups_from_layout(const std::string& layout, std::int64_t layers,
-                                                 const std::string& source) {
+                                                 std::int64_t mtp_layers, const std::string& source) {
   std::vector<std::int64_t> blocks;
   std::size_t start = 0;
+  bool mtp_seen = false;
   const auto bad = [&](const std::string& why) {
     input_error("{}: --pipeline-model-parallel-layout '{}': {}", source, one_line(layout), why);
   };
@@ -125,6 +127,17 @@ std::vector<std::vector<int>> groups_from_layout(const std::string& layout, std:
       } else if (part == "L") {
         if (v + 1 != stages.size() || comma != std::string::npos)
           bad("strata places the loss (L) last on the last stage");
+      } else if (part == "m" || part.rfind("m*", 0) == 0) {
+        // MTP blocks: with the loss, right before it (where strata and Megatron put them).
+        const std::int64_t n =
+            part == "m" ? 1 : to_int("--pipeline-model-parallel-layout", part.substr(2), source);
+        std::string rest = comma == std::string::npos ? "" : st.substr(comma + 1);
+        rest.erase(std::remove(rest.begin(), rest.end(), ' '), rest.end());
+        if (v + 1 != stages.size() || rest != "L")
+          bad("strata places the multi-token-prediction blocks (m) right before the loss (L)");
+        if (n != mtp_layers)
+          bad(fmt::format("it holds {} MTP block(s) (m), --mtp-num-layers is {}", n, mtp_layers));
+        mtp_seen = true;
       } else if (part == "t") {
         count += 1;
         if (count > layers) bad(fmt::format("it holds more layers than --num-layers ({})", layers));
@@ -133,7 +146,8 @@ std::vector<std::vector<int>> groups_from_layout(const std::string& layout, std:
         if (n > layers) bad(fmt::format("t*{} holds more layers than --num-layers ({})", n, layers));
         count += n;
       } else {
-        bad(fmt::format("'{}' is not E, L, t or t*N (strata models dense decoder layers only)",
+        bad(fmt::format("'{}' is not E, L, t, t*N, m or m*N (strata models decoder and MTP "
+                        "blocks only)",
                         one_line(part)));
       }
       if (comma == std::string::npos) break;
@@ -147,6 +161,8 @@ std::vector<std::vector<int>> groups_from_layout(const std::string& layout, std:
   std::int64_t total = 0;
   for (auto b : blocks) total += b;
   if (total != layers) bad(fmt::format("it holds {} decoder layers, --num-layers is {}", total, layers));
+  if (mtp_layers > 0 && !mtp_seen)
+    bad(fmt::format("--mtp-num-layers {} needs as many MTP blocks (m) before the loss (L)", mtp_layers));
   return groups_from_blocks(blocks, layers);
 }
 
@@ -412,6 +428,8 @@ void MegatronArgsReader::read_model_shape() {
   m.tied_embeddings = !has("--untie-embeddings-and-output-weights");
   read_attention_kind(m);
   read_moe(m);
+  // Multi-token prediction: Megatron-LM's --mtp-num-layers sequential MTP blocks.
+  if (has("--mtp-num-layers")) m.mtp_layers = get_int("--mtp-num-layers");  // > 0 (to_int)
   // strata's models have biases exactly when they use GELU (models::has_bias).
   if (has("--disable-bias-linear") != (m.activation == models::Activation::SwiGlu))
     input_error("{}: {} is not modelled: strata's GELU models have linear biases and its SwiGLU "
@@ -575,7 +593,8 @@ void MegatronArgsReader::read_stage_map() {
                 "--num-virtual-stages-per-pipeline-rank, not both", source);
   s.vpp = 1;
   if (has("--pipeline-model-parallel-layout")) {
-    job.stage_layers = groups_from_layout(v.at("--pipeline-model-parallel-layout"), m.layers, source);
+    job.stage_layers = groups_from_layout(v.at("--pipeline-model-parallel-layout"), m.layers,
+                                          m.mtp_layers, source);
     if (job.stage_layers.size() % s.pp != 0)
       input_error("{}: --pipeline-model-parallel-layout has {} stages, not a multiple of pp {}",
                   source, job.stage_layers.size(), s.pp);

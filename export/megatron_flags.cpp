@@ -50,7 +50,7 @@ const std::map<std::string, MegatronFlagKind>& megatron_modelled_flags() {
       {"--fp8-format", Kind::Str}, {"--fp8-recipe", Kind::Str},
       {"--use-mcore-models", Kind::Flag}, {"--transformer-impl", Kind::Str},
       {"--rotary-base", Kind::Float}, {"--rotary-percent", Kind::Float},
-      {"--norm-epsilon", Kind::Float}};
+      {"--norm-epsilon", Kind::Float}, {"--mtp-num-layers", Kind::Int}};
   return m;
 }
 
@@ -80,6 +80,8 @@ bool megatron_operational_flag(const std::string& f) {
       "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-load-balancing-type",
       "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate",
       "--moe-router-topk-scaling-factor", "--moe-router-dtype", "--moe-per-layer-logging",
+      // The weight of the MTP loss in the total: no work of its own.
+      "--mtp-loss-scaling-factor",
       // FP8 delayed-scaling hyper-parameters (amax history and margin).
       "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-margin"};
   if (exact.count(f)) return true;

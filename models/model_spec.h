@@ -43,6 +43,7 @@ struct ModelSpec {
                                        // (Qwen3, Gemma); 0 = hidden/heads
   std::optional<MlaSpec> mla;          // set: multi-head latent attention
   std::optional<MoeSpec> moe;          // set: mixture-of-experts MLP (after first_dense_layers)
+  std::int64_t mtp_layers = 0;
 
   std::int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : hidden / heads; }
   std::int64_t q_dim() const { return heads * head_dim(); }       // width of Q and of the attention output

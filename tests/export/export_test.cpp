@@ -115,6 +115,59 @@ TEST(ExportCommand, ExecutableWritesFilesAndRejectsBadInputWithExit2) {
   EXPECT_NE(bad_stack.err.find("--stack"), std::string::npos) << bad_stack.err;
   fs::remove_all(dir);
 }
+
+TEST(ExportCommand, TrainTokensSlurmAndFromWithOneErrorLineEach) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("strata_export_cli_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  Plan p = make_plan(llama(8), 2, 2, 2, 1, 1, 16);  // 8 GPUs on dgx-a100 (8 per node)
+  p.strategy.sequence_parallel = true;
+  const std::string plan = (dir / "plan.yaml").string();
+  strata::write_file_atomic(plan, strata::planner::plan_to_yaml(p));
+  const std::string base = "export --plan '" + plan + "' --stack mcore-2024 ";
+  // 16 x 4096 = 65536 tokens a step: 1M tokens = 15.26 -> 16 iterations.
+  CmdResult iters = run_strata(base + "--to megatron --train-tokens 1M", dir);
+  EXPECT_EQ(iters.code, 0) << iters.err;
+  EXPECT_NE(iters.out.find("  --train-iters 16 \\\n"), std::string::npos) << iters.out;
+  CmdResult ds = run_strata(base + "--to deepspeed --train-tokens 1M", dir);
+  EXPECT_EQ(ds.code, 0) << ds.err;
+  EXPECT_NE(ds.err.find("run the training loop for 16 steps"), std::string::npos) << ds.err;
+  CmdResult sbatch = run_strata(base + "--to megatron --launcher slurm", dir);
+  EXPECT_EQ(sbatch.code, 0) << sbatch.err;
+  EXPECT_NE(sbatch.out.find("#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"),
+            std::string::npos)
+      << sbatch.out;
+  // The user's script: only the parallel flags change; the diff goes to stderr.
+  const std::string job = (dir / "job.sh").string();
+  strata::write_file_atomic(job, "# mine\ntorchrun pretrain_gpt.py --lr 1e-4 \\\n"
+                                 "  --tensor-model-parallel-size 8 --pipeline-model-parallel-size 2\n");
+  CmdResult patched = run_strata(base + "--to megatron --from '" + job + "'", dir);
+  EXPECT_EQ(patched.code, 0) << patched.err;
+  EXPECT_EQ(patched.out.rfind("# mine\ntorchrun pretrain_gpt.py --lr 1e-4 \\\n"
+                              "  --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 ", 0),
+            0u)
+      << patched.out;
+  EXPECT_NE(patched.err.find("job.sh:3: --tensor-model-parallel-size 8 -> 2"), std::string::npos)
+      << patched.err;
+  // The patched script never overwrites the script it patches.
+  CmdResult over = run_strata(base + "--to megatron --from '" + job + "' --out '" + job + "'", dir);
+  EXPECT_EQ(over.code, 2);
+  EXPECT_NE(over.err.find("--from"), std::string::npos) << over.err;
+  EXPECT_NE(over.err.find("--out"), std::string::npos) << over.err;
+  EXPECT_EQ(strata::read_file(job).rfind("# mine\n", 0), 0u);
+  // Bad input: one `error:` line naming the flag, exit 2.
+  for (const std::string& bad :
+       {base + "--to megatron --train-tokens 15X", base + "--to megatron --train-tokens ''",
+        base + "--to megatron --launcher mpirun", base + "--to deepspeed --launcher slurm",
+        base + "--to torchtitan --from '" + job + "'",
+        base + "--to megatron --from '" + (dir / "nope.sh").string() + "'"}) {
+    CmdResult r = run_strata(bad, dir);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << bad << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << bad << ": " << r.err;
+  }
+  fs::remove_all(dir);
+}
 #endif
 
 #ifdef STRATA_EXE

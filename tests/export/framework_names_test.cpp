@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
 #include <map>
 #include <set>
 #include <sstream>
@@ -16,6 +15,7 @@
 #include "common/errors.h"
 #include "export/export_formats.h"
 #include "export/safe_text.h"
+#include "tests/export/export_checks.h"
 #include "tests/export/test_plans.h"
 
 using namespace strata::exports;
@@ -24,66 +24,6 @@ using strata::planner::Plan;
 using strata::planner::Recompute;
 
 namespace {
-
-YAML::Node table(const std::string& file) {
-  return YAML::LoadFile(std::string(STRATA_SOURCE_DIR) + "/export/frameworks/" + file);
-}
-
-bool is_int(const std::string& v) {
-  long long x = 0;
-  auto r = std::from_chars(v.data(), v.data() + v.size(), x);
-  return r.ec == std::errc() && r.ptr == v.data() + v.size();
-}
-bool is_number(const std::string& v) {
-  try {
-    std::size_t n = 0;
-    std::stod(v, &n);
-    return n == v.size();
-  } catch (...) {
-    return false;
-  }
-}
-
-// A command-line argument against a table type (int, float, str, flag, other, list[...]).
-void expect_arg_type(const YAML::Node& args, const std::string& flag, const std::string& value) {
-  ASSERT_TRUE(args[flag]) << flag << " is not an argument of the framework at the pinned commit";
-  const std::string type = args[flag].as<std::string>();
-  if (type == "flag") EXPECT_TRUE(value.empty()) << flag << " takes no value, got " << value;
-  else EXPECT_FALSE(value.empty()) << flag << " needs a value";
-  if (type == "int") { EXPECT_TRUE(is_int(value)) << flag << " " << value; }
-  if (type == "float") { EXPECT_TRUE(is_number(value)) << flag << " " << value; }
-}
-
-// Flag -> value of the rendered launch command: comments, then `torchrun ... script.py \`,
-// then one `  --flag [value] \` per line.
-std::map<std::string, std::string> rendered_flags(const std::string& text) {
-  std::map<std::string, std::string> flags;
-  std::istringstream in(text);
-  std::string line;
-  bool seen_command = false;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') {
-      EXPECT_FALSE(seen_command) << "comment after the command: " << line;
-      continue;
-    }
-    if (line.size() >= 2 && line.compare(line.size() - 2, 2, " \\") == 0) line.resize(line.size() - 2);
-    if (!seen_command) {
-      EXPECT_EQ(line.rfind("torchrun ", 0), 0u) << line;
-      seen_command = true;
-      continue;
-    }
-    EXPECT_EQ(line.rfind("  --", 0), 0u) << "not an argument line: " << line;
-    line = line.substr(2);
-    const auto sp = line.find(' ');
-    const std::string name = line.substr(0, sp);
-    EXPECT_EQ(flags.count(name), 0u) << "repeated " << name;
-    std::string value = sp == std::string::npos ? "" : line.substr(sp + 1);
-    if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'')
-      value = value.substr(1, value.size() - 2);  // shell-quoted (no quote inside for our values)
-    flags[name] = value;
-  }
-  return flags;
-}
 
 std::vector<Plan> plans() {
   std::vector<Plan> out;
@@ -130,22 +70,6 @@ std::vector<Plan> all_plans() {
   for (auto& p : cp_zero_plans()) out.push_back(p);
   for (auto& p : moe_fp8_plans()) out.push_back(p);
   return out;
-}
-
-std::map<std::string, std::string> arg_map(const std::vector<Arg>& args) {
-  std::map<std::string, std::string> out;
-  for (const auto& [k, v] : args) out[k] = v;
-  return out;
-}
-
-std::string export_error(const Plan& p, ExportTarget t,
-                         const strata::costmodel::SoftwareStack& stack = overlap_stack()) {
-  try {
-    export_plan(p, stack, t);
-  } catch (const strata::InputError& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace
@@ -358,36 +282,6 @@ TEST(DeepSpeedNames, ZeroStages2And3AndRefusalsOfWhatDeepSpeedCannotRun) {
     EXPECT_EQ(error(z3, t), "no error");
   }
 }
-
-namespace {
-// [section] and `key = value` lines; an array value may continue over lines until `]`.
-std::map<std::string, std::map<std::string, std::string>> toml_sections(const std::string& text) {
-  std::map<std::string, std::map<std::string, std::string>> out;
-  std::istringstream in(text);
-  std::string line, section;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (line[0] == '[') {
-      section = line.substr(1, line.find(']') - 1);
-      EXPECT_EQ(out.count(section), 0u) << "repeated section " << section;
-      out[section];
-      continue;
-    }
-    const auto eq = line.find(" = ");
-    EXPECT_NE(eq, std::string::npos) << line;
-    if (eq == std::string::npos) continue;
-    std::string value = line.substr(eq + 3);
-    if (value == "[") {
-      std::string more;
-      while (std::getline(in, more) && more != "]") value += more;
-      value += "]";
-    }
-    if (auto c = value.find("  #"); c != std::string::npos) value.resize(c);
-    out[section][line.substr(0, eq)] = value;
-  }
-  return out;
-}
-}  // namespace
 
 TEST(TorchTitanNames, EveryKeyExistsInTheReleaseWithItsType) {
   const YAML::Node t = table("torchtitan_config.yaml");
