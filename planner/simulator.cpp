@@ -102,6 +102,7 @@ const SimEngine::Graph& SimEngine::graph_for(std::int64_t micro_batch, int cp) {
   Graph g;
   g.graph = std::make_unique<models::ModelGraph>(models::ModelGraph::build(local, micro_batch));
   g.memory = std::make_unique<costmodel::MemoryModel>(*g.graph, cluster_.device);
+  g.first_alike = first_alike_blocks(*g.graph);
   return graphs_.emplace(key, std::move(g)).first->second;
 }
 
