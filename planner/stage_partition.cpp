@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/errors.h"
+#include "planner/first_last_stages.h"
 
 namespace strata::planner {
 namespace {
@@ -201,6 +202,46 @@ StagePartition StagePartition::balance(const std::vector<double>& group_costs, i
     begin = end;
   }
   return p;
+}
+
+StagePartition StagePartition::first_last(const std::vector<double>& group_costs, int pp, int vpp) {
+  check_inputs(group_costs, std::max(1, pp) * std::max(1, vpp));
+  StagePartition best;
+  if (pp < 2 || vpp < 1) return best;
+  const auto layers = static_cast<std::int64_t>(group_costs.size()) - 2;
+  std::vector<double> prefix(group_costs.size() + 1, 0.0);  // prefix[g + 1]: groups 0..g
+  for (std::size_t g = 0; g < group_costs.size(); ++g) prefix[g + 1] = prefix[g] + group_costs[g];
+  const int middle_ranks = pp - 2;
+  // Every pair (first, last) with both set covers the splits with one of them unset too (the
+  // unset rank then holds the middle count). Middle ranks hold `each` blocks, a multiple of
+  // vpp; with no middle ranks, first + last = layers.
+  const std::int64_t max_each = middle_ranks > 0 ? (layers - 2 * vpp) / middle_ranks : 0;
+  for (std::int64_t each = middle_ranks > 0 ? vpp : 0; each <= max_each; each += vpp) {
+    const std::int64_t ends = layers - each * middle_ranks;  // first + last
+    for (std::int64_t first = vpp; first + vpp <= ends; first += vpp) {
+      const std::int64_t last = ends - first;
+      if (last % vpp != 0) continue;
+      const std::vector<std::int64_t> blocks =
+          first_last_stage_blocks(layers, pp, vpp, FirstLastStages{first, last}, "stage partition");
+      // The candidate's stage costs from the prefix sums (the embedding is group 0, with the
+      // first stage's blocks; the head, group layers + 1, with the last).
+      StagePartition p;
+      std::size_t begin = 0;  // first group of the stage
+      for (std::size_t v = 0; v < blocks.size(); ++v) {
+        std::size_t end = begin + static_cast<std::size_t>(blocks[v]) + (v == 0 ? 1 : 0);
+        if (v + 1 == blocks.size()) end = group_costs.size();
+        std::vector<int> groups;
+        for (std::size_t g = begin; g < end; ++g) groups.push_back(static_cast<int>(g));
+        const double c = prefix[end] - prefix[begin];
+        p.stage_costs_.push_back(c);
+        p.max_cost_ = std::max(p.max_cost_, c);
+        p.stages_.push_back(std::move(groups));
+        begin = end;
+      }
+      if (best.stages_.empty() || p.max_cost_ < best.max_cost_) best = std::move(p);
+    }
+  }
+  return best;
 }
 
 double StagePartition::max_stage_cost(const std::vector<double>& group_costs,

@@ -6,7 +6,7 @@
 //   - per-layer-group costs per (micro_batch, tp, sequence_parallel, TP placement, cp and
 //     the CP group's placement),
 //   - placements (TP / CP / DP groups, pipeline neighbours) per (tp, pp, dp, cp, order),
-//   - stage partitions per (costs, pp * vpp),
+//   - stage partitions per (costs, pp, vpp, recompute),
 //   - the pipeline walk per (stage times, schedule), reused across ZeRO stages.
 // Its members live in four files: the event engine (simulator.cpp) and the cost charging
 // (layer_costs.cpp: per op; step_costs.cpp: per step and iteration; simulator_notes.cpp).
@@ -234,8 +234,8 @@ class SimEngine {
                       costmodel::PlacedGroup>,
            GroupCostTable>
       costs_;
-  std::map<std::tuple<const GroupCostTable*, int, int>, std::vector<std::vector<int>>>
-      partitions_;
+  std::map<std::tuple<const GroupCostTable*, int, int, int>, std::vector<std::vector<int>>>
+      partitions_;  // (costs, pp, vpp, recompute)
   // ZeRO-2/3 exposed communication per layer group: (costs, placement, zero, full recompute).
   std::map<std::tuple<const GroupCostTable*, const Placement*, int, bool>,
            std::vector<costmodel::ZeroGroupComm>>
