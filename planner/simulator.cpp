@@ -174,8 +174,9 @@ const costmodel::PredictionBand& SimEngine::band_for(const Strategy& s) {
 
 // The cost-balanced split (StagePartition::balance); when the frameworks' stage flags cannot
 // say it (neither even nor Megatron-LM's first / last counts: it would need a per-stage
-// layout), Megatron-LM's first / last split instead if its most expensive virtual stage
-// costs no more (the same optimum, a split every stack with those flags runs).
+// layout), Megatron-LM's first / last split instead if neither its most expensive virtual
+// stage nor its busiest pipeline rank (all its chunks: with vpp > 1 a rank runs every chunk
+// of every micro-batch) costs more: the same optimum, in flags every stack with them runs.
 const std::vector<std::vector<int>>& SimEngine::partition_for(const Strategy& s,
                                                               const GroupCostTable& t) {
   const int stages = s.pp * s.vpp;
@@ -195,7 +196,14 @@ const std::vector<std::vector<int>>& SimEngine::partition_for(const Strategy& s,
     const bool even = std::all_of(blocks.begin(), blocks.end(), [&](std::int64_t b) { return b == blocks[0]; });
     if (!even && !first_last_of(blocks, s.pp, s.vpp)) {
       StagePartition fl = StagePartition::first_last(cost, s.pp, s.vpp);
-      if (!fl.stages().empty() && fl.max_cost() <= split.max_cost() * (1 + kSameMaxCost)) split = std::move(fl);
+      const auto busiest_rank = [&](const StagePartition& p) {
+        std::vector<double> rank(static_cast<std::size_t>(s.pp), 0.0);
+        for (std::size_t v = 0; v < p.stage_costs().size(); ++v) rank[v % rank.size()] += p.stage_costs()[v];
+        return *std::max_element(rank.begin(), rank.end());
+      };
+      if (!fl.stages().empty() && fl.max_cost() <= split.max_cost() * (1 + kSameMaxCost) &&
+          busiest_rank(fl) <= busiest_rank(split) * (1 + kSameMaxCost))
+        split = std::move(fl);
     }
   }
   return partitions_.emplace(key, split.stages()).first->second;
