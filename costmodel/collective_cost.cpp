@@ -66,15 +66,19 @@ PlacedGroup placed_progression(long long b, long long s, long long n, long long 
 }  // namespace
 
 PlacedGroup placed_group(const RankGrid& grid, Axis axis, int gpus_per_node) {
+  return placed_strided_groups(grid.size(axis), grid.stride(axis), grid.world_size(), gpus_per_node);
+}
+
+PlacedGroup placed_strided_groups(long long n, long long s, long long world, int gpus_per_node) {
   if (gpus_per_node < 1) input_error("gpus_per_node ({}) must be >= 1", gpus_per_node);
-  const long long n = grid.size(axis);
-  const long long s = grid.stride(axis);
+  if (n < 1 || s < 1 || world < 1 || world % (s * n) != 0)
+    input_error("strided groups of {} ranks {} apart do not tile {} ranks", n, s, world);
   // Groups are {b, b + s, ..., b + (n-1)s} for bases b = q*s*n + r (0 <= r < s). The
   // placement of a group depends only on b mod gpus_per_node, and shifting b by
   // lcm(gpus_per_node, s*n) maps bases to bases with the same residue, so bases
   // below that period (or the world size) cover every shape.
   const long long period = std::lcm(static_cast<long long>(gpus_per_node), s * n);
-  const long long limit = std::min<long long>(grid.world_size(), period);
+  const long long limit = std::min<long long>(world, period);
   PlacedGroup worst;
   bool first = true;
   for (long long q = 0; q * s * n < limit; ++q)

@@ -25,6 +25,7 @@
 // measured size the smallest size's time is used (latency floor), above the largest
 // the largest size's busbw (saturation). time = bytes * bus_factor / busbw.
 #pragma once
+#include <compare>
 #include <cstdint>
 #include <tuple>
 #include <utility>
@@ -41,7 +42,7 @@ struct PlacedGroup {
   int size = 1;                     // ranks in the group
   int nodes_spanned = 1;            // distinct nodes the group touches
   int ranks_per_node_in_group = 1;  // most ranks of the group on any one node
-  bool operator==(const PlacedGroup&) const = default;
+  auto operator<=>(const PlacedGroup&) const = default;  // ordered: a cache key
 };
 
 // Placement of an explicit list of ranks; node = rank / gpus_per_node.
@@ -51,6 +52,12 @@ PlacedGroup placed_ranks(const std::vector<int>& ranks, int gpus_per_node);
 // Under the default tp-dp-pp order with power-of-two sizes every group has the
 // same shape; with e.g. tp = 3 on 8-GPU nodes some TP groups straddle two nodes.
 PlacedGroup placed_group(const RankGrid& grid, Axis axis, int gpus_per_node);
+// The worst-placed of the groups {b, b + stride, ..., b + (n - 1) stride} with bases
+// b = q * stride * n + r (0 <= r < stride) that tile ranks 0 .. world - 1 (world a multiple
+// of stride * n): every axis of a RankGrid, and the expert groups of Megatron's folding,
+// are such groups. O(min(world, lcm(gpus_per_node, stride * n)) + stride) steps: no rank
+// is listed.
+PlacedGroup placed_strided_groups(long long n, long long stride, long long world, int gpus_per_node);
 // Placement of the pipeline send/recv pair between pp stages `stage` and `stage+1`
 // (worst over the dp x tp pairs); {2, 1 or 2, ...}.
 PlacedGroup placed_pp_pair(const RankGrid& grid, int stage, int gpus_per_node);

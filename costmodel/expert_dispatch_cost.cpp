@@ -118,21 +118,15 @@ std::vector<int> expert_group_ranks(const RankGrid& grid, int ep, int etp, Exper
 
 PlacedGroup placed_expert_group(const RankGrid& grid, int ep, int etp, ExpertAxis axis, int gpus_per_node) {
   if (gpus_per_node < 1) input_error("gpus_per_node ({}) must be >= 1", gpus_per_node);
-  PlacedGroup worst;
-  bool first = true;
-  const int stage_ranks = grid.tp() * grid.dp();
-  // Stages differ by an offset of whole stages: when a stage fills whole nodes its groups
-  // sit alike in every stage and the first stage is enough.
-  const int limit = stage_ranks % gpus_per_node == 0 ? stage_ranks : grid.world_size();
-  for (int r = 0; r < limit; ++r) {
-    const PlacedGroup g = placed_ranks(expert_group_ranks(grid, ep, etp, axis, r), gpus_per_node);
-    if (first || g.nodes_spanned > worst.nodes_spanned ||
-        (g.nodes_spanned == worst.nodes_spanned && g.ranks_per_node_in_group < worst.ranks_per_node_in_group)) {
-      worst = g;
-      first = false;
-    }
-  }
-  return worst;
+  (void)expert_group_ranks(grid, ep, etp, axis, 0);  // the same input checks
+  // Stage p holds ranks p * S .. p * S + S - 1 (S = tp x dp, tp-dp-pp order) as
+  // etp x ep x edp, etp innermost, so the groups along an axis are strided runs that
+  // tile the world: etp: etp ranks 1 apart; ep: ep ranks etp apart; edp: edp ranks
+  // etp * ep apart (one stage's S ranks per tiling period).
+  const long long stage_ranks = static_cast<long long>(grid.tp()) * grid.dp();
+  const long long n = axis == ExpertAxis::Etp ? etp : axis == ExpertAxis::Ep ? ep : stage_ranks / (ep * etp);
+  const long long stride = axis == ExpertAxis::Etp ? 1 : axis == ExpertAxis::Ep ? etp : static_cast<long long>(etp) * ep;
+  return placed_strided_groups(n, stride, grid.world_size(), gpus_per_node);
 }
 
 }  // namespace strata::costmodel

@@ -9,6 +9,7 @@
 #include "export/export_formats.h"
 #include "export/launch.h"
 #include "export/safe_text.h"
+#include "planner/first_last_stages.h"
 
 namespace strata::exports {
 
@@ -21,15 +22,6 @@ namespace {
 std::string megatron_moe_layer_freq(const models::ModelSpec& m) {
   const std::int64_t dense = m.moe->first_dense_layers;
   return fmt::format("([0]*{}+[1]*{})", dense, m.layers - dense);
-}
-
-// Uneven stages that Megatron-LM's --decoder-first/last-pipeline-num-layers express: no
-// virtual stages, and the middle stages hold the same number of blocks.
-bool first_last_only(const Plan& p, const StageShape& shape) {
-  if (p.strategy.vpp != 1 || shape.even) return false;
-  for (std::size_t st = 1; st + 1 < shape.blocks.size(); ++st)
-    if (shape.blocks[st] != shape.blocks[1]) return false;
-  return true;
 }
 
 // Megatron-LM places ranks tp-cp-(ep)-dp-pp, or tp-cp-(ep)-pp-dp with --use-tp-pp-dp-mapping;
@@ -229,9 +221,12 @@ void layout_flags(FlagWriter& flag, const Plan& p, const SoftwareStack& stack, c
   if (s.pp > 1) {
     if (shape.even) {
       if (s.vpp > 1) flag("--num-layers-per-virtual-pipeline-stage", num(shape.blocks.front()));
-    } else if (first_last_only(p, shape)) {
-      flag("--decoder-first-pipeline-num-layers", num(shape.blocks.front()));
-      flag("--decoder-last-pipeline-num-layers", num(shape.blocks.back()));
+    } else if (const auto fl = planner::first_last_of(shape.blocks, s.pp, s.vpp)) {
+      // Uneven stages Megatron-LM's first/last counts express (planner/first_last_stages.h),
+      // with virtual stages too: then only as --num-virtual-stages-per-pipeline-rank.
+      flag("--decoder-first-pipeline-num-layers", num(*fl->first));
+      flag("--decoder-last-pipeline-num-layers", num(*fl->last));
+      if (s.vpp > 1) flag("--num-virtual-stages-per-pipeline-rank", num(std::int64_t{s.vpp}));
     } else {
       flag("--pipeline-model-parallel-layout", megatron_layout(p));
     }

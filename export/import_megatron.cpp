@@ -15,6 +15,7 @@
 #include "export/megatron_flags.h"
 #include "export/megatron_layer_pattern.h"
 #include "export/safe_text.h"
+#include "planner/first_last_stages.h"
 #include "planner/plan.h"
 
 namespace strata::exports {
@@ -81,19 +82,6 @@ int to_int32(const std::string& flag, const std::string& v, const std::string& s
   const std::int64_t x = to_int(flag, v, source);
   if (x > (1 << 20)) input_error("{}: {} ({}) is larger than {}", source, flag, x, 1 << 20);
   return static_cast<int>(x);
-}
-
-// Layer groups (0 = embedding, 1..L blocks, L+1 head) for a count of blocks per virtual stage.
-std::vector<std::vector<int>> groups_from_blocks(const std::vector<std::int64_t>& blocks,
-                                                 std::int64_t layers) {
-  std::vector<std::vector<int>> out(blocks.size());
-  int next = 1;
-  for (std::size_t v = 0; v < blocks.size(); ++v) {
-    if (v == 0) out[v].push_back(0);
-    for (std::int64_t i = 0; i < blocks[v]; ++i) out[v].push_back(next++);
-    if (v + 1 == blocks.size()) out[v].push_back(static_cast<int>(layers) + 1);
-  }
-  return out;
 }
 
 // --pipeline-model-parallel-layout "E,t*3|t*4|...|t*3,L": embedding only first, loss only
@@ -163,7 +151,7 @@ std::vector<std::vector<int>> groups_from_layout(const std::string& layout, std:
   if (total != layers) bad(fmt::format("it holds {} decoder layers, --num-layers is {}", total, layers));
   if (mtp_layers > 0 && !mtp_seen)
     bad(fmt::format("--mtp-num-layers {} needs as many MTP blocks (m) before the loss (L)", mtp_layers));
-  return groups_from_blocks(blocks, layers);
+  return planner::stage_layers_from_blocks(blocks, layers);
 }
 
 // Launcher prefix: VAR=value assignments, torchrun (or python -m torch.distributed.run)
@@ -600,28 +588,20 @@ void MegatronArgsReader::read_stage_map() {
                   source, job.stage_layers.size(), s.pp);
     s.vpp = static_cast<int>(job.stage_layers.size() / s.pp);
   } else if (has("--decoder-first-pipeline-num-layers") || has("--decoder-last-pipeline-num-layers")) {
-    if (s.pp < 2) input_error("{}: --decoder-first/last-pipeline-num-layers need pp > 1", source);
-    if (ways > 2)
-      input_error("{}: uneven first/last stages with virtual stages are not modelled; use "
-                  "--pipeline-model-parallel-layout", source);
-    const std::int64_t first = has("--decoder-first-pipeline-num-layers")
-                                   ? get_int("--decoder-first-pipeline-num-layers") : -1;
-    const std::int64_t last = has("--decoder-last-pipeline-num-layers")
-                                  ? get_int("--decoder-last-pipeline-num-layers") : -1;
-    if (first > m.layers || last > m.layers)
-      input_error("{}: --decoder-first/last-pipeline-num-layers ({}, {}) exceed --num-layers ({})",
-                  source, first, last, m.layers);
-    const int middle_stages = s.pp - (first >= 0) - (last >= 0);
-    const std::int64_t rest = m.layers - std::max<std::int64_t>(first, 0) - std::max<std::int64_t>(last, 0);
-    if (rest < middle_stages || (middle_stages > 0 && rest % middle_stages != 0) ||
-        (middle_stages == 0 && rest != 0))
-      input_error("{}: --num-layers {} minus the first/last stage layers ({}) does not split evenly "
-                  "over the other {} stages", source, m.layers, m.layers - rest, middle_stages);
-    const std::int64_t each = middle_stages > 0 ? rest / middle_stages : 0;
-    std::vector<std::int64_t> blocks(s.pp, each);
-    if (first >= 0) blocks.front() = first;
-    if (last >= 0) blocks.back() = last;
-    job.stage_layers = groups_from_blocks(blocks, m.layers);
+    // Megatron-LM's uneven stages (planner/first_last_stages.h has the rules and the commit);
+    // with virtual stages it takes them from --num-virtual-stages-per-pipeline-rank only.
+    if (has("--num-layers-per-virtual-pipeline-stage"))
+      input_error("{}: uneven first/last stages take their virtual stages from "
+                  "--num-virtual-stages-per-pipeline-rank, not --num-layers-per-virtual-pipeline-stage "
+                  "(Megatron-LM's rule)", source);
+    if (has("--num-virtual-stages-per-pipeline-rank"))
+      s.vpp = to_int32("--num-virtual-stages-per-pipeline-rank",
+                       v.at("--num-virtual-stages-per-pipeline-rank"), source);
+    planner::FirstLastStages fl;
+    if (has("--decoder-first-pipeline-num-layers")) fl.first = get_int("--decoder-first-pipeline-num-layers");
+    if (has("--decoder-last-pipeline-num-layers")) fl.last = get_int("--decoder-last-pipeline-num-layers");
+    job.stage_layers = planner::stage_layers_from_blocks(
+        planner::first_last_stage_blocks(m.layers, s.pp, s.vpp, fl, source), m.layers);
   } else {
     if (has("--num-layers-per-virtual-pipeline-stage")) {
       const std::int64_t per = get_int("--num-layers-per-virtual-pipeline-stage");
@@ -638,7 +618,7 @@ void MegatronArgsReader::read_stage_map() {
       input_error("{}: --num-layers ({}) must be divisible by pp x vpp = {} (Megatron-LM's even "
                   "split); use --decoder-first/last-pipeline-num-layers or a layout", source,
                   m.layers, nv);
-    job.stage_layers = groups_from_blocks(std::vector<std::int64_t>(nv, m.layers / nv), m.layers);
+    job.stage_layers = planner::stage_layers_from_blocks(std::vector<std::int64_t>(nv, m.layers / nv), m.layers);
   }
   if (s.vpp > 1 && s.pp < 2) input_error("{}: virtual pipeline stages need pp > 1", source);
   s.schedule = s.vpp > 1 ? planner::ScheduleKind::Interleaved : planner::ScheduleKind::OneFOneB;

@@ -59,6 +59,7 @@ struct LayerGroup {
   double shared_params = 0;       // tied weights this group uses but does not own (LM head)
   double bytes_fwd = 0;           // memory traffic, 2-byte dtype
   double bytes_bwd = 0;
+  bool operator==(const LayerGroup&) const = default;
 };
 
 class ModelGraph {

@@ -57,12 +57,14 @@ enum class EpComm {
 
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;  // C(m,n) = A(m,k) B(k,n); m = micro_batch*seq tokens
+  bool operator==(const GemmShape&) const = default;
 };
 
 // Shape of the attention core (set for OpKind::AttentionCore), unsharded: `batch`
 // sequences of `seq` tokens, `heads` query heads sharing `kv_heads` K/V heads.
 struct AttentionShape {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
+  bool operator==(const AttentionShape&) const = default;
 };
 
 struct Op {
@@ -104,6 +106,8 @@ struct Op {
   EpComm ep_comm = EpComm::None;
   double ep_comm_bytes = 0;    // bytes one rank's tokens send out in that exchange, unsharded:
                                // tokens * top_k * hidden * 2 (2-byte activations)
+  // Every field (a new one too): the cost model tells ops that cost the same this way.
+  bool operator==(const Op&) const = default;
 };
 
 const char* to_string(OpKind k);

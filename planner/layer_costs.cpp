@@ -117,7 +117,39 @@ OpCostRow op_cost_row(const models::Op& op, int group, const costmodel::OpTime& 
 // exposed (ideal overlap: the longer of the two sets the pace).
 double exposed(double comm_s, double hidden_by_s) { return std::max(0.0, comm_s - hidden_by_s); }
 
+// Whether blocks a and b of g are the same but for their names and layer numbers.
+bool alike_blocks(const models::ModelGraph& g, std::size_t a, std::size_t b) {
+  models::LayerGroup x = g.groups()[a];
+  const models::LayerGroup& y = g.groups()[b];
+  if (x.ops.size() != y.ops.size()) return false;
+  for (std::size_t i = 0; i < x.ops.size(); ++i) {
+    models::Op p = g.op(x.ops[i]);
+    const models::Op& q = g.op(y.ops[i]);
+    p.name = q.name;
+    p.layer = q.layer;
+    if (!(p == q)) return false;
+  }
+  x.index = y.index;
+  x.ops = y.ops;
+  return x == y;
+}
+
 }  // namespace
+
+std::vector<std::size_t> first_alike_blocks(const models::ModelGraph& g) {
+  const int layers = static_cast<int>(g.groups().size()) - 2;
+  std::vector<std::size_t> first(g.groups().size());
+  std::vector<std::size_t> shapes;  // the first block of each shape
+  for (std::size_t gi = 0; gi < first.size(); ++gi) {
+    first[gi] = gi;
+    if (!is_block(static_cast<int>(gi), layers)) continue;
+    const auto it = std::find_if(shapes.begin(), shapes.end(),
+                                 [&](std::size_t r) { return alike_blocks(g, r, gi); });
+    if (it != shapes.end()) first[gi] = *it;
+    else shapes.push_back(gi);
+  }
+  return first;
+}
 
 // What costs_for() charges every op of a strategy with.
 struct SimEngine::LayerCostInputs {
@@ -157,11 +189,14 @@ SimEngine::SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpe
 }
 
 const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& pl) {
+  // A table depends on the strategy through these only: the expert groups enter by their
+  // placement (the dispatch's collectives), not by dp, so MoE layouts with other dp but
+  // alike-placed ep / etp groups share one (the search screens thousands of them).
   const bool moe = model_.moe.has_value();
   const auto key = std::make_tuple(s.micro_batch, s.tp, s.sequence_parallel, pl.tp.size,
                                    pl.tp.nodes_spanned, pl.tp.ranks_per_node_in_group, s.cp,
-                                   pl.cp.nodes_spanned, moe ? s.dp : 0, moe ? s.ep : 0,
-                                   moe ? s.etp : 0);
+                                   pl.cp.nodes_spanned, moe ? s.ep : 0, moe ? s.etp : 0,
+                                   moe ? pl.ep : costmodel::PlacedGroup{}, moe ? pl.etp : costmodel::PlacedGroup{});
   auto it = costs_.find(key);
   if (it != costs_.end()) return it->second;
 
@@ -180,7 +215,15 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
   GroupCostTable t;
   t.groups.resize(g.groups().size());
   const std::string signature = blocks_.empty() ? std::string() : costmodel::block_signature(g.spec());
+  // A block alike an earlier one in both graphs takes its costs instead of being charged op
+  // by op again (the first block, whose ops record_ops keeps, is always charged).
+  const std::vector<std::size_t>& alike = graph_for(s.micro_batch, s.cp).first_alike;
+  const std::vector<std::size_t>& alike_whole = graph_for(s.micro_batch).first_alike;
   for (std::size_t gi = 0; gi < g.groups().size(); ++gi) {
+    if (alike[gi] != gi && alike_whole[gi] == alike[gi]) {
+      t.groups[gi] = t.groups[alike[gi]];
+      continue;
+    }
     const models::LayerGroup& lg = g.groups()[gi];
     GroupCost& c = t.groups[gi];
     c.flops_fwd = lg.flops_fwd;

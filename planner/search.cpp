@@ -13,8 +13,10 @@
 //   pp   divisors of gpus / (tp * cp) with pp <= layers;  dp = gpus / (tp * cp * pp);
 //   micro_batch  powers of two up to kMaxMicroBatch dividing global_batch / dp (1 when
 //        dp does not divide the global batch: validate() then rejects it as invalid);
-//   vpp  1, and for pp > 1 with layers % pp == 0 and micro-batches % pp == 0 the divisors
-//        2..kMaxVpp of layers / pp (interleaved schedule);
+//   vpp  1, and for pp > 1 with micro-batches % pp == 0 (interleaved schedule): with
+//        layers % pp == 0 the divisors 2..kMaxVpp of layers / pp; otherwise (uneven stages)
+//        the divisors 2..kMaxVpp of layers with pp * vpp <= layers, which Megatron-LM's
+//        first / last stage counts can run (the split may still need a per-stage layout);
 //   zero {0, 1, 2, 3} (> 0 only when dp * cp > 1: otherwise it is the same layout);
 //   recompute {none, selective, full};  sequence_parallel {false, true when tp > 1};
 //   schedule 1f1b (vpp = 1) or interleaved (vpp > 1); GPipe only when asked for.
@@ -149,17 +151,22 @@ std::vector<std::int64_t> micro_batches(std::int64_t gb, int dp, const SearchOpt
   return mbs;
 }
 
-// Virtual pipeline sizes for a pp and m micro-batches per replica.
+// Virtual pipeline sizes for a pp and m micro-batches per replica: the even splits, and
+// where pp does not divide the layers, those Megatron-LM's first / last stage counts can
+// take (every count a multiple of vpp, so vpp divides the layers; planner/first_last_stages.h).
 std::vector<int> vpp_degrees(int layers, int pp, std::int64_t m, const SearchOptions& options) {
   std::vector<int> vpps;
   if (options.vpp) {
     vpps.push_back(*options.vpp);
   } else {
     vpps.push_back(1);
-    if (pp > 1 && layers % pp == 0 && m > 0 && m % pp == 0 &&
+    if (pp > 1 && m > 0 && m % pp == 0 &&
         !(options.schedule && *options.schedule != ScheduleKind::Interleaved))
-      for (int v = 2; v <= kMaxVpp; ++v)
-        if ((layers / pp) % v == 0) vpps.push_back(v);
+      for (int v = 2; v <= kMaxVpp; ++v) {
+        const bool even = layers % pp == 0 && (layers / pp) % v == 0;
+        const bool first_last = layers % pp != 0 && layers % v == 0 && static_cast<long long>(pp) * v <= layers;
+        if (even || first_last) vpps.push_back(v);
+      }
   }
   return vpps;
 }

@@ -13,7 +13,8 @@
 // replica. The engine:
 //  * places the groups (RankGrid: TP / CP / DP / expert groups, pipeline neighbours),
 //  * partitions the layer groups into pp x vpp virtual stages (StagePartition over the
-//    groups' step costs) unless the plan gives the partition,
+//    groups' step costs; Megatron-LM's first / last stage counts where they reach the same
+//    most expensive stage as a per-stage layout would) unless the plan gives the partition,
 //  * walks every stage's build_schedule() list (PipelineWalk, detail/pipeline_walk.h): per
 //    stage a compute stream and a communication stream; sends do not block the sender
 //    unless the stack's p2p is blocking (charged into the step, step_costs.cpp); a receive
@@ -53,6 +54,8 @@
 #include "planner/detail/group_times.h"
 #include "planner/detail/sim_engine.h"
 #include "planner/simulator.h"
+#include "planner/first_last_stages.h"
+#include "planner/plan.h"
 #include "planner/stage_partition.h"
 
 namespace strata::planner {
@@ -62,6 +65,10 @@ namespace detail {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// Two splits whose most expensive stages differ by less than this (relative) reach the same
+// optimum: the balanced split's cap is found by bisection to 1e-13 and sums taken in another
+// order round differently.
+constexpr double kSameMaxCost = 1e-12;
 
 void check_stage_layers(const std::vector<std::vector<int>>& sl, int stages, int groups) {
   if (static_cast<int>(sl.size()) != stages)
@@ -102,6 +109,7 @@ const SimEngine::Graph& SimEngine::graph_for(std::int64_t micro_batch, int cp) {
   Graph g;
   g.graph = std::make_unique<models::ModelGraph>(models::ModelGraph::build(local, micro_batch));
   g.memory = std::make_unique<costmodel::MemoryModel>(*g.graph, cluster_.device);
+  g.first_alike = first_alike_blocks(*g.graph);
   return graphs_.emplace(key, std::move(g)).first->second;
 }
 
@@ -164,10 +172,15 @@ const costmodel::PredictionBand& SimEngine::band_for(const Strategy& s) {
   return it->second;
 }
 
+// The cost-balanced split (StagePartition::balance); when the frameworks' stage flags cannot
+// say it (neither even nor Megatron-LM's first / last counts: it would need a per-stage
+// layout), Megatron-LM's first / last split instead if neither its most expensive virtual
+// stage nor its busiest pipeline rank (all its chunks: with vpp > 1 a rank runs every chunk
+// of every micro-batch) costs more: the same optimum, in flags every stack with them runs.
 const std::vector<std::vector<int>>& SimEngine::partition_for(const Strategy& s,
                                                               const GroupCostTable& t) {
   const int stages = s.pp * s.vpp;
-  const auto key = std::make_tuple(&t, stages, static_cast<int>(s.recompute));
+  const auto key = std::make_tuple(&t, s.pp, s.vpp, static_cast<int>(s.recompute));
   auto it = partitions_.find(key);
   if (it != partitions_.end()) return it->second;
   std::vector<double> cost(t.groups.size());
@@ -177,7 +190,23 @@ const std::vector<std::vector<int>>& SimEngine::partition_for(const Strategy& s,
     group_times(t.groups[g], static_cast<int>(g), layers, s.recompute, &fc, &ft, &bc, &bt);
     cost[g] = fc + ft + bc + bt;
   }
-  return partitions_.emplace(key, StagePartition::balance(cost, stages).stages()).first->second;
+  StagePartition split = StagePartition::balance(cost, stages);
+  if (s.pp > 1) {
+    const std::vector<std::int64_t> blocks = blocks_per_stage(split.stages(), model_);
+    const bool even = std::all_of(blocks.begin(), blocks.end(), [&](std::int64_t b) { return b == blocks[0]; });
+    if (!even && !first_last_of(blocks, s.pp, s.vpp)) {
+      StagePartition fl = StagePartition::first_last(cost, s.pp, s.vpp);
+      const auto busiest_rank = [&](const StagePartition& p) {
+        std::vector<double> rank(static_cast<std::size_t>(s.pp), 0.0);
+        for (std::size_t v = 0; v < p.stage_costs().size(); ++v) rank[v % rank.size()] += p.stage_costs()[v];
+        return *std::max_element(rank.begin(), rank.end());
+      };
+      if (!fl.stages().empty() && fl.max_cost() <= split.max_cost() * (1 + kSameMaxCost) &&
+          busiest_rank(fl) <= busiest_rank(split) * (1 + kSameMaxCost))
+        split = std::move(fl);
+    }
+  }
+  return partitions_.emplace(key, split.stages()).first->second;
 }
 
 void SimEngine::require_cp_supported(const Strategy& s) const {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/errors.h"
+#include "planner/first_last_stages.h"
 
 namespace strata::planner {
 namespace {
@@ -201,6 +202,64 @@ StagePartition StagePartition::balance(const std::vector<double>& group_costs, i
     begin = end;
   }
   return p;
+}
+
+StagePartition StagePartition::first_last(const std::vector<double>& group_costs, int pp, int vpp) {
+  check_inputs(group_costs, std::max(1, pp) * std::max(1, vpp));
+  StagePartition out;
+  if (pp < 2 || vpp < 1) return out;
+  const auto layers = static_cast<std::int64_t>(group_costs.size()) - 2;
+  std::vector<double> prefix(group_costs.size() + 1, 0.0);  // prefix[g + 1]: groups 0..g
+  for (std::size_t g = 0; g < group_costs.size(); ++g) prefix[g + 1] = prefix[g] + group_costs[g];
+  // Virtual stage v = c * pp + p holds blocks(p) / vpp blocks, in the order of v; its groups
+  // run from `begin` (the embedding, group 0, rides with v = 0) to `end` (the head, group
+  // layers + 1, with the last). The split's worst stage, without building it:
+  auto worst = [&](std::int64_t first, std::int64_t each, std::int64_t last) {
+    double w = 0;
+    std::int64_t begin = 0;
+    for (int c = 0; c < vpp; ++c)
+      for (int p = 0; p < pp; ++p) {
+        const std::int64_t blocks = (p == 0 ? first : p == pp - 1 ? last : each) / vpp;
+        std::int64_t end = begin + blocks + (c == 0 && p == 0 ? 1 : 0);
+        if (c == vpp - 1 && p == pp - 1) end = layers + 2;
+        w = std::max(w, prefix[static_cast<std::size_t>(end)] - prefix[static_cast<std::size_t>(begin)]);
+        begin = end;
+      }
+    return w;
+  };
+  // Every pair (first, last) with both set covers the splits with one of them unset too (the
+  // unset rank then holds the middle count). Middle ranks hold `each` blocks, a multiple of
+  // vpp; with no middle ranks, first + last = layers.
+  const int middle_ranks = pp - 2;
+  const std::int64_t max_each = middle_ranks > 0 ? (layers - 2 * vpp) / middle_ranks : 0;
+  double best = std::numeric_limits<double>::infinity();
+  std::int64_t best_first = 0, best_last = 0;
+  for (std::int64_t each = middle_ranks > 0 ? vpp : 0; each <= max_each; each += vpp) {
+    const std::int64_t ends = layers - each * middle_ranks;  // first + last
+    for (std::int64_t first = vpp; first + vpp <= ends; first += vpp) {
+      const std::int64_t last = ends - first;
+      if (last % vpp != 0) continue;
+      const double w = worst(first, each, last);
+      if (w < best) best = w, best_first = first, best_last = last;
+    }
+  }
+  if (!std::isfinite(best)) return out;
+  // Build the best one through Megatron-LM's own counting (first_last_stages.h).
+  const std::vector<std::int64_t> blocks = first_last_stage_blocks(
+      layers, pp, vpp, FirstLastStages{best_first, best_last}, "stage partition");
+  std::size_t begin = 0;
+  for (std::size_t v = 0; v < blocks.size(); ++v) {
+    std::size_t end = begin + static_cast<std::size_t>(blocks[v]) + (v == 0 ? 1 : 0);
+    if (v + 1 == blocks.size()) end = group_costs.size();
+    std::vector<int> groups;
+    for (std::size_t g = begin; g < end; ++g) groups.push_back(static_cast<int>(g));
+    const double c = prefix[end] - prefix[begin];
+    out.stage_costs_.push_back(c);
+    out.max_cost_ = std::max(out.max_cost_, c);
+    out.stages_.push_back(std::move(groups));
+    begin = end;
+  }
+  return out;
 }
 
 double StagePartition::max_stage_cost(const std::vector<double>& group_costs,

@@ -25,6 +25,13 @@ class StagePartition {
   static StagePartition balance(const std::vector<double>& group_costs, int stages,
                                 const std::vector<double>& group_memory, double memory_cap);
 
+  // Of Megatron-LM's uneven splits (planner/first_last_stages.h: first / last pipeline rank
+  // given, the middle ranks even, every rank's chunks alike) over pp x vpp virtual stages,
+  // the one whose most expensive virtual stage is cheapest (ties: the fewest blocks per
+  // middle rank, then on the first rank). pp >= 2; empty stages() when no first / last counts fit (e.g. blocks not a
+  // multiple of vpp). The embedding costs with the first rank, the head with the last.
+  static StagePartition first_last(const std::vector<double>& group_costs, int pp, int vpp);
+
   // stages()[v] = the layer groups of virtual stage v, ascending (v = chunk * pp + rank).
   const std::vector<std::vector<int>>& stages() const { return stages_; }
   const std::vector<double>& stage_costs() const { return stage_costs_; }

@@ -6,7 +6,7 @@
 //   - per-layer-group costs per (micro_batch, tp, sequence_parallel, TP placement, cp and
 //     the CP group's placement),
 //   - placements (TP / CP / DP groups, pipeline neighbours) per (tp, pp, dp, cp, order),
-//   - stage partitions per (costs, pp * vpp),
+//   - stage partitions per (costs, pp, vpp, recompute),
 //   - the pipeline walk per (stage times, schedule), reused across ZeRO stages.
 // Its members live in four files: the event engine (simulator.cpp) and the cost charging
 // (layer_costs.cpp: per op; step_costs.cpp: per step and iteration; simulator_notes.cpp).
@@ -88,6 +88,11 @@ struct GradReduce {
   double sm_share = 0;       // compute slowed per second of overlapped DP collective
 };
 
+// Per layer group of g: the first transformer block that is the same but for its op names
+// and layer number (then every op of theirs costs the same: most blocks of a model are
+// alike), else the group itself (layer_costs.cpp).
+std::vector<std::size_t> first_alike_blocks(const models::ModelGraph& g);
+
 // Largest pipeline the simulator times: compute steps per iteration (2 * pp * m * vpp).
 inline constexpr double kMaxComputeSteps = 2e7;
 // Empty when the strategy is small enough to simulate, else why not (names the fields).
@@ -121,6 +126,7 @@ class SimEngine {
   struct Graph {
     std::unique_ptr<models::ModelGraph> graph;
     std::unique_ptr<costmodel::MemoryModel> memory;
+    std::vector<std::size_t> first_alike;  // first_alike_blocks(*graph)
   };
   // ---- Event engine (simulator.cpp): placement, partition, the walk and its steps. ----
   // The graph of one micro-batch; cp > 1: the graph of one rank's s/cp tokens.
@@ -221,13 +227,15 @@ class SimEngine {
   double kernel_overhead_s_ = 0;  // per non-GEMM kernel (stack or device)
 
   std::map<std::pair<std::int64_t, int>, Graph> graphs_;
-  // Keys: (tp, pp, dp, cp, order, ep, etp); costs add (dp, ep, etp) for MoE models only (0
-  // otherwise), so dense models keep sharing one table across dp.
+  // Keys: (tp, pp, dp, cp, order, ep, etp); costs add (ep, etp and the placement of their
+  // groups) for MoE models only, so dense models keep sharing one table across dp.
   std::map<std::tuple<int, int, int, int, std::string, int, int>, Placement> placements_;
-  std::map<std::tuple<std::int64_t, int, bool, int, int, int, int, int, int, int, int>, GroupCostTable>
+  std::map<std::tuple<std::int64_t, int, bool, int, int, int, int, int, int, int, costmodel::PlacedGroup,
+                      costmodel::PlacedGroup>,
+           GroupCostTable>
       costs_;
-  std::map<std::tuple<const GroupCostTable*, int, int>, std::vector<std::vector<int>>>
-      partitions_;
+  std::map<std::tuple<const GroupCostTable*, int, int, int>, std::vector<std::vector<int>>>
+      partitions_;  // (costs, pp, vpp, recompute)
   // ZeRO-2/3 exposed communication per layer group: (costs, placement, zero, full recompute).
   std::map<std::tuple<const GroupCostTable*, const Placement*, int, bool>,
            std::vector<costmodel::ZeroGroupComm>>

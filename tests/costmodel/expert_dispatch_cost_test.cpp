@@ -142,6 +142,37 @@ TEST(ExpertGroups, MegatronFoldingByHand) {
                strata::InputError);
 }
 
+// placed_expert_group places the groups as strided runs without listing them: it must
+// agree with listing every rank's group and placing it (the definition).
+TEST(ExpertGroups, WorstPlacementMatchesABruteForceScanOfEveryRank) {
+  auto worse = [](const PlacedGroup& a, const PlacedGroup& b) {
+    return a.nodes_spanned != b.nodes_spanned ? a.nodes_spanned > b.nodes_spanned
+                                              : a.ranks_per_node_in_group < b.ranks_per_node_in_group;
+  };
+  int cases = 0;
+  for (int dp : {1, 2, 3, 4, 6, 16})
+    for (int tp : {1, 2, 4, 6})
+      for (int pp : {1, 2, 3})
+        for (int gpn : {1, 4, 6, 8})
+          for (int ep = 1; ep <= tp * dp; ++ep)
+            for (int etp = 1; etp <= tp; ++etp) {
+              if ((tp * dp) % (ep * etp) != 0) continue;
+              const sc::RankGrid g(dp, tp, pp);
+              for (ExpertAxis a : {ExpertAxis::Etp, ExpertAxis::Ep, ExpertAxis::Edp}) {
+                PlacedGroup want;
+                for (int r = 0; r < g.world_size(); ++r) {
+                  const PlacedGroup p = sc::placed_ranks(sc::expert_group_ranks(g, ep, etp, a, r), gpn);
+                  if (r == 0 || worse(p, want)) want = p;
+                }
+                ASSERT_EQ(sc::placed_expert_group(g, ep, etp, a, gpn), want)
+                    << "dp " << dp << " tp " << tp << " pp " << pp << " gpn " << gpn << " ep " << ep
+                    << " etp " << etp << " axis " << static_cast<int>(a);
+                ++cases;
+              }
+            }
+  EXPECT_GT(cases, 1000);
+}
+
 TEST(ExpertMemory, ParamsAndOptimizerPerRankWithEpByHand) {
   const sm::ModelGraph g = sm::ModelGraph::build(tiny_moe(), 1);
   sc::DeviceProfile dev = sc::load_cluster("dgx-h100").device;

@@ -192,6 +192,26 @@ TEST(MegatronNames, StageMapsUseFirstLastFlagsOrTheLayout) {
   for (const auto& [k, v] : megatron_args(plans()[3], plain_stack())) f[k] = v;
   EXPECT_EQ(f["--pipeline-model-parallel-layout"], "E,t*2|t*3|t*3|t*2,L");
   EXPECT_EQ(f.count("--num-layers-per-virtual-pipeline-stage"), 0u);
+  // First/last counts with virtual stages: Megatron-LM takes those as a count per rank
+  // (first 4, last 6 over 2 chunks of 2, 5, 5, 3 blocks), and the names exist at the pin.
+  Plan fl = make_plan(gpt(30), 1, 1, 4, 2, 1, 8);
+  fl.stage_layers = stage_map({2, 5, 5, 3, 2, 5, 5, 3});
+  f.clear();
+  for (const auto& [k, v] : megatron_args(fl, plain_stack())) {
+    f[k] = v;
+    expect_arg_type(table("megatron_args.yaml")["args"], k, v);
+  }
+  EXPECT_EQ(f["--decoder-first-pipeline-num-layers"], "4");
+  EXPECT_EQ(f["--decoder-last-pipeline-num-layers"], "6");
+  EXPECT_EQ(f["--num-virtual-stages-per-pipeline-rank"], "2");
+  EXPECT_EQ(f.count("--pipeline-model-parallel-layout"), 0u);
+  EXPECT_EQ(f.count("--num-layers-per-virtual-pipeline-stage"), 0u);
+  // Middle ranks whose chunks differ are only a layout.
+  fl.stage_layers = stage_map({2, 5, 5, 3, 2, 4, 6, 3});
+  f.clear();
+  for (const auto& [k, v] : megatron_args(fl, plain_stack())) f[k] = v;
+  EXPECT_EQ(f["--pipeline-model-parallel-layout"], "E,t*2|t*5|t*5|t*3|t*2|t*4|t*6|t*3,L");
+  EXPECT_EQ(f.count("--decoder-first-pipeline-num-layers"), 0u);
   // Rendered with shell quotes: the layout holds '|' and '*'.
   EXPECT_NE(export_megatron(plans()[3], plain_stack()).find("'E,t*2|t*3|t*3|t*2,L'"),
             std::string::npos);

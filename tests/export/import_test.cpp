@@ -38,6 +38,14 @@ std::vector<Case> round_trip_plans() {
   Plan uneven = make_plan(gpt(10), 2, 1, 4, 1, 1, 16);
   uneven.stage_layers = stage_map({1, 4, 4, 1});
   out.push_back({"uneven first/last", uneven});
+  // Megatron-LM's first/last counts with virtual stages (first 4, last 6 over 2 chunks).
+  Plan uneven_vpp = make_plan(gpt(30), 1, 1, 4, 2, 1, 8);
+  uneven_vpp.stage_layers = stage_map({2, 5, 5, 3, 2, 5, 5, 3});
+  out.push_back({"uneven first/last interleaved", uneven_vpp});
+  // DeepSeek-V3's 61 blocks on 16 stages: first 2, last 3, 4 on each middle rank.
+  Plan deepseek_like = make_plan(gpt(61), 1, 1, 16, 1, 1, 16);
+  deepseek_like.stage_layers = stage_map({2, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 3});
+  out.push_back({"61 blocks on pp 16, first 2 last 3", deepseek_like});
   Plan layout = make_plan(llama(10), 1, 2, 2, 2, 1, 8);
   layout.stage_layers = stage_map({2, 3, 3, 2});
   layout.strategy.zero = 1;
@@ -55,7 +63,7 @@ std::vector<Case> round_trip_plans() {
 
 }  // namespace
 
-TEST(ImportMegatron, ExportThenImportGivesThePlanBackForEightPlansAndThreeStacks) {
+TEST(ImportMegatron, ExportThenImportGivesThePlanBackForTenPlansAndThreeStacks) {
   for (const auto& stack : {overlap_stack(), plain_stack(), all_gather_stack()})
     for (const auto& [what, p] : round_trip_plans()) {
       SCOPED_TRACE(std::string(what) + " / " + stack.name);
@@ -167,6 +175,15 @@ TEST(ImportMegatron, RefusesWhatStrataDoesNotModelByName) {
             std::string::npos);
   EXPECT_NE(message("--tensor-model-parallel-size x").find("--tensor-model-parallel-size 'x'"),
             std::string::npos);
+  // Uneven first/last stages take virtual stages only as a count per rank (Megatron-LM).
+  EXPECT_NE(message("--pipeline-model-parallel-size 2 --decoder-first-pipeline-num-layers 2 "
+                    "--num-layers-per-virtual-pipeline-stage 1")
+                .find("from --num-virtual-stages-per-pipeline-rank"),
+            std::string::npos);
+  EXPECT_NE(message("--pipeline-model-parallel-size 2 --decoder-first-pipeline-num-layers 1 "
+                    "--num-virtual-stages-per-pipeline-rank 2")
+                .find("(1) must be divisible by the virtual stages"),
+            std::string::npos);
   EXPECT_NE(message("--pipeline-model-parallel-size 3").find("divisible by pp x vpp = 3"),
             std::string::npos);
   EXPECT_NE(message("--micro-batch-size").find("--micro-batch-size needs a value"), std::string::npos);
@@ -207,7 +224,7 @@ TEST(ImportDeepSpeed, ExportThenImportGivesTheDataAndPipelineLayoutBack) {
       plans.push_back(c);
   plans.push_back({"llama zero-3", with_cp_zero(make_plan(llama(8), 4, 2, 1, 1, 2, 64), 1, 3)});
   plans.push_back({"gpt zero-2", with_cp_zero(make_plan(gpt(8), 8, 1, 1, 1, 1, 64), 1, 2)});
-  ASSERT_EQ(plans.size(), 8u);
+  ASSERT_EQ(plans.size(), 10u);
   for (const auto& [what, p] : plans) {
     SCOPED_TRACE(what);
     ImportedJob job = import_deepspeed_config(export_deepspeed(p, overlap_stack()), "ds.json");

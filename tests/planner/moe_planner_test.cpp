@@ -11,6 +11,7 @@
 #include "costmodel/cluster_spec.h"
 #include "models/model_spec.h"
 #include "models/model_stats.h"
+#include "planner/first_last_stages.h"
 #include "planner/plan.h"
 #include "planner/search.h"
 #include "planner/simulator.h"
@@ -156,6 +157,32 @@ TEST(MoeSearch, DeepSeekV3On512H100sRanksExpertLayouts) {
   for (const Candidate& cand : r.ranked) EXPECT_TRUE(cand.prediction.fits_memory);
   EXPECT_GT(r.ranked.front().strategy.ep, 1);
   EXPECT_GT(r.ranked.front().prediction.breakdown_s.ep_comm, 0.0);
+}
+
+// DeepSeek-V3's 61 blocks on 16 pipeline stages (a published H100 layout: tp 2, pp 16,
+// ep 64): 61 is no multiple of 16, so the planner splits unevenly, and where a split of
+// Megatron-LM's first / last stage counts is as good it takes that one (the flags every
+// Megatron-LM run can take) rather than a per-stage layout.
+TEST(MoeSearch, DeepSeekV3On16StagesTakesMegatronsFirstLastCounts) {
+  const models::ModelSpec m = models::load_model("deepseek-v3");
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
+  SearchOptions o;
+  o.gpus = 1024;
+  o.global_batch = 512;
+  o.tp = 2;
+  o.pp = 16;
+  o.ep = 64;
+  o.micro_batch = 1;
+  o.top_k = 1;
+  const SearchResult r = search(m, c, o);
+  ASSERT_FALSE(r.ranked.empty());
+  const std::vector<std::int64_t> blocks = blocks_per_stage(r.ranked.front().stage_layers, m);
+  ASSERT_EQ(blocks.size(), 16u);
+  const std::optional<FirstLastStages> fl = first_last_of(blocks, 16, 1);
+  ASSERT_TRUE(fl.has_value());
+  // The middle ranks share the rest evenly (Megatron's rule), and the split is Megatron's.
+  EXPECT_EQ(blocks, first_last_stage_blocks(61, 16, 1, *fl, "test"));
+  EXPECT_EQ(r.ranked.front().stage_layers, stage_layers_from_blocks(blocks, 61));
 }
 
 TEST(MoePlan, EpAndEtpRoundTripThroughPlanFiles) {

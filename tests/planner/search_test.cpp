@@ -397,6 +397,10 @@ INSTANTIATE_TEST_SUITE_P(
         PruneCase{"llama2-7b", "dgx-h100", 16, 128, 3, 0, "", "fp8"},
         PruneCase{"megatron-1.7b", "dgx-a100", 32, 512, 10, 0, "megatron-2021"},
         PruneCase{"mixtral-8x7b", "dgx-h100", 32, 128, 10},
+        // The MoE space at scale (issue 26): 35,802 candidates, expert layouts of every
+        // (tp, pp, dp); and a small one where many fit and more are walked.
+        PruneCase{"deepseek-v3", "dgx-h100", 2048, 512, 10},
+        PruneCase{"qwen1.5-moe-a2.7b", "dgx-h100", 64, 256, 10},
         // Nothing fits: the closest candidate is the same.
         PruneCase{"gpt3-175b", "dgx-a100", 8, 16, 10}));
 

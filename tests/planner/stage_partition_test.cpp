@@ -152,6 +152,48 @@ TEST(StagePartition, RespectsAMemoryCap) {
   EXPECT_DOUBLE_EQ(impossible.max_cost(), 3.0);  // falls back to the unconstrained split
 }
 
+// Megatron-LM's first / last split: 10 blocks of cost 1, embedding 0.5, head 1.5, pp 4.
+// Per middle count e (ranks 1, 2) and first count F (last = 10 - 2e - F), the worst stage is
+// max(0.5 + F, e, 11.5 - 2e - F): e 1 -> 5.5 (F 4 or 5), e 2 -> 4.5 (F 3 or 4),
+// e 3 -> 3.5 (F 2 or 3), e 4 -> max(1.5, 4, 2.5) = 4. Best 3.5 at e 3, F 2 (first found).
+TEST(StagePartition, FirstLastSplitByHand) {
+  std::vector<double> costs(12, 1.0);
+  costs.front() = 0.5;
+  costs.back() = 1.5;
+  const StagePartition p = StagePartition::first_last(costs, 4, 1);
+  ASSERT_EQ(p.stages().size(), 4u);
+  EXPECT_EQ(p.stages()[0], (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(p.stages()[1], (std::vector<int>{3, 4, 5}));
+  EXPECT_EQ(p.stages()[2], (std::vector<int>{6, 7, 8}));
+  EXPECT_EQ(p.stages()[3], (std::vector<int>{9, 10, 11}));
+  EXPECT_EQ(p.stage_costs(), (std::vector<double>{2.5, 3, 3, 3.5}));
+  EXPECT_DOUBLE_EQ(p.max_cost(), 3.5);
+  // pp 2 x vpp 2: first F (even), last 10 - F, each rank's two chunks alike; virtual stages
+  // cost 0.5 + F/2, (10 - F)/2, F/2, (10 - F)/2 + 1.5: F 2 -> 5.5, 4 -> 4.5, 6 -> 3.5,
+  // 8 -> 4.5. Best F 6: blocks 3, 2, 3, 2.
+  const StagePartition v = StagePartition::first_last(costs, 2, 2);
+  ASSERT_EQ(v.stages().size(), 4u);
+  EXPECT_EQ(v.stages()[0], (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(v.stages()[1], (std::vector<int>{4, 5}));
+  EXPECT_EQ(v.stages()[2], (std::vector<int>{6, 7, 8}));
+  EXPECT_EQ(v.stages()[3], (std::vector<int>{9, 10, 11}));
+  EXPECT_DOUBLE_EQ(v.max_cost(), 3.5);
+  // 10 blocks are no multiple of 4 chunks per rank: no first / last counts fit.
+  EXPECT_TRUE(StagePartition::first_last(costs, 2, 4).stages().empty());
+  // It never beats the free split's optimum (brute force), here on random costs.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0.1, 2.0);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<double> c(14);
+    for (double& x : c) x = u(rng);
+    for (int pp : {2, 3, 4}) {
+      const StagePartition f = StagePartition::first_last(c, pp, 1);
+      ASSERT_FALSE(f.stages().empty());
+      EXPECT_GE(f.max_cost(), brute_force_optimum(c, pp) * (1 - 1e-12));
+    }
+  }
+}
+
 TEST(StagePartition, RejectsBadInput) {
   EXPECT_THROW(StagePartition::balance({1, 1}, 1), InputError);          // no block
   EXPECT_THROW(StagePartition::balance({0, 1, 1, 0}, 3), InputError);    // stages > layers
