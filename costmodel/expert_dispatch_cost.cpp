@@ -95,12 +95,18 @@ DispatchTime dispatch_time(const CollectiveCost& coll, const models::Op& op, con
   return t;
 }
 
+bool expert_folding_order(const RankGrid& g) {
+  // Axes of size 1 take no place: only the strides of the others matter.
+  return (g.tp() == 1 || g.stride(Axis::Tp) == 1) && (g.cp() == 1 || g.stride(Axis::Cp) == g.tp()) &&
+         (g.dp() == 1 || g.stride(Axis::Dp) == g.tp() * g.cp()) && g.pipeline_outermost();
+}
+
 std::vector<int> expert_group_ranks(const RankGrid& grid, int ep, int etp, ExpertAxis axis, int rank) {
-  if (grid.order() != "tp-dp-pp")
-    input_error("expert parallelism needs rank order tp-dp-pp (got {})", grid.order());
-  const int stage_ranks = grid.tp() * grid.dp();
+  if (!expert_folding_order(grid))
+    input_error("expert parallelism needs rank order tp-cp-dp-pp (tp-dp-pp; got {})", grid.order());
+  const int stage_ranks = grid.stage_size();
   if (ep < 1 || etp < 1 || stage_ranks % (ep * etp) != 0)
-    input_error("ep ({}) x etp ({}) must divide tp x dp ({})", ep, etp, stage_ranks);
+    input_error("ep ({}) x etp ({}) must divide tp x cp x dp ({})", ep, etp, stage_ranks);
   if (rank < 0 || rank >= grid.world_size())
     input_error("rank ({}) must be in 0 .. {}", rank, grid.world_size() - 1);
   const int edp = stage_ranks / (ep * etp);
@@ -120,7 +126,7 @@ PlacedGroup placed_expert_group(const RankGrid& grid, int ep, int etp, ExpertAxi
   if (gpus_per_node < 1) input_error("gpus_per_node ({}) must be >= 1", gpus_per_node);
   PlacedGroup worst;
   bool first = true;
-  const int stage_ranks = grid.tp() * grid.dp();
+  const int stage_ranks = grid.stage_size();
   // Stages differ by an offset of whole stages: when a stage fills whole nodes its groups
   // sit alike in every stage and the first stage is enough.
   const int limit = stage_ranks % gpus_per_node == 0 ? stage_ranks : grid.world_size();

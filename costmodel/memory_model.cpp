@@ -104,8 +104,10 @@ void check_inputs(const MemoryInputs& in, int num_groups) {
   if (in.num_microbatches < 0)
     input_error("memory model num_microbatches ({}) must be >= 0", in.num_microbatches);
   if (in.zero < 0 || in.zero > 3) input_error("memory model zero ({}) must be 0, 1, 2 or 3", in.zero);
-  if (in.ep < 1 || in.etp < 1 || (static_cast<long long>(in.tp) * in.dp) % (static_cast<long long>(in.ep) * in.etp) != 0)
-    input_error("memory model ep ({}) x etp ({}) must divide tp x dp ({} x {})", in.ep, in.etp, in.tp, in.dp);
+  if (in.ep < 1 || in.etp < 1 ||
+      (static_cast<long long>(in.tp) * in.cp * in.dp) % (static_cast<long long>(in.ep) * in.etp) != 0)
+    input_error("memory model ep ({}) x etp ({}) must divide tp x cp x dp ({} x {} x {})", in.ep, in.etp, in.tp,
+                in.cp, in.dp);
   const std::size_t chunks = static_cast<std::size_t>(in.pp) * static_cast<std::size_t>(in.vpp);
   if (!in.stage_layers.empty()) {
     if (in.stage_layers.size() != chunks)

@@ -142,6 +142,42 @@ TEST(ExpertGroups, MegatronFoldingByHand) {
                strata::InputError);
 }
 
+TEST(ExpertGroups, GrokStyleCp2Ep8Etp4Tp4PlacedByHand) {
+  // tp 4, cp 2, dp 4, pp 2 on nodes of 8 GPUs: 32 ranks per stage, 64 in all.
+  // Attention (Megatron-Core tp-cp-dp-pp): rank = tp_i + 4 cp_i + 8 dp_i + 32 pp_i.
+  const sc::RankGrid grid(4, 4, 2, "tp-dp-pp", 2);
+  ASSERT_TRUE(sc::expert_folding_order(grid));
+  EXPECT_EQ(grid.group_ranks(sc::Axis::Tp, 0), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(grid.group_ranks(sc::Axis::Cp, 0), (std::vector<int>{0, 4}));
+  EXPECT_EQ(grid.group_ranks(sc::Axis::Dp, 0), (std::vector<int>{0, 8, 16, 24}));
+  // Experts: ep 8 x etp 4 = 32 = the whole stage, edp 1; index = etp_i + 4 ep_i.
+  EXPECT_EQ(sc::expert_group_ranks(grid, 8, 4, ExpertAxis::Etp, 0), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(sc::expert_group_ranks(grid, 8, 4, ExpertAxis::Ep, 0),
+            (std::vector<int>{0, 4, 8, 12, 16, 20, 24, 28}));
+  EXPECT_EQ(sc::expert_group_ranks(grid, 8, 4, ExpertAxis::Edp, 0), (std::vector<int>{0}));
+  // Rank 37 = stage 1, local 5 = (etp 1, ep 1): the same pattern 32 ranks on.
+  EXPECT_EQ(sc::expert_group_ranks(grid, 8, 4, ExpertAxis::Ep, 37),
+            (std::vector<int>{33, 37, 41, 45, 49, 53, 57, 61}));
+  // Placement (node = rank / 8): etp inside one node like tp; the ep group takes the 2 cp
+  // ranks of each of nodes 0..3 (the dp x cp ranks of one tp index): 4 nodes, 2 per node;
+  // the dp group 4 nodes, 1 per node.
+  EXPECT_EQ(sc::placed_expert_group(grid, 8, 4, ExpertAxis::Etp, 8), (PlacedGroup{4, 1, 4}));
+  EXPECT_EQ(sc::placed_expert_group(grid, 8, 4, ExpertAxis::Ep, 8), (PlacedGroup{8, 4, 2}));
+  EXPECT_EQ(sc::placed_expert_group(grid, 8, 4, ExpertAxis::Edp, 8), (PlacedGroup{1, 1, 1}));
+  EXPECT_EQ(sc::placed_group(grid, sc::Axis::Dp, 8), (PlacedGroup{4, 4, 1}));
+  // ep 4, etp 2 on the same grid: edp = 32 / 8 = 4, index = etp_i + 2 (ep_i + 4 edp_i).
+  // Rank 13 = (tp 1, cp 1, dp 1) for attention, (etp 1, ep 2, edp 1) for the experts: its
+  // ep group mixes tp ranks 1, 3 and cp ranks 0, 1 (9 = tp 1 cp 0 dp 1, 15 = tp 3 cp 1 dp 1).
+  EXPECT_EQ(sc::expert_group_ranks(grid, 4, 2, ExpertAxis::Etp, 13), (std::vector<int>{12, 13}));
+  EXPECT_EQ(sc::expert_group_ranks(grid, 4, 2, ExpertAxis::Ep, 13), (std::vector<int>{9, 11, 13, 15}));
+  EXPECT_EQ(sc::expert_group_ranks(grid, 4, 2, ExpertAxis::Edp, 13), (std::vector<int>{5, 13, 21, 29}));
+  // ep x etp must divide tp x cp x dp (32), and cp must sit next to tp.
+  EXPECT_THROW(sc::expert_group_ranks(grid, 8, 8, ExpertAxis::Ep, 0), strata::InputError);
+  EXPECT_THROW(sc::expert_group_ranks(sc::RankGrid(4, 4, 2, "tp-dp-cp-pp", 2), 8, 4, ExpertAxis::Ep, 0),
+               strata::InputError);
+  EXPECT_TRUE(sc::expert_folding_order(sc::RankGrid(4, 4, 2, "tp-cp-dp-pp", 2)));
+}
+
 TEST(ExpertMemory, ParamsAndOptimizerPerRankWithEpByHand) {
   const sm::ModelGraph g = sm::ModelGraph::build(tiny_moe(), 1);
   sc::DeviceProfile dev = sc::load_cluster("dgx-h100").device;
