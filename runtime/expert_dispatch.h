@@ -14,14 +14,18 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "runtime/expert_tensor_parallel.h"
 
 namespace strata::runtime {
 
-// This rank's expert-parallel group. comm == nullptr means one rank (ep = 1).
+// This rank's expert-parallel group. comm == nullptr means one rank (ep = 1). `etp`: the
+// expert tensor-parallel group inside it (runtime/expert_tensor_parallel.h), the ranks
+// holding slices of the same experts; the MoE layer uses both.
 struct EpGroup {
   kernels::Communicator* comm = nullptr;
   int size = 1;
   int rank = 0;
+  EtpGroup etp;
 };
 
 struct DispatchPlan {

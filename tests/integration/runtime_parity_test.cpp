@@ -364,29 +364,19 @@ TEST(RuntimeResumeParity, MoeExpertParallel2Zero1) {  // expert optimizer state 
                          .zero = 1, .sequence_parallel = true});
 }
 
-TEST(RuntimeMoe, RefusesExpertTensorParallelByName) {
-  const TempDir dir("moe_etp2");
-  const Layout l{.name = "moe_etp2", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 2, .etp = 2,
-                 .sequence_parallel = true};
-  const RunResult r = mpirun_strata(l.ranks(), {"train", "--plan", write_plan(l, dir), "--steps", "1"});
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE((r.out + r.err).find("strategy.etp (2) > 1 is not supported by the strata runtime"), std::string::npos)
-      << r.out << r.err;
+// Issue 26: expert tensor parallel, context parallel and ZeRO-3 with experts.
+TEST(RuntimeParity, MoeExpertTensorParallel2ExpertParallel2) {  // etp 2 x ep 2 = the stage, edp 1
+  expect_parity({.name = "moe_etp2_ep2", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 2, .etp = 2,
+                 .sequence_parallel = true});
 }
 
-// What the planner does not model with experts is refused before any rank starts.
-TEST(RuntimeMoe, RefusesZero2AndContextParallelWithExpertsByName) {
-  const TempDir dir("moe_refusals");
-  for (const auto& [l, message] : std::vector<std::pair<Layout, std::string>>{
-           {{.name = "moe_zero2", .model = "tiny-moe", .dp = 2, .ep = 2, .zero = 2},
-            "strategy.zero (2) with a mixture-of-experts model is not modelled"},
-           {{.name = "moe_cp2", .model = "tiny-moe", .cp = 2},
-            "strategy.cp (2) > 1 with a mixture-of-experts model is not modelled"}}) {
-    const RunResult r = run_program(STRATA_EXE, {"train", "--plan", write_plan(l, dir), "--steps", "1"}, 60);
-    EXPECT_EQ(r.exit_code, 2) << l.name << r.out << r.err;
-    EXPECT_NE(r.err.find("error: "), std::string::npos) << l.name << r.err;
-    EXPECT_NE(r.err.find(message), std::string::npos) << l.name << r.err;
-  }
+TEST(RuntimeParity, MoeContextParallel2ExpertParallel2) {  // the ep group is the cp group
+  expect_parity({.name = "moe_cp2_ep2", .model = "tiny-moe", .cp = 2, .ep = 2});
+}
+
+TEST(RuntimeParity, MoeZero3ExpertParallel2) {  // dense shards over dp 2, experts over edp 2
+  expect_parity({.name = "moe_zero3_ep2", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 2, .zero = 3,
+                 .sequence_parallel = true});
 }
 
 }  // namespace
