@@ -47,7 +47,8 @@ struct DispatchPlan {
 };
 
 // The send side of the dispatch from the routing's experts (tokens * top_k global expert
-// ids): pure arithmetic, no communication. recv_counts is left empty.
+// ids; -1 for a dropped slot, which is not sent): pure arithmetic, no communication.
+// recv_counts is left empty.
 DispatchPlan plan_dispatch(const std::vector<std::int32_t>& experts, std::size_t ranks,
                            std::size_t experts_per_rank);
 

@@ -30,10 +30,7 @@ ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batc
                 spec.name);
   if (spec.moe) {
     const models::MoeSpec& e = *spec.moe;
-    // Dropless routing only: a capacity factor drops tokens, a different model.
-    if (e.capacity_factor != 0)
-      input_error("model '{}': moe.capacity_factor ({}) is not supported by the strata runtime "
-                  "(its routing is dropless; remove the key)", spec.name, e.capacity_factor);
+    // A capacity factor drops tokens per routing rank (runtime/expert_capacity.h).
     if (models::has_bias(spec))
       input_error("model '{}': the strata runtime builds mixture-of-experts blocks without biases "
                   "(as Mixtral, Qwen-MoE and DeepSeek); the model has linear biases", spec.name);

@@ -69,7 +69,7 @@ struct ModelDims {
 // InputError when the model cannot be split this way (heads, kv_heads, ffn, hidden not
 // divisible by tp; odd head_dim with RoPE; tokens not divisible by tp with SP; seq_len
 // not divisible by 2 * cp; experts not divisible by ep, expert_ffn by etp) or has what the runtime does not
-// build (MLA; a capacity factor, biases, or tp > 1 without SP in an MoE model).
+// build (MLA; biases, or tp > 1 without SP in an MoE model).
 ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
                           int tp_rank, bool sequence_parallel, planner::Recompute recompute,
                           int cp = 1, int cp_rank = 0, int ep = 1, int ep_rank = 0, int etp = 1,

@@ -7,6 +7,7 @@
 
 #include "common/errors.h"
 #include "runtime/activation.h"
+#include "runtime/expert_capacity.h"
 #include "runtime/matmul.h"
 
 namespace strata::runtime {
@@ -113,7 +114,9 @@ void MoeLayer<T>::forward(T* out, const T* x, MoeActivations<T>& a) const {
   linear_forward(a.logits.data(), x, router_, static_cast<const T*>(nullptr), Nl, C, E);
   a.routing = route_tokens(d_.spec.moe->router, a.logits.data(), Nl, E, k);
   // --- dispatch: (token, slot) rows to the expert's rank ---
-  a.plan = plan_dispatch(a.routing.expert, static_cast<std::size_t>(ep_.size), El);
+  // token dropping (a capacity factor): dropped slots are not sent and add nothing
+  a.plan = plan_dispatch(kept_experts(a.routing, E, d_.spec.moe->capacity_factor),
+                         static_cast<std::size_t>(ep_.size), El);
   exchange_counts(ep_, a.plan);
   std::vector<T> send(a.plan.rows_sent() * C), recv;
   for (std::size_t i = 0; i < a.plan.rows_sent(); ++i) {
@@ -146,7 +149,7 @@ void MoeLayer<T>::forward(T* out, const T* x, MoeActivations<T>& a) const {
   // --- combine: back to the senders, weighted sum over each token's slots ---
   for (std::size_t i = 0; i < R; ++i) std::copy_n(y_exp.data() + a.expert_major[i] * C, C, recv.data() + i * C);
   combine_rows(ep_, a.plan, recv.data(), C, send);
-  a.y_tok.resize(Nl * k * C);
+  a.y_tok.assign(Nl * k * C, T(0));  // dropped slots stay zero
   for (std::size_t i = 0; i < a.plan.rows_sent(); ++i)
     std::copy_n(send.data() + i * C, C, a.y_tok.data() + a.plan.send_order[i] * C);
   for (std::size_t n = 0; n < Nl; ++n) {
