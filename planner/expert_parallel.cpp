@@ -19,12 +19,9 @@ void add_expert_violations(const Strategy& s, const models::ModelSpec& m, std::v
     return;
   }
   const models::MoeSpec& e = *m.moe;
-  // Context parallel folds with the experts (costmodel/expert_dispatch_cost.h) and ZeRO-2/3
-  // shard routed experts over edp (planner/step_costs.cpp add_zero_comm); FP8 expert GEMMs
-  // are not modelled.
-  if (s.precision == "fp8")
-    add("strategy.precision", "strategy.precision fp8 with a mixture-of-experts model is not modelled yet "
-                              "(the expert GEMMs' FP8 recipe); use bf16");
+  // Context parallel folds with the experts (costmodel/expert_dispatch_cost.h), ZeRO-2/3
+  // shard routed experts over edp (planner/step_costs.cpp add_zero_comm), and an FP8 recipe
+  // runs the expert GEMMs in FP8 (costmodel/fp8_linear.h): none of them is refused here.
   if (e.experts % s.ep != 0)
     add("strategy.ep", fmt::format("strategy.ep ({}) must divide model.moe.experts ({})", s.ep, e.experts));
   if (e.expert_ffn % s.etp != 0)

@@ -20,7 +20,7 @@ namespace strata::planner {
 // ep = etp = 1; an MoE model needs ep | experts, etp | expert_ffn, etp * ep | tp * cp * dp,
 // sequence parallelism when tp > 1 (Megatron-LM requires it for MoE with tensor
 // parallelism: megatron/training/arguments.py), the tp-dp-pp (= tp-cp-dp-pp) rank order
-// (pipeline outermost) when ep * etp > 1, and bf16 / fp16 (FP8 expert GEMMs not modelled).
+// (pipeline outermost) when ep * etp > 1.
 void add_expert_violations(const Strategy& s, const models::ModelSpec& m, std::vector<Violation>& out);
 
 }  // namespace strata::planner

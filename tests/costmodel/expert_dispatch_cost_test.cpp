@@ -201,6 +201,29 @@ TEST(ExpertMemory, ParamsAndOptimizerPerRankWithEpByHand) {
   EXPECT_THROW(mm.per_stage(in), strata::InputError);
 }
 
+TEST(ExpertMemory, Fp8WeightCopiesOfExpertsSplitOverEpAndEdp) {
+  const sm::ModelGraph g = sm::ModelGraph::build(tiny_moe(), 1);
+  sc::DeviceProfile dev = sc::load_cluster("dgx-h100").device;
+  dev.reserve_gib = 0;
+  const sc::MemoryModel mm(g, dev);
+  // FP8-run weights (fp8_linear.h), one stage, tp 1:
+  //   dense block: qkv 64x192 + out 64x64 + SwiGLU 3 x 64x256 = 12288 + 4096 + 49152 = 65536
+  //   MoE blocks (2): attention 16384 + shared expert 3 x 64x48 = 9216 -> 2 x 25600 = 51200
+  //   routed experts: 2 blocks x 4 experts x 3 x 64x32 = 49152, over ep 2: 24576
+  // Each FP8 weight keeps kFp8WeightCopyBytes = 2 bytes (weight_fp8 + its transpose).
+  const double dense_fp8 = 65536 + 51200, expert_fp8 = 49152;
+  sc::MemoryInputs in;
+  in.dp = 2, in.ep = 2;
+  const double bf16 = mm.per_stage(in)[0].weights_bytes;
+  in.fp8_weights = true;
+  EXPECT_DOUBLE_EQ(mm.per_stage(in)[0].weights_bytes - bf16, 2 * (dense_fp8 + expert_fp8 / 2));
+  // ZeRO-3: the dense copies over dp 2, the experts' over edp = 2 / 2 = 1.
+  in.zero = 3;
+  const double z3_fp8 = mm.per_stage(in)[0].weights_bytes;
+  in.fp8_weights = false;
+  EXPECT_DOUBLE_EQ(z3_fp8 - mm.per_stage(in)[0].weights_bytes, 2 * (dense_fp8 / 2 + expert_fp8 / 2));
+}
+
 TEST(ExpertMemory, MoeLayerActivationsByHand) {
   const sm::ModelSpec m = tiny_moe();
   // Dense block (layer 1), tp 1, no recompute, unfused scores (5 bytes): Korthikanti terms.
