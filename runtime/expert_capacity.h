@@ -2,7 +2,8 @@
 // applies it in the router (megatron/core/transformer/moe/moe_utils.py get_capacity and
 // apply_router_token_dropping, NVIDIA/Megatron-LM at
 // d98e8a64ddf34856e74b24714e3bedb2f5a39553; --moe-expert-capacity-factor with the default
-// --moe-token-drop-policy probs and no --moe-pad-expert-input-to-capacity):
+// --moe-token-drop-policy probs; --moe-pad-expert-input-to-capacity, which strata's exports
+// write, only adds rows of routing weight zero, so the numbers are the same):
 //   capacity = ceil((tokens * top_k / experts) * capacity_factor), over the tokens this
 //   rank routes (its sequence-parallel / context-parallel share of the micro-batch);
 //   each expert keeps the `capacity` of its assignments with the largest routing weight and

@@ -329,9 +329,10 @@ TEST(RuntimeParity, Zero2DataParallel2TensorParallel2SequenceParallel) {
 }  // namespace strata::testing
 
 // Mixture of experts (tiny-moe: a dense block, then three MoE blocks of 4 SwiGLU experts,
-// top-2 softmax routing and a shared expert). Routed experts spread over ep ranks inside
-// the stage's tp x dp (Megatron-Core folding), tokens exchanged by all-to-all, expert
-// gradients summed over edp. Each layout against the one-rank run of the same model.
+// top-2 softmax routing and a shared expert). Routed experts spread over etp x ep ranks
+// inside the stage's tp x cp x dp (Megatron-Core folding), tokens exchanged by all-to-all,
+// expert gradients summed (and ZeRO-sharded) over edp. Each layout against the one-rank run
+// of the same model.
 namespace strata::testing {
 namespace {
 
