@@ -307,7 +307,7 @@ void train(const TrainOptions& o) {
   const costmodel::RankGrid rank_grid(s.dp, s.tp, s.pp, s.rank_order, s.cp);
 
   kernels::mpi_init_once(nullptr, nullptr);
-  runtime::ProcessGrid grid(rank_grid, s.ep);  // InputError on every rank if the world size differs
+  runtime::ProcessGrid grid(rank_grid, s.ep, s.etp);  // InputError on every rank if the world size differs
   const bool root = grid.world_rank() == 0;
   // Memory pre-flight: every rank checks its own host (ranks sharing it counted once).
   runtime::throw_if_any_rank_failed(grid.world(), runtime::capture_error([&] {

@@ -95,12 +95,18 @@ DispatchTime dispatch_time(const CollectiveCost& coll, const models::Op& op, con
   return t;
 }
 
+bool expert_folding_order(const RankGrid& g) {
+  // Axes of size 1 take no place: only the strides of the others matter.
+  return (g.tp() == 1 || g.stride(Axis::Tp) == 1) && (g.cp() == 1 || g.stride(Axis::Cp) == g.tp()) &&
+         (g.dp() == 1 || g.stride(Axis::Dp) == g.tp() * g.cp()) && g.pipeline_outermost();
+}
+
 std::vector<int> expert_group_ranks(const RankGrid& grid, int ep, int etp, ExpertAxis axis, int rank) {
-  if (grid.order() != "tp-dp-pp")
-    input_error("expert parallelism needs rank order tp-dp-pp (got {})", grid.order());
-  const int stage_ranks = grid.tp() * grid.dp();
+  if (!expert_folding_order(grid))
+    input_error("expert parallelism needs rank order tp-cp-dp-pp (tp-dp-pp; got {})", grid.order());
+  const int stage_ranks = grid.stage_size();
   if (ep < 1 || etp < 1 || stage_ranks % (ep * etp) != 0)
-    input_error("ep ({}) x etp ({}) must divide tp x dp ({})", ep, etp, stage_ranks);
+    input_error("ep ({}) x etp ({}) must divide tp x cp x dp ({})", ep, etp, stage_ranks);
   if (rank < 0 || rank >= grid.world_size())
     input_error("rank ({}) must be in 0 .. {}", rank, grid.world_size() - 1);
   const int edp = stage_ranks / (ep * etp);
@@ -119,11 +125,11 @@ std::vector<int> expert_group_ranks(const RankGrid& grid, int ep, int etp, Exper
 PlacedGroup placed_expert_group(const RankGrid& grid, int ep, int etp, ExpertAxis axis, int gpus_per_node) {
   if (gpus_per_node < 1) input_error("gpus_per_node ({}) must be >= 1", gpus_per_node);
   (void)expert_group_ranks(grid, ep, etp, axis, 0);  // the same input checks
-  // Stage p holds ranks p * S .. p * S + S - 1 (S = tp x dp, tp-dp-pp order) as
+  // Stage p holds ranks p * S .. p * S + S - 1 (S = tp x cp x dp, tp-cp-dp-pp order) as
   // etp x ep x edp, etp innermost, so the groups along an axis are strided runs that
   // tile the world: etp: etp ranks 1 apart; ep: ep ranks etp apart; edp: edp ranks
   // etp * ep apart (one stage's S ranks per tiling period).
-  const long long stage_ranks = static_cast<long long>(grid.tp()) * grid.dp();
+  const long long stage_ranks = grid.stage_size();
   const long long n = axis == ExpertAxis::Etp ? etp : axis == ExpertAxis::Ep ? ep : stage_ranks / (ep * etp);
   const long long stride = axis == ExpertAxis::Etp ? 1 : axis == ExpertAxis::Ep ? etp : static_cast<long long>(etp) * ep;
   return placed_strided_groups(n, stride, grid.world_size(), gpus_per_node);

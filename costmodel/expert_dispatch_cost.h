@@ -1,10 +1,10 @@
 // ExpertDispatchCost: what the routed experts of one MoE layer cost one rank under expert
 // parallelism (Megatron-Core's all-to-all token dispatcher with parallel folding).
 //
-// Layout (ExpertLayout): the tp x dp ranks of a pipeline stage hold the experts as
+// Layout (ExpertLayout): the tp x cp x dp ranks of a pipeline stage hold the experts as
 // etp x ep x edp, etp innermost (planner/detail/expert_parallel.h). A rank starts the MoE layer
-// with its own tokens, t_r = b*s / tp (Megatron requires sequence parallelism with tp > 1
-// for MoE), each routed to top_k experts:
+// with its own tokens, t_r = b*s / (cp*tp) (Megatron requires sequence parallelism with
+// tp > 1 for MoE; the caller passes the cp-local graph, whose s is already s/cp), each routed to top_k experts:
 //   dispatch: permute the t_r*top_k token copies by expert, all-to-all over the ep group
 //             (send buffer t_r*top_k*h*2 bytes: nccl-tests' all-to-all size), then with
 //             etp > 1 all-gather over the etp group (every etp shard needs all tokens of
@@ -70,9 +70,18 @@ struct DispatchTime {
 DispatchTime dispatch_time(const CollectiveCost& coll, const models::Op& op, const ExpertLayout& layout,
                            const PlacedGroup& ep_group, const PlacedGroup& etp_group, double act_bytes = 2.0);
 
-// Megatron-Core parallel folding on a RankGrid with the tp-dp-pp order: the ranks of the
-// expert group along `axis` that contains `rank`. Stage-local index = tp_i + tp * dp_i,
-// read as etp_i + etp * (ep_i + ep * edp_i).
+// Megatron-Core parallel folding (NVIDIA/Megatron-LM megatron/core/parallel_state.py at
+// d98e8a64ddf34856e74b24714e3bedb2f5a39553, initialize_model_parallel): attention's
+// RankGenerator spans tp x cp x dp x pp, the experts' a second one over etp x ep x edp x pp
+// (cp = 1 there) with the same order string "tp-cp-ep-dp-pp", on the same ranks. So within
+// a pipeline stage the attention index tp_i + tp * (cp_i + cp * dp_i) is read as
+// etp_i + etp * (ep_i + ep * edp_i), edp = tp * cp * dp / (ep * etp): an ep group can mix
+// cp and dp ranks, and the two kinds of groups sit differently on the nodes.
+// True when the grid orders a stage's ranks as Megatron-Core does (tp, then cp, then dp,
+// pipeline outermost; axes of size 1 may sit anywhere).
+bool expert_folding_order(const RankGrid& grid);
+// The ranks of the expert group along `axis` that contains `rank`. InputError when the grid
+// is not in the folding order or ep x etp does not divide tp x cp x dp.
 enum class ExpertAxis { Etp, Ep, Edp };
 std::vector<int> expert_group_ranks(const RankGrid& grid, int ep, int etp, ExpertAxis axis, int rank);
 // The worst-placed such group (most nodes spanned, then fewest ranks per node).

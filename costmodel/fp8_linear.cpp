@@ -5,12 +5,13 @@ namespace strata::costmodel {
 bool runs_in_fp8(models::OpKind k) {
   using models::OpKind;
   return k == OpKind::Qkv || k == OpKind::OutProj || k == OpKind::MlpUp || k == OpKind::MlpGate ||
-         k == OpKind::MlpDown;
+         k == OpKind::MlpDown || k == OpKind::ExpertUp || k == OpKind::ExpertGate || k == OpKind::ExpertDown;
 }
 
 double fp8_weights(const models::Op& op) {
   if (!runs_in_fp8(op.kind)) return 0.0;
-  return static_cast<double>(op.gemm.k) * static_cast<double>(op.gemm.n);
+  // a grouped GEMM (routed experts) holds gemm_count weights of this shape
+  return static_cast<double>(op.gemm.k) * static_cast<double>(op.gemm.n) * static_cast<double>(op.gemm_count);
 }
 
 Fp8CastWork fp8_activation_casts(std::int64_t m, std::int64_t n, std::int64_t k) {

@@ -2,8 +2,15 @@
 // as Transformer Engine's delayed-scaling recipe under Megatron-Core does.
 //
 // In FP8: the transformer block's linear layers (QKV, attention output projection, MLP
-// up / gate / down). fp8_autocast reaches Transformer Engine modules only, and
-// Megatron-Core builds exactly those layers from TE modules. Not in FP8: the attention
+// up / gate / down) and the routed experts' GEMMs. fp8_autocast reaches Transformer Engine
+// modules only, and Megatron-Core builds exactly those layers from TE modules; the
+// experts with --moe-grouped-gemm are TEGroupedMLP, whose fc1 / fc2 are TE GroupedLinear
+// modules run under FP8 (megatron/core/transformer/moe/experts.py TEGroupedMLP, with its
+// Fp8Padding of each expert's rows, and extensions/transformer_engine.py TEGroupedLinear:
+// NVIDIA/Megatron-LM at d98e8a64ddf34856e74b24714e3bedb2f5a39553). Each expert GEMM runs
+// at the FP8 rate at its own small shape, with its casts; the per-expert row padding to
+// the FP8 alignment and an FP8 token dispatch are not modelled (the all-to-all stays
+// bf16, the conservative side). Not in FP8: the attention
 // core (FlashAttention / cuDNN fused attention, bf16 here), the LM head (Megatron-Core's
 // output_layer is tensor_parallel.ColumnParallelLinear, not a TE module: NVIDIA/Megatron-LM
 // megatron/core/models/gpt/gpt_model.py, commit 007562f9), the embedding, norms,
@@ -45,7 +52,7 @@ inline constexpr double kFp8WeightCopyBytes = 2.0;      // weight_fp8 + weight_t
 // True for the ops an FP8 recipe runs as FP8 GEMMs (see above).
 bool runs_in_fp8(models::OpKind k);
 
-// Weights (k x n, unsharded) of an op an FP8 recipe runs in FP8; 0 for other ops.
+// Weights (k x n x gemm_count, unsharded) of an op an FP8 recipe runs in FP8; 0 for other ops.
 double fp8_weights(const models::Op& op);
 
 // Bytes the casts of one FP8 GEMM C(m,n) = X(m,k) W(k,n) (shape as one rank runs it)

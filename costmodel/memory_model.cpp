@@ -80,6 +80,7 @@ MemoryModel::MemoryModel(const models::ModelGraph& graph, const DeviceProfile& d
   group_params_shared_.assign(groups.size(), 0.0);
   group_params_expert_.assign(groups.size(), 0.0);
   group_fp8_weights_.assign(groups.size(), 0.0);
+  group_fp8_expert_weights_.assign(groups.size(), 0.0);
   for (std::size_t g = 0; g < groups.size(); ++g) {
     for (std::size_t v : groups[g].ops) {
       const models::Op& op = graph.op(v);
@@ -87,7 +88,8 @@ MemoryModel::MemoryModel(const models::ModelGraph& graph, const DeviceProfile& d
       else if (op.sharding == models::Sharding::Replicated) group_params_replicated_[g] += op.params;
       else group_params_sharded_[g] += op.params;
       group_params_shared_[g] += op.shared_params;
-      group_fp8_weights_[g] += fp8_weights(op);  // all column / row parallel: / tp below
+      // all column / row parallel: / tp below; routed experts / (ep x etp)
+      (op.routed_expert ? group_fp8_expert_weights_ : group_fp8_weights_)[g] += fp8_weights(op);
     }
   }
 }
@@ -104,8 +106,10 @@ void check_inputs(const MemoryInputs& in, int num_groups) {
   if (in.num_microbatches < 0)
     input_error("memory model num_microbatches ({}) must be >= 0", in.num_microbatches);
   if (in.zero < 0 || in.zero > 3) input_error("memory model zero ({}) must be 0, 1, 2 or 3", in.zero);
-  if (in.ep < 1 || in.etp < 1 || (static_cast<long long>(in.tp) * in.dp) % (static_cast<long long>(in.ep) * in.etp) != 0)
-    input_error("memory model ep ({}) x etp ({}) must divide tp x dp ({} x {})", in.ep, in.etp, in.tp, in.dp);
+  if (in.ep < 1 || in.etp < 1 ||
+      (static_cast<long long>(in.tp) * in.cp * in.dp) % (static_cast<long long>(in.ep) * in.etp) != 0)
+    input_error("memory model ep ({}) x etp ({}) must divide tp x cp x dp ({} x {} x {})", in.ep, in.etp, in.tp,
+                in.cp, in.dp);
   const std::size_t chunks = static_cast<std::size_t>(in.pp) * static_cast<std::size_t>(in.vpp);
   if (!in.stage_layers.empty()) {
     if (in.stage_layers.size() != chunks)
@@ -181,6 +185,7 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
   std::vector<double> act_sum(static_cast<std::size_t>(in.pp), 0.0);
   std::vector<double> largest_group(static_cast<std::size_t>(in.pp), 0.0);  // params, one TP rank
   std::vector<double> fp8_rank(static_cast<std::size_t>(in.pp), 0.0);         // one TP rank
+  std::vector<double> fp8_expert_rank(static_cast<std::size_t>(in.pp), 0.0);  // its routed experts
   for (int c = 0; c < chunks; ++c) {
     const int p = rank_of_chunk(c);
     StageMemory& m = out[static_cast<std::size_t>(p)];
@@ -191,6 +196,8 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
       m.params += group_params + expert;
       m.expert_params += expert;
       fp8_rank[static_cast<std::size_t>(p)] += group_fp8_weights_[gi] / t;
+      fp8_expert_rank[static_cast<std::size_t>(p)] +=
+          group_fp8_expert_weights_[gi] / (static_cast<double>(in.ep) * in.etp);
       largest_group[static_cast<std::size_t>(p)] =
           std::max(largest_group[static_cast<std::size_t>(p)], group_params + expert);
       // Tied embeddings: the LM head uses the embedding table (Op::shared_params). On
@@ -220,8 +227,8 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     // the next: two groups' unsharded bf16 parameters live at once.
     if (in.zero >= 3 && dp > 1) m.weights_bytes += 2.0 * 2.0 * largest_group[static_cast<std::size_t>(p)];
     if (in.fp8_weights && !in.fp8_params)
-      m.weights_bytes += kFp8WeightCopyBytes * fp8_rank[static_cast<std::size_t>(p)] /
-                         (in.zero >= 3 ? dp : 1.0);
+      m.weights_bytes += kFp8WeightCopyBytes * (fp8_rank[static_cast<std::size_t>(p)] / (in.zero >= 3 ? dp : 1.0) +
+                                                fp8_expert_rank[static_cast<std::size_t>(p)] / (in.zero >= 3 ? edp : 1.0));
     m.grads_bytes = in.grad_buffer_bytes * sharded(2);
     // The optimizer's fp32 copy of a narrower gradient, over the parameters it steps.
     m.grads_bytes += optimizer_grad_copy_bytes(in.grad_buffer_bytes) * sharded(1);

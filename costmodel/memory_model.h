@@ -156,6 +156,7 @@ class MemoryModel {
   std::vector<double> group_params_shared_;      // per layer group: tied params it uses (LM head)
   std::vector<double> group_params_expert_;      // per layer group: routed-expert params
   std::vector<double> group_fp8_weights_;        // per layer group: FP8-run weights (TP-sharded)
+  std::vector<double> group_fp8_expert_weights_;  // ... of routed experts (split over ep x etp)
   double reserve_bytes_ = 0;
 };
 

@@ -40,6 +40,11 @@ class RankGrid {
   std::vector<std::vector<int>> all_groups(Axis axis) const;
   // Stride between consecutive ranks of a group along `axis` (1 for the innermost axis).
   int stride(Axis axis) const;
+  // Ranks of one pipeline stage: tp x cp x dp.
+  int stage_size() const { return tp_ * cp_ * dp_; }
+  // True when each pipeline stage holds a contiguous block of stage_size() ranks (pp is the
+  // outermost axis that is not of size 1): what Megatron-Core's expert folding needs.
+  bool pipeline_outermost() const { return pp_ == 1 || stride(Axis::Pp) == stage_size(); }
 
  private:
   int dp_, tp_, pp_, cp_;

@@ -4,18 +4,22 @@
 
 namespace strata::costmodel {
 
-ZeroGroupComm zero_group_comm(int zero, double params_rank, double param_bytes, double grad_bytes,
-                              double fwd_compute_s, double bwd_compute_s, bool full_recompute,
-                              bool prefetch, const CollectiveCost& coll, const PlacedGroup& group) {
+ZeroGroupComm zero_group_comm(int zero, std::span<const ZeroShard> shards, double param_bytes, double grad_bytes,
+                              double fwd_compute_s, double bwd_compute_s, bool full_recompute, bool prefetch,
+                              const CollectiveCost& coll) {
   ZeroGroupComm r;
-  if (zero < 2 || group.size <= 1 || params_rank <= 0) return r;
-  const double rs = coll.time_s(Collective::ReduceScatter, params_rank * grad_bytes, group);
+  if (zero < 2) return r;
+  double rs = 0, ag = 0;  // one micro-batch's reduce-scatters and (ZeRO-3) one round of gathers
+  for (const ZeroShard& sh : shards) {
+    if (sh.group.size <= 1 || sh.params_rank <= 0) continue;
+    rs += coll.time_s(Collective::ReduceScatter, sh.params_rank * grad_bytes, sh.group);
+    if (zero >= 3) ag += coll.time_s(Collective::AllGather, sh.params_rank * param_bytes, sh.group);
+  }
   if (zero == 2) {
     r.bwd_comm_s = rs;
     r.bwd_exposed_s = std::max(0.0, rs - bwd_compute_s);
     return r;
   }
-  const double ag = coll.time_s(Collective::AllGather, params_rank * param_bytes, group);
   const double bwd_gathers = full_recompute ? 2 * ag : ag;
   const double bwd_compute = bwd_compute_s + (full_recompute ? fwd_compute_s : 0.0);
   r.fwd_comm_s = ag;
@@ -29,6 +33,14 @@ ZeroGroupComm zero_group_comm(int zero, double params_rank, double param_bytes, 
     r.bwd_exposed_s = bwd_gathers + std::max(0.0, rs - bwd_compute);
   }
   return r;
+}
+
+ZeroGroupComm zero_group_comm(int zero, double params_rank, double param_bytes, double grad_bytes,
+                              double fwd_compute_s, double bwd_compute_s, bool full_recompute,
+                              bool prefetch, const CollectiveCost& coll, const PlacedGroup& group) {
+  const ZeroShard one{params_rank, group};
+  return zero_group_comm(zero, std::span<const ZeroShard>(&one, 1), param_bytes, grad_bytes, fwd_compute_s,
+                         bwd_compute_s, full_recompute, prefetch, coll);
 }
 
 }  // namespace strata::costmodel

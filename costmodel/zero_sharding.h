@@ -25,7 +25,17 @@
 // beside the remaining backward.
 // Message sizes follow CollectiveCost (the whole gathered buffer): parameters in the
 // compute dtype (2 bytes for bf16), gradients in the stack's grad_reduce_dtype.
+// Mixture of experts: a group's routed-expert parameters are sharded over the expert
+// data-parallel group (edp) and the rest over dp x cp, so one group may issue two gathers
+// and two reduce-scatters, each on its own ranks (Megatron-FSDP keeps expert parameters in
+// their own buffers, param_and_grad_buffer.py is_expert_param, sharded over the expert
+// data-parallel group, mcore_fsdp_adapter.py get_expert_data_parallel_group:
+// NVIDIA/Megatron-LM megatron/core/distributed/fsdp/ at
+// d98e8a64ddf34856e74b24714e3bedb2f5a39553). They share the one communication stream, so
+// their times add before the overlap with compute is taken.
 #pragma once
+#include <span>
+
 #include "costmodel/collective_cost.h"
 
 namespace strata::costmodel {
@@ -35,9 +45,20 @@ struct ZeroGroupComm {
   double fwd_exposed_s = 0, bwd_exposed_s = 0;  // the part compute does not hide
 };
 
-// params_rank: the group's parameters on one TP rank. fwd_compute_s / bwd_compute_s: the
-// group's own compute for one micro-batch (bwd without the recompute). zero < 2 or a group
-// of one rank: all zero.
+// The part of a layer group's parameters (on one TP rank) that one group of ranks shards.
+struct ZeroShard {
+  double params_rank = 0;
+  PlacedGroup group;
+};
+
+// shards: the group's parameters by the ranks that shard them (dense over dp x cp, routed
+// experts over edp); a shard of one rank or no parameters costs nothing. fwd_compute_s /
+// bwd_compute_s: the group's own compute for one micro-batch (bwd without the recompute).
+// zero < 2: all zero.
+ZeroGroupComm zero_group_comm(int zero, std::span<const ZeroShard> shards, double param_bytes, double grad_bytes,
+                              double fwd_compute_s, double bwd_compute_s, bool full_recompute, bool prefetch,
+                              const CollectiveCost& coll);
+// One shard: all `params_rank` over `group`.
 ZeroGroupComm zero_group_comm(int zero, double params_rank, double param_bytes, double grad_bytes,
                               double fwd_compute_s, double bwd_compute_s, bool full_recompute,
                               bool prefetch, const CollectiveCost& coll, const PlacedGroup& group);

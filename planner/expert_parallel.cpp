@@ -19,29 +19,21 @@ void add_expert_violations(const Strategy& s, const models::ModelSpec& m, std::v
     return;
   }
   const models::MoeSpec& e = *m.moe;
-  // The token dispatch and the expert folding are modelled for tp x dp attention ranks;
-  // context parallel on an MoE model is refused by name rather than costed wrongly.
-  if (s.cp > 1)
-    add("strategy.cp", fmt::format("strategy.cp ({}) > 1 with a mixture-of-experts model is not "
-                                   "modelled yet (use cp 1)", s.cp));
-  if (s.precision == "fp8")
-    add("strategy.precision", "strategy.precision fp8 with a mixture-of-experts model is not modelled yet "
-                              "(the expert GEMMs' FP8 recipe); use bf16");
-  if (s.zero >= 2)
-    add("strategy.zero", fmt::format("strategy.zero ({}) with a mixture-of-experts model is not modelled "
-                                     "yet (use zero 0 or 1: routed experts shard over edp)", s.zero));
+  // Context parallel folds with the experts (costmodel/expert_dispatch_cost.h), ZeRO-2/3
+  // shard routed experts over edp (planner/step_costs.cpp add_zero_comm), and an FP8 recipe
+  // runs the expert GEMMs in FP8 (costmodel/fp8_linear.h): none of them is refused here.
   if (e.experts % s.ep != 0)
     add("strategy.ep", fmt::format("strategy.ep ({}) must divide model.moe.experts ({})", s.ep, e.experts));
   if (e.expert_ffn % s.etp != 0)
     add("strategy.etp",
         fmt::format("strategy.etp ({}) must divide model.moe.expert_ffn ({})", s.etp, e.expert_ffn));
-  const long long stage_ranks = static_cast<long long>(s.tp) * s.dp;
+  const long long stage_ranks = static_cast<long long>(s.tp) * s.cp * s.dp;
   const long long expert_ranks = static_cast<long long>(s.ep) * s.etp;
-  if (s.tp >= 1 && s.dp >= 1 && stage_ranks % expert_ranks != 0)
+  if (s.tp >= 1 && s.cp >= 1 && s.dp >= 1 && stage_ranks % expert_ranks != 0)
     add("strategy.ep",
-        fmt::format("strategy.ep ({}) x strategy.etp ({}) must divide strategy.tp ({}) x strategy.dp ({}): "
-                    "Megatron-Core folds the experts over the ranks of a pipeline stage",
-                    s.ep, s.etp, s.tp, s.dp));
+        fmt::format("strategy.ep ({}) x strategy.etp ({}) must divide strategy.tp ({}) x strategy.cp ({}) x "
+                    "strategy.dp ({}): Megatron-Core folds the experts over the ranks of a pipeline stage",
+                    s.ep, s.etp, s.tp, s.cp, s.dp));
   if (e.shared_experts > 0 && s.tp > 1 && (e.shared_experts * e.shared_expert_ffn) % s.tp != 0)
     add("strategy.tp", fmt::format("strategy.tp ({}) must divide the shared experts' width ({} x {})", s.tp,
                                    e.shared_experts, e.shared_expert_ffn));
@@ -49,10 +41,11 @@ void add_expert_violations(const Strategy& s, const models::ModelSpec& m, std::v
     add("strategy.sequence_parallel",
         fmt::format("strategy.sequence_parallel must be true with strategy.tp ({}) > 1 for a "
                     "mixture-of-experts model (Megatron-LM requires it)", s.tp));
-  if (expert_ranks > 1 && s.rank_order != "tp-dp-pp")
+  // "tp-dp-pp" places cp right after tp (costmodel/rank_grid.h), the same grid as tp-cp-dp-pp.
+  if (expert_ranks > 1 && s.rank_order != "tp-dp-pp" && s.rank_order != "tp-cp-dp-pp")
     add("strategy.rank_order",
-        fmt::format("strategy.rank_order ('{}') must be tp-dp-pp with expert parallelism (Megatron-Core's "
-                    "tp-cp-ep-dp-pp: the pipeline outermost)", s.rank_order));
+        fmt::format("strategy.rank_order ('{}') must be tp-dp-pp or tp-cp-dp-pp with expert parallelism "
+                    "(Megatron-Core's tp-cp-ep-dp-pp: the pipeline outermost)", s.rank_order));
 }
 
 }  // namespace strata::planner

@@ -23,8 +23,8 @@
 //  * MoE: routed experts as grouped GEMMs at the layout's per-expert shape, their token
 //    dispatch / combine (costmodel/expert_dispatch_cost.h) and permutes.
 //  * Precision: the stack's, or Strategy::precision in its place. fp8
-//    (costmodel/fp8_linear.h): the blocks' linear layers run as FP8 GEMMs with their
-//    cast passes, everything else in bf16; measured block tables (bf16) are not used. A
+//    (costmodel/fp8_linear.h): the blocks' linear layers and routed-expert GEMMs run as
+//    FP8 GEMMs with their cast passes, everything else in bf16; measured block tables (bf16) are not used. A
 //    device without an fp8 peak is refused by name.
 #include <algorithm>
 #include <string>
@@ -239,10 +239,10 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
 SimEngine::OpTiming SimEngine::op_timing(const LayerCostInputs& in, const models::Op& op) const {
   OpTiming x;
   // Routed experts: a grouped GEMM at the per-expert shape of this layout, the token
-  // exchange around them, and the permutes (memory passes) on the compute stream.
-  // (FP8 with experts is refused by validation: expert_parallel.cpp.)
+  // exchange around them, and the permutes (memory passes) on the compute stream; under
+  // an FP8 recipe each expert GEMM at the FP8 rate plus its casts (costmodel/fp8_linear.h).
   x.in_fp8 = fp8_ && costmodel::runs_in_fp8(op.kind);
-  x.ot = op.routed_expert ? costmodel::expert_gemm_time(op_cost_.gemm(), op, in.el, dtype_)
+  x.ot = op.routed_expert ? expert_time(in, op, x.in_fp8)
                           : op_cost_.time(op, in.tp, in.sp, x.in_fp8 ? DType::Fp8 : dtype_);
   // The op's GEMMs as the stack runs them: forward, and the backward's input-gradient
   // (dgrad) and weight-gradient (wgrad) halves; userbuffers cut some into chunks
@@ -265,6 +265,21 @@ SimEngine::OpTiming SimEngine::op_timing(const LayerCostInputs& in, const models
     x.wgrad = count * parts.wgrad_s;
   }
   return x;
+}
+
+// A routed-expert grouped GEMM: one GEMM per local expert at its per-rank shape
+// (costmodel/expert_dispatch_cost.h) and, under an FP8 recipe, the casts of every expert's
+// input and output gradient as memory passes (costmodel/fp8_linear.h), launched once for
+// the group (assumption: Transformer Engine's GroupedLinear casts its inputs together).
+costmodel::OpTime SimEngine::expert_time(const LayerCostInputs& in, const models::Op& op, bool fp8) const {
+  costmodel::OpTime t = costmodel::expert_gemm_time(op_cost_.gemm(), op, in.el, fp8 ? DType::Fp8 : dtype_);
+  if (!fp8 || mem_bytes_per_s_ <= 0) return t;
+  const costmodel::ExpertGemmShape s = costmodel::expert_gemm_shape(op, in.el);
+  const costmodel::Fp8CastWork w = costmodel::fp8_activation_casts(s.m, s.n, s.k);
+  const double count = static_cast<double>(s.count);
+  t.fwd_s += count * w.fwd_bytes / mem_bytes_per_s_ + w.fwd_kernels * kernel_overhead_s_;
+  t.bwd_s += count * w.bwd_bytes / mem_bytes_per_s_ + w.bwd_kernels * kernel_overhead_s_;
+  return t;
 }
 
 void SimEngine::charge_op(const LayerCostInputs& in, std::size_t gi, std::size_t v, GroupCostTable& t) const {
@@ -317,7 +332,9 @@ void SimEngine::charge_op(const LayerCostInputs& in, std::size_t gi, std::size_t
                                                             : whole_op.params / tp;
   c.params_rank += op_params_rank;
   if (op.routed_expert) c.expert_params_rank += op_params_rank;
-  if (x.in_fp8) c.fp8_weights_rank += costmodel::fp8_weights(whole_op) / tp;
+  if (x.in_fp8)
+    c.fp8_weights_rank += costmodel::fp8_weights(whole_op) /
+                          (whole_op.routed_expert ? static_cast<double>(in.s.ep) * in.s.etp : tp);
   const double grad_acc_s = grad_accumulation_s(op, op_params_rank);
   if (op_params_rank > 0 && mem_bytes_per_s_ > 0) c.bwd_s += grad_acc_s;
   if (record_ops_ && (gi == 1 || static_cast<int>(gi) == in.layers + 1)) {

@@ -143,9 +143,10 @@ const Placement& SimEngine::placement_for(const Strategy& s) {
   }
   pl.edp = pl.dp;
   // Expert groups whenever the model has experts: with ep = etp = 1 and tp > 1 the experts
-  // are still replicated over all tp x dp ranks of a stage (edp = tp x dp); cp is 1 there
-  // (expert_parallel.cpp refuses cp > 1 with experts).
-  if (model_.moe && s.rank_order == "tp-dp-pp") {
+  // are still replicated over all tp x cp x dp ranks of a stage (edp = tp x cp x dp). Each
+  // group is placed on its own ranks: with cp > 1 an ep group folds over cp and dp ranks
+  // (costmodel/expert_dispatch_cost.h), so it may span nodes that the tp and cp groups do not.
+  if (model_.moe && costmodel::expert_folding_order(grid)) {
     using costmodel::ExpertAxis;
     pl.ep = costmodel::placed_expert_group(grid, s.ep, s.etp, ExpertAxis::Ep, gpn);
     pl.etp = costmodel::placed_expert_group(grid, s.ep, s.etp, ExpertAxis::Etp, gpn);

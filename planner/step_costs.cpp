@@ -20,7 +20,7 @@
 //    collectives slow the compute beside them by the SMs they hold. With tied embeddings
 //    and pp > 1 the first and last stage then all-reduce the embedding gradient.
 //  * ZeRO-2/3 (costmodel/zero_sharding.h): every micro-batch reduce-scatters each group's
-//    gradients beside its backward, and ZeRO-3 all-gathers its parameters before the
+//    gradients (dense over dp x cp, routed experts over edp) beside its backward, and ZeRO-3 all-gathers its parameters before the
 //    forward and the backward (once more under full recompute), prefetched per the stack;
 //    the exposed part lengthens the steps and is reported as dp_comm. No end-of-iteration
 //    gradient buckets then, and ZeRO-3 has no parameter all-gather after the step.
@@ -117,7 +117,8 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
 }
 
 // ZeRO-2/3: per-micro-batch gradient reduce-scatters and (3) parameter all-gathers of
-// each group, over the dp x cp ranks, left exposed by the group's compute.
+// each group, over the dp x cp ranks (routed experts over edp), left exposed by the group's
+// compute.
 void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const GroupCostTable& t,
                               const std::vector<std::vector<int>>& sl) {
   StageTimes& st = times_;
@@ -127,7 +128,7 @@ void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const Grou
   const double grad_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
   st.fwd_zero.assign(n, 0.0);
   st.bwd_zero.assign(n, 0.0);
-  if (!(s.zero >= 2 && s.dp * s.cp > 1)) return;
+  if (!(s.zero >= 2 && (s.dp * s.cp > 1 || (model_.moe && s.edp() > 1)))) return;
   // Per layer group (the same for every pp / vpp / micro-batch count: cached).
   const bool full = s.recompute == Recompute::Full;
   auto key = std::make_tuple(&t, &pl, s.zero, full);
@@ -136,9 +137,12 @@ void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const Grou
     std::vector<costmodel::ZeroGroupComm> per_group(t.groups.size());
     for (std::size_t g = 0; g < t.groups.size(); ++g) {
       const GroupCost& c = t.groups[g];
-      per_group[g] = costmodel::zero_group_comm(
-          s.zero, c.params_rank, act_bytes_, grad_bytes, c.fwd_s, c.bwd_s,
-          full && is_block(static_cast<int>(g), layers), stack_.zero_prefetch, coll_, pl.dp);
+      // Dense parameters shard over dp x cp, routed experts over edp (their own ranks).
+      const costmodel::ZeroShard shards[] = {{c.params_rank - c.expert_params_rank, pl.dp},
+                                             {c.expert_params_rank, pl.edp}};
+      per_group[g] = costmodel::zero_group_comm(s.zero, shards, act_bytes_, grad_bytes, c.fwd_s, c.bwd_s,
+                                                full && is_block(static_cast<int>(g), layers),
+                                                stack_.zero_prefetch, coll_);
     }
     it = zero_comm_.emplace(key, std::move(per_group)).first;
   }

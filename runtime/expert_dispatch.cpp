@@ -68,16 +68,20 @@ DispatchPlan plan_dispatch(const std::vector<std::int32_t>& experts, std::size_t
   p.ranks = ranks;
   p.experts_per_rank = experts_per_rank;
   p.send_counts.assign(total, 0);
+  std::size_t sent = 0;
   for (const std::int32_t e : experts) {
-    STRATA_CHECK(e >= 0 && static_cast<std::size_t>(e) < total, "expert {} of {}", e, total);
+    STRATA_CHECK(e >= -1 && e < static_cast<std::int64_t>(total), "expert {} of {}", e, total);
+    if (e < 0) continue;  // dropped (expert_capacity.h)
     ++p.send_counts[static_cast<std::size_t>(e)];
+    ++sent;
   }
   // Global expert ids are already (rank, local expert) in row-major order: a stable
   // counting sort by expert gives (rank, expert, token, slot).
   std::vector<std::size_t> at(total, 0);
   for (std::size_t e = 1; e < total; ++e) at[e] = at[e - 1] + p.send_counts[e - 1];
-  p.send_order.resize(experts.size());
-  for (std::size_t i = 0; i < experts.size(); ++i) p.send_order[at[static_cast<std::size_t>(experts[i])]++] = i;
+  p.send_order.resize(sent);
+  for (std::size_t i = 0; i < experts.size(); ++i)
+    if (experts[i] >= 0) p.send_order[at[static_cast<std::size_t>(experts[i])]++] = i;
   return p;
 }
 

@@ -14,14 +14,18 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "runtime/expert_tensor_parallel.h"
 
 namespace strata::runtime {
 
-// This rank's expert-parallel group. comm == nullptr means one rank (ep = 1).
+// This rank's expert-parallel group. comm == nullptr means one rank (ep = 1). `etp`: the
+// expert tensor-parallel group inside it (runtime/expert_tensor_parallel.h), the ranks
+// holding slices of the same experts; the MoE layer uses both.
 struct EpGroup {
   kernels::Communicator* comm = nullptr;
   int size = 1;
   int rank = 0;
+  EtpGroup etp;
 };
 
 struct DispatchPlan {
@@ -43,7 +47,8 @@ struct DispatchPlan {
 };
 
 // The send side of the dispatch from the routing's experts (tokens * top_k global expert
-// ids): pure arithmetic, no communication. recv_counts is left empty.
+// ids; -1 for a dropped slot, which is not sent): pure arithmetic, no communication.
+// recv_counts is left empty.
 DispatchPlan plan_dispatch(const std::vector<std::int32_t>& experts, std::size_t ranks,
                            std::size_t experts_per_rank);
 

@@ -1,7 +1,8 @@
 // ExpertMlp: one routed expert, a SwiGLU MLP on the rows routed to it (Mixtral's
 // MixtralBlockSparseTop2MLP, Qwen-MoE's and DeepSeek's expert MLP):
 //   y (R, C) = ( silu(x Wg^T) * (x Wu^T) ) Wd^T,  Wg, Wu (F, C), Wd (C, F).
-// Whole on its rank (expert tensor parallel 1). Any number of rows, 0 included.
+// Whole on its rank, or with expert tensor parallel its slice of the FFN width: F is then
+// expert_ffn / etp and y a partial sum the etp group adds up. Any number of rows, 0 included.
 #pragma once
 #include <cstddef>
 #include <vector>

@@ -55,27 +55,48 @@ void ModelChunk<T>::build(std::size_t k) const {
 }
 
 template <typename T>
+void ModelChunk<T>::set_residency(ParamResidency* dense, ParamResidency* experts) {
+  residents_.clear();
+  for (ParamResidency* r : {dense, experts}) {
+    if (r == nullptr) continue;
+    Resident x{r, {}};
+    for (const auto& component : specs_) {
+      x.specs.emplace_back();
+      for (const ParamSpec& spec : component)
+        if (spec.expert == (r == experts)) x.specs.back().push_back(spec);
+    }
+    residents_.push_back(std::move(x));
+  }
+}
+
+template <typename T>
 template <typename Fn>
 void ModelChunk<T>::run_resident(const std::vector<std::size_t>& order, bool backward,
                                  const ParamsDoneFn& done, Fn&& compute) const {
-  ParamResidency* r = residency_;
-  const bool prefetch = r != nullptr && r->prefetch();
-  if (prefetch && !order.empty()) r->fetch_params(specs_[order.front()]);
+  // Each residency on the component's specs it keeps; a component with none of them (a
+  // dense block for the experts' residency) issues nothing there, alike on every rank.
+  auto each = [&](std::size_t k, auto&& fn) {
+    for (const Resident& x : residents_)
+      if (!x.specs[k].empty()) fn(*x.residency, x.specs[k]);
+  };
+  if (!order.empty())
+    each(order.front(), [](ParamResidency& r, const auto& c) { if (r.prefetch()) r.fetch_params(c); });
   for (std::size_t i = 0; i < order.size(); ++i) {
     const std::size_t k = order[i];
-    if (r != nullptr) {
-      if (!prefetch) r->fetch_params(specs_[k]);
-      r->wait_params(specs_[k]);
+    if (!residents_.empty()) {
+      each(k, [](ParamResidency& r, const auto& c) { if (!r.prefetch()) r.fetch_params(c); });
+      each(k, [](ParamResidency& r, const auto& c) { r.wait_params(c); });
       // the next component's all-gather runs while this one computes
-      if (prefetch && i + 1 < order.size()) r->fetch_params(specs_[order[i + 1]]);
-      if (backward) r->acquire_grads(specs_[k]);
+      if (i + 1 < order.size())
+        each(order[i + 1], [](ParamResidency& r, const auto& c) { if (r.prefetch()) r.fetch_params(c); });
+      if (backward) each(k, [](ParamResidency& r, const auto& c) { r.acquire_grads(c); });
       build(k);
     }
     compute(k);
-    if (r != nullptr) {
-      r->release_params(specs_[k]);
-      if (backward) r->release_grads(specs_[k]);
-    }
+    each(k, [&](ParamResidency& r, const auto& c) {
+      r.release_params(c);
+      if (backward) r.release_grads(c);
+    });
     if (done) done(specs_[k]);
   }
 }

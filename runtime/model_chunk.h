@@ -64,8 +64,10 @@ class ModelChunk {
 
   // Sharded parameters or gradients (ZeRO-2/3): each component is made resident around its
   // forward and backward (and rebuilt then: the layers keep raw pointers into the store).
-  // Null: everything is always resident.
-  void set_residency(ParamResidency* r) { residency_ = r; }
+  // `dense` holds the parameters of the store, `experts` the routed experts (their own
+  // store, sharded over the expert data-parallel group); dense first, then experts, on
+  // every rank alike. Null: always resident.
+  void set_residency(ParamResidency* dense, ParamResidency* experts = nullptr);
   const ChunkLayout& layout() const { return layout_; }
   std::size_t activation_size() const { return d_.local_rows() * d_.hidden; }  // Nl * C
 
@@ -91,7 +93,12 @@ class ModelChunk {
   mutable std::vector<std::optional<TransformerBlock<T>>> blocks_;
   mutable std::optional<LanguageModelHead<T>> head_;
   std::vector<std::vector<ParamSpec>> specs_;  // per component
-  ParamResidency* residency_ = nullptr;
+  // A residency and, per component, the specs of the store it keeps.
+  struct Resident {
+    ParamResidency* residency;
+    std::vector<std::vector<ParamSpec>> specs;
+  };
+  std::vector<Resident> residents_;
 };
 
 }  // namespace strata::runtime

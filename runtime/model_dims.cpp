@@ -9,7 +9,7 @@ namespace strata::runtime {
 
 ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
                           int tp_rank, bool sequence_parallel, planner::Recompute recompute,
-                          int cp, int cp_rank, int ep, int ep_rank) {
+                          int cp, int cp_rank, int ep, int ep_rank, int etp, int etp_rank) {
   if (cp < 1) input_error("strategy.cp ({}) must be >= 1", cp);
   if (cp > 1 && spec.seq_len % (2 * cp) != 0)
     input_error("strategy.cp ({}) needs model.seq_len ({}) divisible by 2 x cp = {} (the "
@@ -21,20 +21,23 @@ ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batc
   // The runtime trains dense GPT / Llama blocks; a spec it cannot build is refused by
   // name, never trained as a different (dense) model.
   if (ep < 1) input_error("strategy.ep ({}) must be >= 1", ep);
+  if (etp < 1) input_error("strategy.etp ({}) must be >= 1", etp);
+  if (etp > 1 && !spec.moe)
+    input_error("strategy.etp ({}) needs a mixture-of-experts model (model '{}' has no moe: section)", etp,
+                spec.name);
   if (ep > 1 && !spec.moe)
     input_error("strategy.ep ({}) needs a mixture-of-experts model (model '{}' has no moe: section)", ep,
                 spec.name);
   if (spec.moe) {
     const models::MoeSpec& e = *spec.moe;
-    // Dropless routing only: a capacity factor drops tokens, a different model.
-    if (e.capacity_factor != 0)
-      input_error("model '{}': moe.capacity_factor ({}) is not supported by the strata runtime "
-                  "(its routing is dropless; remove the key)", spec.name, e.capacity_factor);
+    // A capacity factor drops tokens per routing rank (runtime/expert_capacity.h).
     if (models::has_bias(spec))
       input_error("model '{}': the strata runtime builds mixture-of-experts blocks without biases "
                   "(as Mixtral, Qwen-MoE and DeepSeek); the model has linear biases", spec.name);
     if (e.experts % ep != 0)
       input_error("strategy.ep ({}) must divide model.moe.experts ({})", ep, e.experts);
+    if (e.expert_ffn % etp != 0)
+      input_error("strategy.etp ({}) must divide model.moe.expert_ffn ({})", etp, e.expert_ffn);
     if (e.top_k < 1 || e.top_k > e.experts)
       input_error("model.moe.top_k ({}) must be in 1 .. model.moe.experts ({})", e.top_k, e.experts);
     // With tp > 1 each TP rank routes its own sequence-parallel share of the tokens
@@ -91,6 +94,8 @@ ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batc
   d.recompute = recompute;
   d.ep = ep;
   d.ep_rank = ep_rank;
+  d.etp = etp;
+  d.etp_rank = etp_rank;
   const std::int64_t per_rank = planner::padded_vocab(spec.vocab, tp) / tp;
   d.vocab_begin = std::min<std::int64_t>(spec.vocab, per_rank * tp_rank);
   d.vocab_local = std::clamp<std::int64_t>(spec.vocab - per_rank * tp_rank, 0, per_rank);

@@ -28,8 +28,10 @@ struct ModelDims {
   // gives each rank padded/tp rows; rows past the real vocabulary are not materialized).
   std::int64_t vocab_begin = 0, vocab_local = 0;
   // Expert parallel (mixture-of-experts models): this rank holds the routed experts
-  // [expert_begin(), + experts_local()) of every MoE block, whole (etp 1).
+  // [expert_begin(), + experts_local()) of every MoE block, and of each the FFN slice
+  // [etp_rank * expert_ffn_local(), + expert_ffn_local()) (expert tensor parallel).
   int ep = 1, ep_rank = 0;
+  int etp = 1, etp_rank = 0;
 
   std::size_t heads_local() const { return heads / tp; }
   std::size_t kv_heads_local() const { return kv_heads / tp; }
@@ -55,6 +57,7 @@ struct ModelDims {
   std::size_t expert_begin() const { return experts_local() * static_cast<std::size_t>(ep_rank); }
   std::size_t top_k() const { return spec.moe ? static_cast<std::size_t>(spec.moe->top_k) : 0; }
   std::size_t expert_ffn() const { return spec.moe ? static_cast<std::size_t>(spec.moe->expert_ffn) : 0; }
+  std::size_t expert_ffn_local() const { return expert_ffn() / static_cast<std::size_t>(etp); }
   // The shared experts as one dense MLP of their summed width (the same function: an
   // MLP's hidden units are independent), tensor-parallel like the dense MLP.
   std::size_t shared_ffn() const {
@@ -65,10 +68,11 @@ struct ModelDims {
 
 // InputError when the model cannot be split this way (heads, kv_heads, ffn, hidden not
 // divisible by tp; odd head_dim with RoPE; tokens not divisible by tp with SP; seq_len
-// not divisible by 2 * cp; experts not divisible by ep) or has what the runtime does not
-// build (MLA; a capacity factor, biases, or tp > 1 without SP in an MoE model).
+// not divisible by 2 * cp; experts not divisible by ep, expert_ffn by etp) or has what the runtime does not
+// build (MLA; biases, or tp > 1 without SP in an MoE model).
 ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
                           int tp_rank, bool sequence_parallel, planner::Recompute recompute,
-                          int cp = 1, int cp_rank = 0, int ep = 1, int ep_rank = 0);
+                          int cp = 1, int cp_rank = 0, int ep = 1, int ep_rank = 0, int etp = 1,
+                          int etp_rank = 0);
 
 }  // namespace strata::runtime

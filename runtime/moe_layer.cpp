@@ -7,6 +7,7 @@
 
 #include "common/errors.h"
 #include "runtime/activation.h"
+#include "runtime/expert_capacity.h"
 #include "runtime/matmul.h"
 
 namespace strata::runtime {
@@ -36,11 +37,20 @@ std::vector<ParamSpec> MoeLayer<T>::param_specs(const ModelDims& d, int index) {
   };
   // Replicated over TP; with sequence parallelism each TP rank routes its own tokens.
   matrix("router.weight", E, C, 0.02)->sp_partial_grad = d.sequence_parallel;
+  // Expert tensor parallel: gate / up split by rows (column-parallel), down by columns
+  // (row-parallel), each etp rank its slice of the FFN width.
+  const auto Fel = static_cast<std::int64_t>(d.expert_ffn_local());
+  const auto et = static_cast<std::int64_t>(d.etp_rank);
   for (std::size_t e = d.expert_begin(); e < d.expert_begin() + d.experts_local(); ++e) {
     const std::string x = fmt::format("experts.{}.", e);
-    matrix(x + "gate.weight", Fe, C, 0.02)->expert = true;
-    matrix(x + "up.weight", Fe, C, 0.02)->expert = true;
-    matrix(x + "down.weight", C, Fe, resid_std)->expert = true;
+    for (const char* name : {"gate.weight", "up.weight"}) {
+      ParamSpec* w = matrix(x + name, Fe, C, 0.02);
+      w->expert = true;
+      if (d.etp > 1) w->row_ranges = {{et * Fel, Fel}};
+    }
+    ParamSpec* w = matrix(x + "down.weight", C, Fe, resid_std);
+    w->expert = true;
+    if (d.etp > 1) w->col_begin = et * Fel, w->col_count = Fel;
   }
   if (Fs > 0) {
     for (const char* name : {"shared.gate.weight", "shared.up.weight"}) {
@@ -62,6 +72,8 @@ MoeLayer<T>::MoeLayer(const ModelDims& d, int index, ParameterStore<T>& store,
     : d_(d), tp_(tp), ep_(ep) {
   STRATA_CHECK(ep.size == d.ep && ep.rank == d.ep_rank, "ep group {} / {} for dims {} / {}", ep.rank, ep.size,
                d.ep_rank, d.ep);
+  STRATA_CHECK(ep.etp.size == d.etp && ep.etp.rank == d.etp_rank, "etp group {} / {} for dims {} / {}",
+               ep.etp.rank, ep.etp.size, d.etp_rank, d.etp);
   const std::string p = fmt::format("blocks.{}.moe.", index);
   router_ = store.param(p + "router.weight");
   drouter_ = store.grad(p + "router.weight");
@@ -75,7 +87,7 @@ MoeLayer<T>::MoeLayer(const ModelDims& d, int index, ParameterStore<T>& store,
     m.dup = experts.grad(x + "up.weight");
     m.ddown = experts.grad(x + "down.weight");
     m.hidden = d.hidden;
-    m.ffn = d.expert_ffn();
+    m.ffn = d.expert_ffn_local();
     experts_.push_back(m);
   }
   shared_ = d.shared_ffn() > 0;
@@ -96,13 +108,15 @@ MoeLayer<T>::MoeLayer(const ModelDims& d, int index, ParameterStore<T>& store,
 template <typename T>
 void MoeLayer<T>::forward(T* out, const T* x, MoeActivations<T>& a) const {
   const std::size_t C = d_.hidden, Nl = d_.local_rows(), N = d_.rows(), E = d_.experts();
-  const std::size_t k = d_.top_k(), Fe = d_.expert_ffn(), El = d_.experts_local();
+  const std::size_t k = d_.top_k(), Fe = d_.expert_ffn_local(), El = d_.experts_local();
   // --- route ---
   a.logits.resize(Nl * E);
   linear_forward(a.logits.data(), x, router_, static_cast<const T*>(nullptr), Nl, C, E);
   a.routing = route_tokens(d_.spec.moe->router, a.logits.data(), Nl, E, k);
   // --- dispatch: (token, slot) rows to the expert's rank ---
-  a.plan = plan_dispatch(a.routing.expert, static_cast<std::size_t>(ep_.size), El);
+  // token dropping (a capacity factor): dropped slots are not sent and add nothing
+  a.plan = plan_dispatch(kept_experts(a.routing, E, d_.spec.moe->capacity_factor),
+                         static_cast<std::size_t>(ep_.size), El);
   exchange_counts(ep_, a.plan);
   std::vector<T> send(a.plan.rows_sent() * C), recv;
   for (std::size_t i = 0; i < a.plan.rows_sent(); ++i) {
@@ -112,24 +126,30 @@ void MoeLayer<T>::forward(T* out, const T* x, MoeActivations<T>& a) const {
   dispatch_rows(ep_, a.plan, send.data(), C, recv);
   const std::size_t R = a.plan.rows_received();
   a.expert_major = expert_major_positions(a.plan);
-  a.x_exp.resize(R * C);
-  for (std::size_t i = 0; i < R; ++i) std::copy_n(recv.data() + i * C, C, a.x_exp.data() + a.expert_major[i] * C);
-  // --- the local experts, each on its contiguous rows ---
-  a.h.resize(R * Fe);
-  a.u.resize(R * Fe);
-  a.a.resize(R * Fe);
-  std::vector<T> y_exp(R * C);
-  const std::vector<std::size_t> rows = a.plan.rows_per_local_expert();
+  std::vector<T> x_own(R * C);
+  for (std::size_t i = 0; i < R; ++i) std::copy_n(recv.data() + i * C, C, x_own.data() + a.expert_major[i] * C);
+  // --- expert tensor parallel: every etp rank's rows (its own only with etp 1) ---
+  a.etp = plan_etp_gather(ep_.etp, a.plan.rows_per_local_expert());
+  etp_gather_rows(ep_.etp, a.etp, x_own.data(), C, a.x_exp);
+  const std::size_t Rg = a.etp.rows();
+  // --- the local experts' FFN slices, each on its contiguous rows ---
+  a.h.resize(Rg * Fe);
+  a.u.resize(Rg * Fe);
+  a.a.resize(Rg * Fe);
+  std::vector<T> y_part(Rg * C), y_exp;
   std::size_t at = 0;
   for (std::size_t e = 0; e < El; ++e) {
-    experts_[e].forward(y_exp.data() + at * C, a.x_exp.data() + at * C, rows[e], a.h.data() + at * Fe,
+    const std::size_t rows = a.etp.rows_per_expert[e];
+    experts_[e].forward(y_part.data() + at * C, a.x_exp.data() + at * C, rows, a.h.data() + at * Fe,
                         a.u.data() + at * Fe, a.a.data() + at * Fe);
-    at += rows[e];
+    at += rows;
   }
+  // the slices' partial outputs summed, each etp rank its own rows
+  etp_reduce_scatter_rows(ep_.etp, a.etp, y_part.data(), C, y_exp);
   // --- combine: back to the senders, weighted sum over each token's slots ---
   for (std::size_t i = 0; i < R; ++i) std::copy_n(y_exp.data() + a.expert_major[i] * C, C, recv.data() + i * C);
   combine_rows(ep_, a.plan, recv.data(), C, send);
-  a.y_tok.resize(Nl * k * C);
+  a.y_tok.assign(Nl * k * C, T(0));  // dropped slots stay zero
   for (std::size_t i = 0; i < a.plan.rows_sent(); ++i)
     std::copy_n(send.data() + i * C, C, a.y_tok.data() + a.plan.send_order[i] * C);
   for (std::size_t n = 0; n < Nl; ++n) {
@@ -160,7 +180,7 @@ void MoeLayer<T>::forward(T* out, const T* x, MoeActivations<T>& a) const {
 template <typename T>
 void MoeLayer<T>::backward(T* dx, const T* dout, const T* x, MoeActivations<T>& a) const {
   const std::size_t C = d_.hidden, Nl = d_.local_rows(), N = d_.rows(), E = d_.experts();
-  const std::size_t k = d_.top_k(), Fe = d_.expert_ffn(), El = d_.experts_local();
+  const std::size_t k = d_.top_k(), Fe = d_.expert_ffn_local(), El = d_.experts_local();
   const std::size_t R = a.plan.rows_received();
   // --- combine backward: d(weight) and the slots' output gradients, w * dout ---
   std::vector<T> dweight(Nl * k);
@@ -179,15 +199,19 @@ void MoeLayer<T>::backward(T* dx, const T* dout, const T* x, MoeActivations<T>& 
   }
   // the combine's adjoint is the dispatch exchange
   dispatch_rows(ep_, a.plan, send.data(), C, recv);
-  std::vector<T> dy_exp(R * C), dx_exp(R * C);
-  for (std::size_t i = 0; i < R; ++i) std::copy_n(recv.data() + i * C, C, dy_exp.data() + a.expert_major[i] * C);
-  const std::vector<std::size_t> rows = a.plan.rows_per_local_expert();
+  std::vector<T> dy_own(R * C), dy_exp, dx_exp;
+  for (std::size_t i = 0; i < R; ++i) std::copy_n(recv.data() + i * C, C, dy_own.data() + a.expert_major[i] * C);
+  // the etp reduce-scatter's adjoint is the all-gather, and vice versa
+  etp_gather_rows(ep_.etp, a.etp, dy_own.data(), C, dy_exp);
+  std::vector<T> dx_part(a.etp.rows() * C);
   std::size_t at = 0;
   for (std::size_t e = 0; e < El; ++e) {
-    experts_[e].backward(dx_exp.data() + at * C, dy_exp.data() + at * C, a.x_exp.data() + at * C,
-                         a.h.data() + at * Fe, a.u.data() + at * Fe, a.a.data() + at * Fe, rows[e]);
-    at += rows[e];
+    const std::size_t rows = a.etp.rows_per_expert[e];
+    experts_[e].backward(dx_part.data() + at * C, dy_exp.data() + at * C, a.x_exp.data() + at * C,
+                         a.h.data() + at * Fe, a.u.data() + at * Fe, a.a.data() + at * Fe, rows);
+    at += rows;
   }
+  etp_reduce_scatter_rows(ep_.etp, a.etp, dx_part.data(), C, dx_exp);
   // the dispatch's adjoint is the combine exchange; each slot's input gradient adds to its token
   for (std::size_t i = 0; i < R; ++i) std::copy_n(dx_exp.data() + a.expert_major[i] * C, C, recv.data() + i * C);
   combine_rows(ep_, a.plan, recv.data(), C, send);

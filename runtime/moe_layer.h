@@ -7,8 +7,9 @@
 // routed experts spread over the expert-parallel group and reached by all-to-all
 // (expert_dispatch.h), and the shared experts an always-on SwiGLU MLP, tensor-parallel
 // like the dense MLP (Megatron-Core's SharedExpertMLP). With tp > 1 the block runs with
-// sequence parallelism, so each TP rank routes its own Nl = N / tp tokens (Megatron-Core
-// with etp 1). No auxiliary load-balancing loss.
+// sequence parallelism, so each TP rank routes its own Nl = N / tp tokens. With expert
+// tensor parallel (etp > 1) each expert's FFN is split over the etp group
+// (expert_tensor_parallel.h). No auxiliary load-balancing loss.
 #pragma once
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "runtime/column_parallel_linear.h"
 #include "runtime/expert_dispatch.h"
 #include "runtime/expert_mlp.h"
+#include "runtime/expert_tensor_parallel.h"
 #include "runtime/model_dims.h"
 #include "runtime/moe_router.h"
 #include "runtime/param_spec.h"
@@ -32,8 +34,9 @@ struct MoeActivations {
   Routing<T> routing;
   DispatchPlan plan;
   std::vector<std::size_t> expert_major;  // received row -> expert-major position
-  std::vector<T> x_exp;        // (R, C) received rows, expert-major
-  std::vector<T> h, u, a;      // (R, Fe) per expert, expert-major
+  EtpGather etp;               // the etp group's rows (this rank's own with etp 1)
+  std::vector<T> x_exp;        // (Rg, C) rows of the etp group, expert-major
+  std::vector<T> h, u, a;      // (Rg, Fe / etp) per expert, expert-major
   std::vector<T> y_tok;        // (Nl * k, C) expert outputs back at their token slots
   std::vector<T> s_in;         // (N, C) shared-expert input (all TP ranks' tokens)
   std::vector<T> s_h, s_u, s_a;  // (N, Fs / tp)

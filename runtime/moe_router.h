@@ -6,7 +6,8 @@
 //   sigmoid (DeepSeek-V3): s = sigmoid(logits); keep the k largest; weights = s_top /
 //     sum(s_top). DeepSeek-V3's selection bias and routed_scaling_factor are not modelled.
 //
-// Ties pick the lower expert index. Dropless: every token goes to its k experts. No
+// Ties pick the lower expert index. Every token goes to its k experts unless the model sets
+// a capacity factor (runtime/expert_capacity.h drops slots after this routing). No
 // auxiliary load-balancing loss (the runtime trains without one).
 #pragma once
 #include <cstddef>

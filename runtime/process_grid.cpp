@@ -19,33 +19,46 @@ int stage_index(const costmodel::RankGrid& g, int world_rank) {
   return c.tp + g.tp() * (c.cp + g.cp() * c.dp);
 }
 
-void check_ep(const costmodel::RankGrid& g, int ep) {
+void check_expert(const costmodel::RankGrid& g, int ep, int etp) {
   const int stage = g.tp() * g.cp() * g.dp();
-  if (ep < 1 || stage % ep != 0)
-    input_error("strategy.ep ({}) must divide the ranks of a pipeline stage (tp x cp x dp = {})", ep, stage);
+  if (ep < 1 || etp < 1 || stage % (ep * etp) != 0)
+    input_error("strategy.ep ({}) x strategy.etp ({}) must divide the ranks of a pipeline stage (tp x cp x dp "
+                "= {})", ep, etp, stage);
+}
+
+enum class ExpertAxis { Etp, Ep, Edp };
+
+// Stage-local index etp_i + etp (ep_i + ep edp_i): the group along `axis` through world_rank.
+std::vector<int> expert_group(const costmodel::RankGrid& grid, int ep, int etp, int world_rank, ExpertAxis axis) {
+  check_expert(grid, ep, etp);
+  const int local = stage_index(grid, world_rank), pp = grid.coords(world_rank).pp;
+  const int edp = grid.tp() * grid.cp() * grid.dp() / (ep * etp);
+  const int t = local % etp, e = local / etp % ep, d = local / (etp * ep);
+  auto at = [&](int ti, int ei, int di) { return stage_rank(grid, pp, ti + etp * (ei + ep * di)); };
+  std::vector<int> out;
+  switch (axis) {
+    case ExpertAxis::Etp: for (int i = 0; i < etp; ++i) out.push_back(at(i, e, d)); break;
+    case ExpertAxis::Ep: for (int i = 0; i < ep; ++i) out.push_back(at(t, i, d)); break;
+    case ExpertAxis::Edp: for (int i = 0; i < edp; ++i) out.push_back(at(t, e, i)); break;
+  }
+  return out;
 }
 
 }  // namespace
 
-std::vector<int> expert_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank) {
-  check_ep(grid, ep);
-  const int local = stage_index(grid, world_rank), pp = grid.coords(world_rank).pp;
-  const int base = local / ep * ep;
-  std::vector<int> out;
-  for (int e = 0; e < ep; ++e) out.push_back(stage_rank(grid, pp, base + e));
-  return out;
+std::vector<int> expert_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank, int etp) {
+  return expert_group(grid, ep, etp, world_rank, ExpertAxis::Ep);
 }
 
-std::vector<int> expert_data_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank) {
-  check_ep(grid, ep);
-  const int local = stage_index(grid, world_rank), pp = grid.coords(world_rank).pp;
-  const int edp = grid.tp() * grid.cp() * grid.dp() / ep;
-  std::vector<int> out;
-  for (int d = 0; d < edp; ++d) out.push_back(stage_rank(grid, pp, local % ep + ep * d));
-  return out;
+std::vector<int> expert_data_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank, int etp) {
+  return expert_group(grid, ep, etp, world_rank, ExpertAxis::Edp);
 }
 
-ProcessGrid::ProcessGrid(const costmodel::RankGrid& grid, int ep) : grid_(grid) {
+std::vector<int> expert_tensor_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank, int etp) {
+  return expert_group(grid, ep, etp, world_rank, ExpertAxis::Etp);
+}
+
+ProcessGrid::ProcessGrid(const costmodel::RankGrid& grid, int ep, int etp) : grid_(grid) {
   world_ = kernels::MpiCommunicator::world();
   const int world_size = world_->size();
   if (world_size != grid.world_size())
@@ -79,10 +92,14 @@ ProcessGrid::ProcessGrid(const costmodel::RankGrid& grid, int ep) : grid_(grid) 
           embedding_groups.push_back({grid.rank({d, t, 0, c}), grid.rank({d, t, grid.pp() - 1, c})});
   embedding_ = kernels::MpiCommunicator::from_groups(embedding_groups);
   ep_size_ = ep;
-  ep_ = kernels::MpiCommunicator::from_groups({expert_parallel_ranks(grid, ep, world_rank_)});
-  edp_ = kernels::MpiCommunicator::from_groups({expert_data_parallel_ranks(grid, ep, world_rank_)});
-  ep_rank_ = stage_index(grid, world_rank_) % ep;
+  etp_size_ = etp;
+  ep_ = kernels::MpiCommunicator::from_groups({expert_parallel_ranks(grid, ep, world_rank_, etp)});
+  edp_ = kernels::MpiCommunicator::from_groups({expert_data_parallel_ranks(grid, ep, world_rank_, etp)});
+  etp_ = kernels::MpiCommunicator::from_groups({expert_tensor_parallel_ranks(grid, ep, world_rank_, etp)});
+  ep_rank_ = stage_index(grid, world_rank_) / etp % ep;
+  etp_rank_ = stage_index(grid, world_rank_) % etp;
   STRATA_CHECK(ep_ && ep_->rank() == ep_rank_ && ep_->size() == ep, "ep group order");
+  STRATA_CHECK(etp_ && etp_->rank() == etp_rank_ && etp_->size() == etp, "etp group order");
   STRATA_CHECK(tp_ && pp_ && dp_, "rank {} is missing from an axis group", world_rank_);
   STRATA_CHECK(tp_->rank() == coords_.tp && tp_->size() == grid.tp(), "tp group order");
   STRATA_CHECK(pp_->rank() == coords_.pp && pp_->size() == grid.pp(), "pp group order");

@@ -13,21 +13,23 @@
 
 namespace strata::runtime {
 
-// Mixture-of-experts folding (Megatron-Core, expert tensor parallel 1): the ranks of a
-// pipeline stage, numbered tp fastest, then cp, then dp (tp-cp-ep-dp-pp), are read as
-// ep fastest, then edp. The world ranks of `world_rank`'s expert-parallel group (ep
-// ranks holding different experts) and expert data-parallel group (edp ranks holding the
-// same experts), in group-rank order. Pure arithmetic; InputError when ep does not
-// divide the stage's tp x cp x dp ranks.
-std::vector<int> expert_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank);
-std::vector<int> expert_data_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank);
+// Mixture-of-experts folding (Megatron-Core): the ranks of a pipeline stage, numbered tp
+// fastest, then cp, then dp (tp-cp-ep-dp-pp), are read as etp fastest, then ep, then edp
+// (costmodel::expert_group_ranks, the same arithmetic). The world ranks of `world_rank`'s
+// expert-parallel group (ep ranks holding different experts), expert data-parallel group
+// (edp ranks holding the same expert slices) and expert tensor-parallel group (etp ranks
+// holding slices of the same experts), in group-rank order. Pure arithmetic; InputError
+// when ep x etp does not divide the stage's tp x cp x dp ranks.
+std::vector<int> expert_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank, int etp = 1);
+std::vector<int> expert_data_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank, int etp = 1);
+std::vector<int> expert_tensor_parallel_ranks(const costmodel::RankGrid& grid, int ep, int world_rank, int etp);
 
 class ProcessGrid {
  public:
   // Collective over MPI_COMM_WORLD (MPI must be initialized). Throws InputError on every
-  // rank when the world size differs from grid.world_size(). `ep`: expert-parallel size
-  // (its groups are built when the model has experts; 1 = every rank holds them all).
-  explicit ProcessGrid(const costmodel::RankGrid& grid, int ep = 1);
+  // rank when the world size differs from grid.world_size(). `ep`, `etp`: expert-parallel
+  // and expert tensor-parallel sizes (1, 1 = every rank holds every expert whole).
+  explicit ProcessGrid(const costmodel::RankGrid& grid, int ep = 1, int etp = 1);
 
   const costmodel::RankGrid& grid() const { return grid_; }
   costmodel::RankCoords coords() const { return coords_; }
@@ -53,15 +55,18 @@ class ProcessGrid {
   // ranks holding the same experts).
   int ep_size() const { return ep_size_; }
   int ep_rank() const { return ep_rank_; }
+  int etp_size() const { return etp_size_; }
+  int etp_rank() const { return etp_rank_; }
   kernels::Communicator& ep() { return *ep_; }
   kernels::Communicator& edp() { return *edp_; }
+  kernels::Communicator& etp() { return *etp_; }
 
  private:
   costmodel::RankGrid grid_;
   int world_rank_ = 0;
   costmodel::RankCoords coords_;
-  int ep_size_ = 1, ep_rank_ = 0;
-  std::unique_ptr<kernels::MpiCommunicator> world_, tp_, pp_, dp_, cp_, dp_cp_, embedding_, ep_, edp_;
+  int ep_size_ = 1, ep_rank_ = 0, etp_size_ = 1, etp_rank_ = 0;
+  std::unique_ptr<kernels::MpiCommunicator> world_, tp_, pp_, dp_, cp_, dp_cp_, embedding_, ep_, edp_, etp_;
 };
 
 }  // namespace strata::runtime

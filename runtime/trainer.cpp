@@ -54,15 +54,13 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
     input_error("plan stage_layers has {} entries but strategy.pp x strategy.vpp = {}",
                 plan.stage_layers.size(), virtual_stages);
 
-  // Routed experts are whole on each rank: expert tensor parallelism is not built.
-  if (s.etp > 1)
-    input_error("strategy.etp ({}) > 1 is not supported by the strata runtime (experts are whole on "
-                "each rank: use etp 1)", s.etp);
-  if (grid.ep_size() != s.ep)
-    input_error("the process grid has ep {} but strategy.ep is {}", grid.ep_size(), s.ep);
+  if (grid.ep_size() != s.ep || grid.etp_size() != s.etp)
+    input_error("the process grid has ep {}, etp {} but the strategy has ep {}, etp {}", grid.ep_size(),
+                grid.etp_size(), s.ep, s.etp);
   dims_ = make_model_dims(plan.model, s.micro_batch, s.tp, coords.tp, s.sequence_parallel,
-                          s.recompute, s.cp, coords.cp, s.ep, grid.ep_rank());
-  ep_ = EpGroup{s.ep > 1 ? &grid.ep() : nullptr, s.ep, grid.ep_rank()};
+                          s.recompute, s.cp, coords.cp, s.ep, grid.ep_rank(), s.etp, grid.etp_rank());
+  ep_ = EpGroup{s.ep > 1 ? &grid.ep() : nullptr, s.ep, grid.ep_rank(),
+                EtpGroup{s.etp > 1 ? &grid.etp() : nullptr, s.etp, grid.etp_rank()}};
   if (s.cp > 1) cp_ = CpGroup{&grid.cp(), s.cp, coords.cp, cfg.cp_kv_exchange};
   // Gradients are summed, and ZeRO shards split, over dp x cp (each CP rank's gradient
   // holds its tokens' part).
@@ -91,8 +89,13 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
   store_.finalize(s.zero >= 1 ? static_cast<std::size_t>(dp_cp) : 1,
                   DistributedOptimizer::sharding_for(s.zero, dp_cp, dp_cp_rank));
   store_.init(cfg.seed);
+  // Routed experts: their own store, sharded like the rest but over the expert data-parallel
+  // group (ZeRO-1 optimizer state, ZeRO-2 + gradients, ZeRO-3 + parameters, as Megatron-FSDP
+  // shards expert parameters over its expert data-parallel group).
   const int edp = s.edp();
-  experts_.finalize(s.zero >= 1 ? static_cast<std::size_t>(edp) : 1);
+  const int edp_rank = edp > 1 ? grid.edp().rank() : 0;
+  experts_.finalize(s.zero >= 1 ? static_cast<std::size_t>(edp) : 1,
+                    DistributedOptimizer::sharding_for(s.zero, edp, edp_rank));
   experts_.init(cfg.seed);
   std::vector<ModelChunk<float>*> raw;
   for (const auto& l : layouts) {
@@ -115,10 +118,17 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
   }
   optimizer_ = std::make_unique<DistributedOptimizer>(store_, dp_cp > 1 ? &grid.dp_cp() : nullptr,
                                                       s.zero, cfg.adamw, std::move(reduction));
-  if (optimizer_->shards_params() || optimizer_->shards_grads()) {  // ZeRO-2/3
-    optimizer_->set_prefetch(cfg.zero_prefetch);
-    for (auto& c : chunks_) c->set_residency(optimizer_.get());
-  }
+  // ZeRO-2/3: components made resident around their passes, the dense parameters over
+  // dp x cp and the routed experts over edp (either one may have a single rank).
+  auto sharding = [&](DistributedOptimizer* o) -> DistributedOptimizer* {
+    if (o == nullptr || !(o->shards_params() || o->shards_grads())) return nullptr;
+    o->set_prefetch(cfg.zero_prefetch);
+    return o;
+  };
+  DistributedOptimizer* dense_residency = sharding(optimizer_.get());
+  DistributedOptimizer* expert_residency = sharding(expert_optimizer_.get());
+  if (dense_residency != nullptr || expert_residency != nullptr)
+    for (auto& c : chunks_) c->set_residency(dense_residency, expert_residency);
   schedule_ = planner::build_schedule(s.schedule, s.pp, coords.pp,
                                       static_cast<int>(s.num_microbatches()), s.vpp);
 
@@ -128,6 +138,8 @@ Trainer::Trainer(const planner::Plan& plan, const TrainConfig& cfg, ProcessGrid&
   ModelDims all_experts = dims_;
   all_experts.ep = 1;
   all_experts.ep_rank = 0;
+  all_experts.etp = 1;
+  all_experts.etp_rank = 0;
   for (int v = 0; v < virtual_stages; ++v)
     for (const auto& spec : ModelChunk<float>::param_specs(
              all_experts, chunk_layout(plan.stage_layers[static_cast<std::size_t>(v)], layers)))
@@ -258,12 +270,16 @@ StepStats Trainer::train_step() {
   }
   // Routed experts: each held by one ep rank; its edp copies counted once (edp rank 0, or
   // with ZeRO-1 each shard by its owner).
-  if (expert_optimizer_ && (s.zero >= 1 || grid_.edp().rank() == 0))
+  if (expert_optimizer_ && (s.zero >= 1 || grid_.edp().rank() == 0))  // each etp slice by its own rank
     for (const auto& e : experts_.entries()) {
       const std::size_t lo = std::max(expert_optimizer_->owned_begin(), e.offset);
       const std::size_t hi = std::min(expert_optimizer_->owned_end(), e.offset + e.numel);
       double acc = 0;
-      for (std::size_t i = lo; i < hi; ++i) acc += static_cast<double>(experts_.grads()[i]) * experts_.grads()[i];
+      const std::size_t e_lo = experts_.kept_begin(StorePart::Grads);  // the kept shard under ZeRO-2/3
+      for (std::size_t i = lo; i < hi; ++i) {
+        const double g = experts_.grads()[i - e_lo];
+        acc += g * g;
+      }
       sums[index.at(e.spec.name)] += static_cast<float>(acc);
     }
   if (holds_head_ && coords.tp == 0) sums.back() = static_cast<float>(local_loss);
@@ -328,18 +344,21 @@ CheckpointIdentity Trainer::identity() const {
   if (s.cp > 1) id.emplace_back("cp", std::to_string(s.cp));
   // Likewise expert parallel: which experts each rank's shard holds.
   if (s.ep > 1) id.emplace_back("ep", std::to_string(s.ep));
+  if (s.etp > 1) id.emplace_back("etp", std::to_string(s.etp));
   return id;
 }
 
 RankMemory Trainer::memory() const {
-  const auto use = store_.memory();
+  // The dense store and the routed experts' store (sharded over edp), added up; their
+  // gathered peaks are added too (an upper bound: the two may peak at different times).
+  const auto use = store_.memory(), experts = experts_.memory();
   RankMemory m;
-  m.params_bytes = use.param_kept_bytes;
-  m.grads_bytes = use.grad_kept_bytes;
-  m.optimizer_bytes = optimizer_->optimizer_bytes();
-  m.peak_gathered_params_bytes = use.peak_param_slab_bytes;
-  m.peak_gathered_grads_bytes = use.peak_grad_slab_bytes;
-  m.peak_total_bytes = use.peak_total_bytes + m.optimizer_bytes;
+  m.params_bytes = use.param_kept_bytes + experts.param_kept_bytes;
+  m.grads_bytes = use.grad_kept_bytes + experts.grad_kept_bytes;
+  m.optimizer_bytes = optimizer_->optimizer_bytes() + (expert_optimizer_ ? expert_optimizer_->optimizer_bytes() : 0);
+  m.peak_gathered_params_bytes = use.peak_param_slab_bytes + experts.peak_param_slab_bytes;
+  m.peak_gathered_grads_bytes = use.peak_grad_slab_bytes + experts.peak_grad_slab_bytes;
+  m.peak_total_bytes = use.peak_total_bytes + experts.peak_total_bytes + m.optimizer_bytes;
   return m;
 }
 

@@ -172,6 +172,7 @@ class SimEngine {
   struct LayerCostInputs;  // what every op of a strategy is charged with
   struct OpTiming;         // one op's compute and its GEMM parts
   OpTiming op_timing(const LayerCostInputs& in, const models::Op& op) const;
+  costmodel::OpTime expert_time(const LayerCostInputs& in, const models::Op& op, bool fp8) const;
   void charge_op(const LayerCostInputs& in, std::size_t group, std::size_t op, GroupCostTable& t) const;
   void charge_tp_comm(const LayerCostInputs& in, const models::Op& op, const OpTiming& x, GroupCost& c,
                       GroupCostTable& t) const;

@@ -153,24 +153,61 @@ TEST(ExpertGroups, WorstPlacementMatchesABruteForceScanOfEveryRank) {
   for (int dp : {1, 2, 3, 4, 6, 16})
     for (int tp : {1, 2, 4, 6})
       for (int pp : {1, 2, 3})
-        for (int gpn : {1, 4, 6, 8})
-          for (int ep = 1; ep <= tp * dp; ++ep)
-            for (int etp = 1; etp <= tp; ++etp) {
-              if ((tp * dp) % (ep * etp) != 0) continue;
-              const sc::RankGrid g(dp, tp, pp);
-              for (ExpertAxis a : {ExpertAxis::Etp, ExpertAxis::Ep, ExpertAxis::Edp}) {
-                PlacedGroup want;
-                for (int r = 0; r < g.world_size(); ++r) {
-                  const PlacedGroup p = sc::placed_ranks(sc::expert_group_ranks(g, ep, etp, a, r), gpn);
-                  if (r == 0 || worse(p, want)) want = p;
+        for (int cp : {1, 2})
+          for (int gpn : {1, 4, 6, 8})
+            for (int ep = 1; ep <= tp * cp * dp; ++ep)
+              for (int etp = 1; etp <= tp; ++etp) {
+                if ((tp * cp * dp) % (ep * etp) != 0) continue;
+                const sc::RankGrid g(dp, tp, pp, "tp-dp-pp", cp);
+                for (ExpertAxis a : {ExpertAxis::Etp, ExpertAxis::Ep, ExpertAxis::Edp}) {
+                  PlacedGroup want;
+                  for (int r = 0; r < g.world_size(); ++r) {
+                    const PlacedGroup p = sc::placed_ranks(sc::expert_group_ranks(g, ep, etp, a, r), gpn);
+                    if (r == 0 || worse(p, want)) want = p;
+                  }
+                  ASSERT_EQ(sc::placed_expert_group(g, ep, etp, a, gpn), want)
+                      << "dp " << dp << " tp " << tp << " cp " << cp << " pp " << pp << " gpn " << gpn << " ep " << ep
+                      << " etp " << etp << " axis " << static_cast<int>(a);
+                  ++cases;
                 }
-                ASSERT_EQ(sc::placed_expert_group(g, ep, etp, a, gpn), want)
-                    << "dp " << dp << " tp " << tp << " pp " << pp << " gpn " << gpn << " ep " << ep
-                    << " etp " << etp << " axis " << static_cast<int>(a);
-                ++cases;
               }
-            }
   EXPECT_GT(cases, 1000);
+}
+
+TEST(ExpertGroups, GrokStyleCp2Ep8Etp4Tp4PlacedByHand) {
+  // tp 4, cp 2, dp 4, pp 2 on nodes of 8 GPUs: 32 ranks per stage, 64 in all.
+  // Attention (Megatron-Core tp-cp-dp-pp): rank = tp_i + 4 cp_i + 8 dp_i + 32 pp_i.
+  const sc::RankGrid grid(4, 4, 2, "tp-dp-pp", 2);
+  ASSERT_TRUE(sc::expert_folding_order(grid));
+  EXPECT_EQ(grid.group_ranks(sc::Axis::Tp, 0), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(grid.group_ranks(sc::Axis::Cp, 0), (std::vector<int>{0, 4}));
+  EXPECT_EQ(grid.group_ranks(sc::Axis::Dp, 0), (std::vector<int>{0, 8, 16, 24}));
+  // Experts: ep 8 x etp 4 = 32 = the whole stage, edp 1; index = etp_i + 4 ep_i.
+  EXPECT_EQ(sc::expert_group_ranks(grid, 8, 4, ExpertAxis::Etp, 0), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(sc::expert_group_ranks(grid, 8, 4, ExpertAxis::Ep, 0),
+            (std::vector<int>{0, 4, 8, 12, 16, 20, 24, 28}));
+  EXPECT_EQ(sc::expert_group_ranks(grid, 8, 4, ExpertAxis::Edp, 0), (std::vector<int>{0}));
+  // Rank 37 = stage 1, local 5 = (etp 1, ep 1): the same pattern 32 ranks on.
+  EXPECT_EQ(sc::expert_group_ranks(grid, 8, 4, ExpertAxis::Ep, 37),
+            (std::vector<int>{33, 37, 41, 45, 49, 53, 57, 61}));
+  // Placement (node = rank / 8): etp inside one node like tp; the ep group takes the 2 cp
+  // ranks of each of nodes 0..3 (the dp x cp ranks of one tp index): 4 nodes, 2 per node;
+  // the dp group 4 nodes, 1 per node.
+  EXPECT_EQ(sc::placed_expert_group(grid, 8, 4, ExpertAxis::Etp, 8), (PlacedGroup{4, 1, 4}));
+  EXPECT_EQ(sc::placed_expert_group(grid, 8, 4, ExpertAxis::Ep, 8), (PlacedGroup{8, 4, 2}));
+  EXPECT_EQ(sc::placed_expert_group(grid, 8, 4, ExpertAxis::Edp, 8), (PlacedGroup{1, 1, 1}));
+  EXPECT_EQ(sc::placed_group(grid, sc::Axis::Dp, 8), (PlacedGroup{4, 4, 1}));
+  // ep 4, etp 2 on the same grid: edp = 32 / 8 = 4, index = etp_i + 2 (ep_i + 4 edp_i).
+  // Rank 13 = (tp 1, cp 1, dp 1) for attention, (etp 1, ep 2, edp 1) for the experts: its
+  // ep group mixes tp ranks 1, 3 and cp ranks 0, 1 (9 = tp 1 cp 0 dp 1, 15 = tp 3 cp 1 dp 1).
+  EXPECT_EQ(sc::expert_group_ranks(grid, 4, 2, ExpertAxis::Etp, 13), (std::vector<int>{12, 13}));
+  EXPECT_EQ(sc::expert_group_ranks(grid, 4, 2, ExpertAxis::Ep, 13), (std::vector<int>{9, 11, 13, 15}));
+  EXPECT_EQ(sc::expert_group_ranks(grid, 4, 2, ExpertAxis::Edp, 13), (std::vector<int>{5, 13, 21, 29}));
+  // ep x etp must divide tp x cp x dp (32), and cp must sit next to tp.
+  EXPECT_THROW(sc::expert_group_ranks(grid, 8, 8, ExpertAxis::Ep, 0), strata::InputError);
+  EXPECT_THROW(sc::expert_group_ranks(sc::RankGrid(4, 4, 2, "tp-dp-cp-pp", 2), 8, 4, ExpertAxis::Ep, 0),
+               strata::InputError);
+  EXPECT_TRUE(sc::expert_folding_order(sc::RankGrid(4, 4, 2, "tp-cp-dp-pp", 2)));
 }
 
 TEST(ExpertMemory, ParamsAndOptimizerPerRankWithEpByHand) {
@@ -194,6 +231,29 @@ TEST(ExpertMemory, ParamsAndOptimizerPerRankWithEpByHand) {
   EXPECT_DOUBLE_EQ(mm.per_stage(in)[0].params, dense + expert / 4);
   in.ep = 3;
   EXPECT_THROW(mm.per_stage(in), strata::InputError);
+}
+
+TEST(ExpertMemory, Fp8WeightCopiesOfExpertsSplitOverEpAndEdp) {
+  const sm::ModelGraph g = sm::ModelGraph::build(tiny_moe(), 1);
+  sc::DeviceProfile dev = sc::load_cluster("dgx-h100").device;
+  dev.reserve_gib = 0;
+  const sc::MemoryModel mm(g, dev);
+  // FP8-run weights (fp8_linear.h), one stage, tp 1:
+  //   dense block: qkv 64x192 + out 64x64 + SwiGLU 3 x 64x256 = 12288 + 4096 + 49152 = 65536
+  //   MoE blocks (2): attention 16384 + shared expert 3 x 64x48 = 9216 -> 2 x 25600 = 51200
+  //   routed experts: 2 blocks x 4 experts x 3 x 64x32 = 49152, over ep 2: 24576
+  // Each FP8 weight keeps kFp8WeightCopyBytes = 2 bytes (weight_fp8 + its transpose).
+  const double dense_fp8 = 65536 + 51200, expert_fp8 = 49152;
+  sc::MemoryInputs in;
+  in.dp = 2, in.ep = 2;
+  const double bf16 = mm.per_stage(in)[0].weights_bytes;
+  in.fp8_weights = true;
+  EXPECT_DOUBLE_EQ(mm.per_stage(in)[0].weights_bytes - bf16, 2 * (dense_fp8 + expert_fp8 / 2));
+  // ZeRO-3: the dense copies over dp 2, the experts' over edp = 2 / 2 = 1.
+  in.zero = 3;
+  const double z3_fp8 = mm.per_stage(in)[0].weights_bytes;
+  in.fp8_weights = false;
+  EXPECT_DOUBLE_EQ(z3_fp8 - mm.per_stage(in)[0].weights_bytes, 2 * (dense_fp8 / 2 + expert_fp8 / 2));
 }
 
 TEST(ExpertMemory, MoeLayerActivationsByHand) {

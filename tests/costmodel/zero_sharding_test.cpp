@@ -52,3 +52,23 @@ TEST(ZeroSharding, StageThreeGathersForwardAndBackwardAndOnceMoreUnderRecompute)
   EXPECT_NEAR(z.fwd_exposed_s, kAg, 1e-12);
   EXPECT_NEAR(z.bwd_exposed_s, kAg, 1e-12);  // 1.188 ms reduce-scatter hidden by 2 ms
 }
+
+TEST(ZeroSharding, RoutedExpertsShardOverTheirOwnGroup) {
+  const sc::CollectiveCost coll(sc::testing::toy_cluster());
+  // 100M dense parameters over dp 8 (kAg, kRs above) and 40M expert parameters over an edp
+  // group of 2 in one node: all-gather 1 x 3 us + 80e6 x 1/2 / 300e9 = 136.333 us,
+  // reduce-scatter 1 x 3 us + 160e6 x 1/2 / 300e9 = 269.667 us.
+  const double ag_e = 3e-6 + 80e6 / 2.0 / 300e9, rs_e = 3e-6 + 160e6 / 2.0 / 300e9;
+  EXPECT_NEAR(ag_e, 136.333e-6, 1e-9);
+  const sc::ZeroShard shards[] = {{kParams, kDp8}, {40e6, {2, 1, 2}}};
+  // ZeRO-3, prefetched: the gathers add up on the one stream before the overlap.
+  auto z = sc::zero_group_comm(3, shards, 2, 4, 0.5e-3, 1e-3, false, true, coll);
+  EXPECT_NEAR(z.fwd_comm_s, kAg + ag_e, 1e-12);
+  EXPECT_NEAR(z.fwd_exposed_s, kAg + ag_e - 0.5e-3, 1e-12);
+  EXPECT_NEAR(z.bwd_comm_s, kAg + ag_e + kRs + rs_e, 1e-12);
+  // ZeRO-2: the two reduce-scatters.
+  EXPECT_NEAR(sc::zero_group_comm(2, shards, 2, 4, 0, 1e-3, false, true, coll).bwd_comm_s, kRs + rs_e, 1e-12);
+  // An edp group of one rank keeps its experts whole: only the dense part moves.
+  const sc::ZeroShard whole[] = {{kParams, kDp8}, {40e6, {1, 1, 1}}};
+  EXPECT_NEAR(sc::zero_group_comm(3, whole, 2, 4, 0, 0, false, true, coll).fwd_comm_s, kAg, 1e-12);
+}

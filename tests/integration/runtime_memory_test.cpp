@@ -90,5 +90,41 @@ TEST(RuntimeMemory, DataParallel4ShardsFourWays) {
 
 TEST(RuntimeMemory, Zero3WithoutPrefetchGathersOneGroupAtATime) { expect_memory(3, 2, false); }
 
+// tiny-moe (models/catalog/tiny-moe.yaml: hidden 64, heads 4, kv_heads 2, ffn 176, vocab
+// 256, untied, RMSNorm, a dense block then 3 MoE blocks of 4 SwiGLU experts of width 32
+// and a shared expert of width 64) on dp 2 x tp 2 with sequence parallel, per TP rank:
+//   embedding 256x64/2 = 8192; attention (q 64 + k 32 + v 32) x 64 / 2 + 64x64/2 = 6144
+//   dense block: 6144 + SwiGLU (2 x 176x64 + 64x176)/2 = 16896 + norms 128 = 23168
+//   MoE block (dense part): 6144 + router 4x64 = 256 + shared (2 x 64x64 + 64x64)/2 = 6144
+//                           + norms 128 = 12672
+//   head: final norm 64 + LM head 256x64/2 = 8256
+//   dense P = 8192 + 23168 + 3 x 12672 + 8256 = 77632
+//   routed experts: 3 x 6144 = 18432 per expert; ep 2 holds 2 experts: 36864 (12288 a block)
+constexpr std::size_t kMoeDense = 77632, kMoeExperts = 36864;
+
+TEST(RuntimeMemory, MoeExpertsSplitOverEtpAndShardOverEdp) {
+  auto run_layout = [](const Layout& l) {
+    const TempDir dir(l.name);
+    const TrainRun run = train(l, dir, 2);
+    EXPECT_EQ(run.result.exit_code, 0) << run.result.err << run.result.out;
+    return counted(run.result.out);
+  };
+  // etp 2: each rank holds half of every local expert's width.
+  const Counted etp = run_layout({.name = "mem_moe_etp2", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 2,
+                                  .etp = 2, .sequence_parallel = true, .global_batch = 4});
+  EXPECT_EQ(etp.params, kFloat * (kMoeDense + kMoeExperts / 2));
+  EXPECT_EQ(etp.optimizer, 2 * etp.params);
+  // ZeRO-3, ep 2 (edp 2): dense over dp 2, experts over edp 2; gathered at most: the dense
+  // block with the first MoE block (23168 + 12672, prefetched) and two MoE blocks' experts
+  // (2 x 12288); gradients of one group: the dense block's 23168 and one block's experts.
+  const Counted z3 = run_layout({.name = "mem_moe_zero3", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 2,
+                                 .zero = 3, .sequence_parallel = true, .global_batch = 4});
+  EXPECT_EQ(z3.params, kFloat * (kMoeDense / 2 + kMoeExperts / 2));
+  EXPECT_EQ(z3.grads, z3.params);
+  EXPECT_EQ(z3.optimizer, 2 * z3.params);
+  EXPECT_EQ(z3.gathered_params, kFloat * ((23168 + 12672) + 2 * 12288));
+  EXPECT_EQ(z3.gathered_grads, kFloat * (23168 + 12288));
+}
+
 }  // namespace
 }  // namespace strata::testing

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <regex>
 
@@ -328,9 +329,10 @@ TEST(RuntimeParity, Zero2DataParallel2TensorParallel2SequenceParallel) {
 }  // namespace strata::testing
 
 // Mixture of experts (tiny-moe: a dense block, then three MoE blocks of 4 SwiGLU experts,
-// top-2 softmax routing and a shared expert). Routed experts spread over ep ranks inside
-// the stage's tp x dp (Megatron-Core folding), tokens exchanged by all-to-all, expert
-// gradients summed over edp. Each layout against the one-rank run of the same model.
+// top-2 softmax routing and a shared expert). Routed experts spread over etp x ep ranks
+// inside the stage's tp x cp x dp (Megatron-Core folding), tokens exchanged by all-to-all,
+// expert gradients summed (and ZeRO-sharded) over edp. Each layout against the one-rank run
+// of the same model.
 namespace strata::testing {
 namespace {
 
@@ -364,29 +366,51 @@ TEST(RuntimeResumeParity, MoeExpertParallel2Zero1) {  // expert optimizer state 
                          .zero = 1, .sequence_parallel = true});
 }
 
-TEST(RuntimeMoe, RefusesExpertTensorParallelByName) {
-  const TempDir dir("moe_etp2");
-  const Layout l{.name = "moe_etp2", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 2, .etp = 2,
-                 .sequence_parallel = true};
-  const RunResult r = mpirun_strata(l.ranks(), {"train", "--plan", write_plan(l, dir), "--steps", "1"});
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE((r.out + r.err).find("strategy.etp (2) > 1 is not supported by the strata runtime"), std::string::npos)
-      << r.out << r.err;
+// Issue 26: expert tensor parallel, context parallel and ZeRO-3 with experts.
+TEST(RuntimeParity, MoeExpertTensorParallel2ExpertParallel2) {  // etp 2 x ep 2 = the stage, edp 1
+  expect_parity({.name = "moe_etp2_ep2", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 2, .etp = 2,
+                 .sequence_parallel = true});
 }
 
-// What the planner does not model with experts is refused before any rank starts.
-TEST(RuntimeMoe, RefusesZero2AndContextParallelWithExpertsByName) {
-  const TempDir dir("moe_refusals");
-  for (const auto& [l, message] : std::vector<std::pair<Layout, std::string>>{
-           {{.name = "moe_zero2", .model = "tiny-moe", .dp = 2, .ep = 2, .zero = 2},
-            "strategy.zero (2) with a mixture-of-experts model is not modelled"},
-           {{.name = "moe_cp2", .model = "tiny-moe", .cp = 2},
-            "strategy.cp (2) > 1 with a mixture-of-experts model is not modelled"}}) {
-    const RunResult r = run_program(STRATA_EXE, {"train", "--plan", write_plan(l, dir), "--steps", "1"}, 60);
-    EXPECT_EQ(r.exit_code, 2) << l.name << r.out << r.err;
-    EXPECT_NE(r.err.find("error: "), std::string::npos) << l.name << r.err;
-    EXPECT_NE(r.err.find(message), std::string::npos) << l.name << r.err;
+TEST(RuntimeParity, MoeContextParallel2ExpertParallel2) {  // the ep group is the cp group
+  expect_parity({.name = "moe_cp2_ep2", .model = "tiny-moe", .cp = 2, .ep = 2});
+}
+
+// Token dropping: the capacity is taken over the tokens a rank routes, so the one-rank
+// reference routes the same groups: micro-batch 1 (one sequence) on both sides.
+// Capacity factor 0.5: ceil(32 x 2 / 4 x 0.5) = 8 slots per expert of 64: half dropped.
+TEST(RuntimeParity, MoeCapacityFactorExpertParallel2) {
+  const TempDir dir("moe_capacity");
+  models::ModelSpec m = models::load_model("tiny-moe");
+  m.name = "tiny-moe-cf05";
+  m.moe->capacity_factor = 0.5;
+  const std::string model = (dir / "tiny-moe-cf05.yaml").string();
+  {
+    std::ofstream out(model);
+    out << models::to_yaml(m);
   }
+  const TrainRun one = train({.name = "moe_cf_one", .model = model}, dir, kSteps);
+  const TrainRun ep2 = train({.name = "moe_cf_ep2", .model = model, .dp = 2, .ep = 2}, dir, kSteps, kSmallBuckets);
+  ASSERT_EQ(one.result.exit_code, 0) << one.result.err << one.result.out;
+  ASSERT_EQ(ep2.result.exit_code, 0) << ep2.result.err << ep2.result.out;
+  ASSERT_EQ(one.steps.size(), static_cast<std::size_t>(kSteps));
+  ASSERT_EQ(ep2.steps.size(), static_cast<std::size_t>(kSteps));
+  double max_diff = 0;
+  for (std::size_t i = 0; i < one.steps.size(); ++i) {
+    const auto &a = ep2.steps[i], &b = one.steps[i];
+    max_diff = std::max(max_diff, std::abs(a.loss - b.loss) / std::abs(b.loss));
+    EXPECT_LE(std::abs(a.loss - b.loss), 1e-5 * std::abs(b.loss)) << "step " << a.step;
+    EXPECT_LE(std::abs(a.grad_norm - b.grad_norm), 1e-4 * b.grad_norm) << "step " << a.step;
+  }
+  expect_same_param_grad_norms("moe_cf_ep2", one.grad_norms, ep2.grad_norms);
+  std::printf("[ parity   ] %-26s 2 ranks: max relative loss diff %.1e against one rank, micro-batch 1\n",
+              "moe_cf05_ep2", max_diff);
+  EXPECT_LT(ep2.steps.back().loss, ep2.steps.front().loss);
+}
+
+TEST(RuntimeParity, MoeZero3ExpertParallel2) {  // dense shards over dp 2, experts over edp 2
+  expect_parity({.name = "moe_zero3_ep2", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 2, .zero = 3,
+                 .sequence_parallel = true});
 }
 
 }  // namespace

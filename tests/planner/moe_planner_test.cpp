@@ -54,7 +54,7 @@ TEST(MoeStrategy, RulesAreNamed) {
   EXPECT_TRUE(validate(layout(8, 1, 1, 8, 1), m).empty()) << fields(validate(layout(8, 1, 1, 8, 1), m));
   EXPECT_TRUE(validate(layout(4, 2, 1, 4, 2), m).empty()) << fields(validate(layout(4, 2, 1, 4, 2), m));
   EXPECT_CONTAINS(fields(validate(layout(6, 1, 1, 3, 1), m)), "strategy.ep (3) must divide model.moe.experts (8)");
-  EXPECT_CONTAINS(fields(validate(layout(2, 1, 1, 4, 1), m)), "must divide strategy.tp (1) x strategy.dp (2)");
+  EXPECT_CONTAINS(fields(validate(layout(2, 1, 1, 4, 1), m)), "must divide strategy.tp (1) x strategy.cp (1) x strategy.dp (2)");
   EXPECT_CONTAINS(fields(validate(layout(4, 1, 1, 1, 3), m)), "strategy.etp (3) must divide model.moe.expert_ffn");
   Strategy no_sp = layout(4, 2, 1, 2, 1);
   no_sp.sequence_parallel = false;
@@ -99,6 +99,77 @@ TEST(MoeSimulator, AllToAllAcrossNodesCostsMore) {
   const double t_in = simulate(m, c, in).prediction.breakdown_s.ep_comm;
   const double t_across = simulate(m, c, across).prediction.breakdown_s.ep_comm;
   EXPECT_GT(t_across, 2 * t_in);
+}
+
+TEST(MoeSimulator, ContextParallelWithExpertsPlacesTheEpGroup) {
+  // cp 2 with experts: the ep group folds over cp x dp ranks. ep 8 of cp 2 x dp 8 (16 ranks
+  // a stage, index cp_i + 2 dp_i) sits in one node of 8; ep 16 spans both nodes.
+  const models::ModelSpec m = models::parse_model_yaml(
+      "name: wide-moe\nlayers: 2\nhidden: 1024\nheads: 8\nffn: 1024\nvocab: 1024\nseq_len: 2048\n"
+      "activation: swiglu\nnorm: rmsnorm\ntied_embeddings: false\n"
+      "moe: {experts: 16, top_k: 2, expert_ffn: 512}\n",
+      "wide-moe.yaml");
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
+  Strategy in = layout(8, 1, 1, 8, 1), across = layout(8, 1, 1, 16, 1);
+  in.cp = across.cp = 2;
+  ASSERT_TRUE(validate(in, m).empty()) << fields(validate(in, m));
+  ASSERT_TRUE(validate(across, m).empty()) << fields(validate(across, m));
+  const double t_in = simulate(m, c, in).prediction.breakdown_s.ep_comm;
+  const double t_across = simulate(m, c, across).prediction.breakdown_s.ep_comm;
+  EXPECT_GT(t_in, 0.0);
+  EXPECT_GT(t_across, 2 * t_in);
+  // ep 8 x etp 4 would need 32 ranks a stage: tp x cp x dp is 16 (ep 8 x etp 2 fits).
+  Strategy too_wide = layout(8, 1, 1, 8, 2);
+  too_wide.cp = 2;
+  EXPECT_TRUE(validate(too_wide, m).empty());
+  too_wide.etp = 4;
+  EXPECT_CONTAINS(fields(validate(too_wide, m)), "strategy.cp (2) x strategy.dp (8)");
+}
+
+TEST(MoeSimulator, ZeroThreeShardsExpertsOverEdp) {
+  const models::ModelSpec m = tiny_moe();
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
+  Strategy z1 = layout(8, 1, 1, 4, 1);  // edp 2
+  z1.zero = 1;
+  Strategy z3 = z1;
+  z3.zero = 3;
+  ASSERT_TRUE(validate(z3, m).empty()) << fields(validate(z3, m));
+  const Prediction p1 = simulate(m, c, z1).prediction, p3 = simulate(m, c, z3).prediction;
+  // ZeRO-3 keeps a shard of the weights and gradients, and gathers every micro-batch.
+  EXPECT_LT(p3.peak_memory_gib, p1.peak_memory_gib);
+  EXPECT_GT(p3.breakdown_s.dp_comm, 0.0);
+  const Breakdown& b = p3.breakdown_s;
+  EXPECT_NEAR(b.compute + b.tp_comm + b.ep_comm + b.pp_comm + b.dp_comm + b.optimizer + b.bubble + b.straggler,
+              p3.iteration_s, 1e-9 * p3.iteration_s);
+}
+
+TEST(MoeSimulator, Fp8RunsTheExpertGemmsAtTheFp8Rate) {
+  // Experts wide enough to be compute bound: FP8 halves their GEMM time at most (the fp8
+  // peak is twice bf16's on H100) and adds the casts, so the step gets faster but by less
+  // than 2x; the FP8 weight copies add memory.
+  const models::ModelSpec m = models::parse_model_yaml(
+      "name: big-moe\nlayers: 2\nhidden: 4096\nheads: 32\nffn: 8192\nvocab: 1024\nseq_len: 4096\n"
+      "activation: swiglu\nnorm: rmsnorm\ntied_embeddings: false\n"
+      "moe: {experts: 8, top_k: 2, expert_ffn: 8192}\n",
+      "big-moe.yaml");
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
+  Strategy bf16 = layout(8, 1, 1, 8, 1);
+  Strategy fp8 = bf16;
+  fp8.precision = "fp8";
+  ASSERT_TRUE(validate(fp8, m).empty()) << fields(validate(fp8, m));
+  SimulateOptions rows;
+  rows.op_costs = true;
+  const SimulationResult r16 = simulate(m, c, bf16, rows), r8 = simulate(m, c, fp8, rows);
+  auto expert_up = [](const SimulationResult& r) {
+    for (const OpCostRow& row : r.ops)
+      if (row.name == "layer1.expert_up") return row.fwd_s;
+    ADD_FAILURE() << "no layer1.expert_up row";
+    return 0.0;
+  };
+  // 8 experts over ep 8: one local expert GEMM of m = 4096 x 2 x 8 / 8 = 8192 rows, n 8192, k 4096.
+  EXPECT_LT(expert_up(r8), expert_up(r16));
+  EXPECT_GT(expert_up(r8), 0.5 * expert_up(r16));
+  EXPECT_GT(r8.prediction.peak_memory_gib, r16.prediction.peak_memory_gib);
 }
 
 TEST(MoeSearch, CoversEpAndEtp) {

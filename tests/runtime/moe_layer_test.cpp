@@ -16,15 +16,17 @@ namespace {
 
 using testing::small_moe;
 
-ModelDims moe_dims(int ep = 1, int ep_rank = 0, models::RouterKind router = models::RouterKind::Softmax) {
+ModelDims moe_dims(int ep = 1, int ep_rank = 0, models::RouterKind router = models::RouterKind::Softmax,
+                   double capacity_factor = 0) {
   models::ModelSpec m = small_moe();
   m.moe->router = router;
+  m.moe->capacity_factor = capacity_factor;
   return make_model_dims(m, 2, 1, 0, false, planner::Recompute::None, 1, 0, ep, ep_rank);
 }
 
-void expect_gradients_match_finite_differences(models::RouterKind router) {
+void expect_gradients_match_finite_differences(models::RouterKind router, double capacity_factor = 0) {
   SCOPED_TRACE(models::to_string(router));
-  const ModelDims d = moe_dims(1, 0, router);
+  const ModelDims d = moe_dims(1, 0, router, capacity_factor);
   ParameterStore<double> store, experts;
   for (const auto& s : MoeLayer<double>::param_specs(d, 1)) (s.expert ? experts : store).add(s);
   store.finalize();
@@ -52,6 +54,8 @@ void expect_gradients_match_finite_differences(models::RouterKind router) {
   layer.forward(out.data(), x.data(), a);
   // every token uses 2 of the 4 experts
   ASSERT_EQ(a.routing.expert.size(), 2 * d.local_rows());
+  // with a capacity factor below 1 the experts' total capacity is under 2 x tokens: slots drop
+  if (capacity_factor > 0) { EXPECT_LT(a.plan.rows_sent(), a.routing.expert.size()); }
   layer.backward(dx.data(), g.data(), x.data(), a);
   const double h = 1e-6;
   int checked = 0;
@@ -81,6 +85,12 @@ TEST(MoeLayer, GradientsMatchFiniteDifferences) {
 
 TEST(MoeLayer, SigmoidRouterGradientsMatchFiniteDifferences) {
   expect_gradients_match_finite_differences(models::RouterKind::Sigmoid);
+}
+
+TEST(MoeLayer, TokenDroppingGradientsMatchFiniteDifferences) {
+  // capacity 0.5: ceil(tokens * 2 / 4 * 0.5) = tokens / 4 slots per expert, half the
+  // tokens' slots are dropped; the kept ones still differentiate through the router.
+  expect_gradients_match_finite_differences(models::RouterKind::Softmax, 0.5);
 }
 
 TEST(MoeLayer, ExpertParallelRankHoldsItsShareOfTheExperts) {
@@ -117,7 +127,7 @@ std::string refusal(const models::ModelSpec& m, int tp, bool sp, int ep) {
 TEST(MoeLayer, RefusesWhatTheRuntimeDoesNotBuildByName) {
   models::ModelSpec m = small_moe();
   m.moe->capacity_factor = 1.25;
-  EXPECT_NE(refusal(m, 1, false, 1).find("moe.capacity_factor"), std::string::npos);
+  EXPECT_EQ(refusal(m, 1, false, 1), "");  // token dropping is built (expert_capacity.h)
   EXPECT_NE(refusal(small_moe(), 2, false, 1).find("sequence_parallel"), std::string::npos);
   EXPECT_NE(refusal(small_moe(), 1, false, 3).find("strategy.ep (3) must divide model.moe.experts (4)"),
             std::string::npos);

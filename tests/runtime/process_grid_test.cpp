@@ -14,21 +14,26 @@ TEST(ProcessGrid, ExpertGroupsAreTheCostModelsFolding) {
   int layouts = 0;
   for (int dp : {1, 2, 3, 4, 8})
     for (int tp : {1, 2, 4})
-      for (int pp : {1, 2, 3})
-        for (int ep : {1, 2, 3, 4, 8}) {
-          if ((dp * tp) % ep != 0) continue;
-          const costmodel::RankGrid g(dp, tp, pp);
-          ++layouts;
-          for (int r = 0; r < g.world_size(); ++r) {
-            EXPECT_EQ(expert_parallel_ranks(g, ep, r),
-                      costmodel::expert_group_ranks(g, ep, 1, costmodel::ExpertAxis::Ep, r))
-                << "dp " << dp << " tp " << tp << " pp " << pp << " ep " << ep << " rank " << r;
-            EXPECT_EQ(expert_data_parallel_ranks(g, ep, r),
-                      costmodel::expert_group_ranks(g, ep, 1, costmodel::ExpertAxis::Edp, r))
-                << "dp " << dp << " tp " << tp << " pp " << pp << " ep " << ep << " rank " << r;
-          }
-        }
-  EXPECT_GT(layouts, 60);
+      for (int cp : {1, 2})
+        for (int pp : {1, 2, 3})
+          for (int ep : {1, 2, 3, 4, 8})
+            for (int etp : {1, 2, 4}) {
+              if ((dp * tp * cp) % (ep * etp) != 0) continue;
+              const costmodel::RankGrid g(dp, tp, pp, "tp-dp-pp", cp);
+              ++layouts;
+              for (int r = 0; r < g.world_size(); ++r) {
+                using costmodel::ExpertAxis;
+                const auto where = ::testing::Message() << "dp " << dp << " tp " << tp << " cp " << cp << " pp "
+                                                        << pp << " ep " << ep << " etp " << etp << " rank " << r;
+                EXPECT_EQ(expert_parallel_ranks(g, ep, r, etp),
+                          costmodel::expert_group_ranks(g, ep, etp, ExpertAxis::Ep, r)) << where;
+                EXPECT_EQ(expert_data_parallel_ranks(g, ep, r, etp),
+                          costmodel::expert_group_ranks(g, ep, etp, ExpertAxis::Edp, r)) << where;
+                EXPECT_EQ(expert_tensor_parallel_ranks(g, ep, r, etp),
+                          costmodel::expert_group_ranks(g, ep, etp, ExpertAxis::Etp, r)) << where;
+              }
+            }
+  EXPECT_GT(layouts, 300);
 }
 
 TEST(ProcessGrid, ExpertGroupsByHand) {
@@ -38,6 +43,13 @@ TEST(ProcessGrid, ExpertGroupsByHand) {
   EXPECT_EQ(expert_parallel_ranks(g, 2, 6), (std::vector<int>{6, 7}));
   EXPECT_EQ(expert_data_parallel_ranks(g, 2, 6), (std::vector<int>{4, 6}));
   EXPECT_THROW(expert_parallel_ranks(g, 3, 0), InputError);
+  // etp 2, ep 2 on dp 2 x tp 2 x cp 2 (8 ranks a stage, attention index tp + 2 cp + 4 dp):
+  // index = etp_i + 2 (ep_i + 2 edp_i); rank 6 = (etp 0, ep 1, edp 1).
+  const costmodel::RankGrid c(2, 2, 1, "tp-dp-pp", 2);
+  EXPECT_EQ(expert_tensor_parallel_ranks(c, 2, 6, 2), (std::vector<int>{6, 7}));
+  EXPECT_EQ(expert_parallel_ranks(c, 2, 6, 2), (std::vector<int>{4, 6}));
+  EXPECT_EQ(expert_data_parallel_ranks(c, 2, 6, 2), (std::vector<int>{2, 6}));
+  EXPECT_THROW(expert_parallel_ranks(c, 4, 0, 4), InputError);  // 16 > 8 ranks a stage
 }
 
 }  // namespace
