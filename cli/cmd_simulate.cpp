@@ -15,6 +15,8 @@
 #include "cli/options.h"
 #include "cli/output.h"
 #include "report/plan_report.h"
+#include "report/report_notes.h"
+#include "report/strategy_list.h"
 #include "common/checked_math.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
@@ -48,18 +50,12 @@ struct SimulateFlags {
   std::vector<CLI::Option*> layout_opts;  // flags an imported job sets itself
 };
 
-std::string join(const std::vector<planner::Violation>& v) {
-  std::string out;
-  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "; " : "") + v[i].message;
-  return out;
-}
-
 // Simulates `s` and prints or writes the result (shared by flags and imported jobs).
 void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& model,
              const costmodel::ClusterSpec& cluster, const costmodel::SoftwareStack& stack,
              const planner::Strategy& s, std::vector<std::vector<int>> stage_layers) {
   if (auto v = planner::validate(s, model); !v.empty())
-    throw InputError(fmt::format("invalid strategy for {}: {}", model.name, join(v)));
+    throw InputError(fmt::format("invalid strategy for {}: {}", model.name, join_violations(v)));
   if (s.gpus() > cluster.total_gpus())
     input_error("dp x tp x pp x cp ({}) exceeds cluster {} ({} GPUs = {} nodes x {})", s.gpus(),
                 f.mc.cluster, cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
@@ -89,9 +85,7 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
   report.reserve_gib = cluster.device.reserve_gib;
   const auto provenance = provenance_notes(cluster);
   report.notes.insert(report.notes.begin(), provenance.begin(), provenance.end());
-  for (const auto& n : sim.prediction.notes)
-    if (std::find(report.notes.begin(), report.notes.end(), n) == report.notes.end())
-      report.notes.push_back(n);
+  append_new_notes(report.notes, sim.prediction.notes);
   report.plans.push_back(plan);
 
   if (!plan.prediction.fits_memory)
@@ -225,8 +219,7 @@ void run_simulate(SimulateFlags& f) {
   // Global batch: given, or the default rounded up to a multiple of micro-batch x dp.
   if (f.batch_opt->count() == 0) {
     const std::int64_t base = f.mc.model_given() ? 512 : kDefaultGlobalBatch;
-    const std::int64_t step = checked_mul(f.micro_batch, f.dp, "micro-batch x dp");
-    f.global_batch = checked_mul((base + step - 1) / step, step, "global batch");
+    f.global_batch = checked_round_up(base, checked_mul(f.micro_batch, f.dp, "micro-batch x dp"), "global batch");
     report.defaults.push_back(fmt::format("global batch {}", f.global_batch));
   }
 

@@ -92,17 +92,6 @@ costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& f,
   });
 }
 
-std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& c) {
-  // The planner's prediction notes say where each number comes from; this adds the
-  // one trust warning a reader must not miss (lesson 11).
-  const auto& d = c.device;
-  if (!d.gemm_table.empty() || !d.collective_table.empty()) return {};
-  return {
-      fmt::format("profile `{}` is {}-only (not calibrated): run `strata calibrate` on the "
-                  "hardware for measured GEMM and collective tables",
-                  d.name, d.source.kind.empty() ? "datasheet" : d.source.kind)};
-}
-
 void add_files_help(CLI::App& cmd, const std::string& reads, const std::string& writes) {
   const std::string footer = cmd.get_footer();
   cmd.footer((footer.empty() ? "" : footer + "\n") +

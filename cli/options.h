@@ -53,9 +53,6 @@ costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& flags);
 costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& flags,
                                          const costmodel::ClusterSpec& cluster);
 
-// Provenance of the cluster's numbers, one sentence each ("datasheet-only", "measured on ...").
-std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& cluster);
-
 // The command's files in one place, appended to its help footer: what it reads and what
 // it writes (check_path_aliasing refuses an output that is one of the inputs or another
 // output).
