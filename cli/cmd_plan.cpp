@@ -132,12 +132,9 @@ void run_plan(PlanFlags& f) {
     return;
   }
   if (!f.out.empty()) write_output(f.out, planner::plan_to_yaml(report.plans.front()), "--out");
-  if (f.format == "json")
-    print_stdout(format_plan_json(report));
-  else if (f.format == "yaml")
-    print_stdout(format_plan_yaml(report));
-  else
-    print_stdout(format_plan_table(report));
+  print_stdout(f.format == "json"   ? format_plan_json(report)
+               : f.format == "yaml" ? format_plan_yaml(report)
+                                    : format_plan_table(report));
 }
 
 }  // namespace

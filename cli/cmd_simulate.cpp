@@ -103,12 +103,9 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
     return;
   }
   if (!f.out.empty()) write_output(f.out, planner::plan_to_yaml(plan), "--out");
-  if (f.format == "json")
-    print_stdout(format_simulation_json(report));
-  else if (f.format == "yaml")
-    print_stdout(format_simulation_yaml(report));
-  else
-    print_stdout(format_simulation_table(report));
+  print_stdout(f.format == "json"   ? format_simulation_json(report)
+               : f.format == "yaml" ? format_simulation_yaml(report)
+                                    : format_simulation_table(report));
   if (f.ops && f.format == "table") print_stdout(format_op_costs(sim.ops));
 }
 

@@ -144,11 +144,7 @@ void train(const TrainOptions& o) {
   runtime::TrainJob job;
   job.cfg = make_config(o);
   if (!job.cfg.checkpoint_dir.empty()) job.cfg.run_id = runtime::new_run_id();
-  try {
-    job.plan = planner::load_plan(o.plan);
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("--plan: {}", e.what()));
-  }
+  job.plan = prefixed("--plan", [&] { return planner::load_plan(o.plan); });
   planner::require_valid(job.plan.strategy, job.plan.model);
   if (job.plan.strategy.precision == "fp8")
     input_error("--plan: strategy.precision fp8: strata train does not run FP8 GEMMs (the CPU "

@@ -4,8 +4,14 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
+
+#include "common/errors.h"
 
 #include "cli/output.h"
 #include "costmodel/cluster_spec.h"
@@ -91,6 +97,29 @@ inline CLI::Validator non_empty_path() {
       [](std::string& s) { return s.empty() ? std::string("expected a path, got an empty string") : std::string(); },
       "");
 }
+
+// Runs `load`; an InputError it throws comes out with `what: ` in front, so the `error:`
+// line names the flag or command that supplied the value ("--plan: ...", "models show: ...").
+template <typename F>
+auto prefixed(const std::string& what, F&& load) -> decltype(load()) {
+  try {
+    return load();
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", what, e.what()));
+  }
+}
+
+// `strata NAME [--format table|json|yaml]` lists a catalog, `strata NAME show ITEM` prints
+// one entry. add_catalog_command registers both with their flags and the list callback;
+// the caller adds show's own flags and callback.
+struct CatalogCommand {
+  CLI::App* show = nullptr;
+  std::shared_ptr<std::string> format = std::make_shared<std::string>("table");
+  std::shared_ptr<std::string> item = std::make_shared<std::string>();  // show's ITEM
+};
+CatalogCommand add_catalog_command(CLI::App& app, const std::string& name, const std::string& help,
+                                   const std::string& show_help, const std::string& item_help,
+                                   std::function<std::string(const std::string& format)> list);
 
 // Positive integer flag with an upper bound; CLI11 names the flag on violation.
 template <typename T>
