@@ -28,14 +28,8 @@ inline planner::Plan make_plan(models::ModelSpec m, int dp, int tp, int pp, int 
   planner::Plan p;
   p.model = std::move(m);
   p.cluster = "dgx-a100";
-  p.strategy.dp = dp;
-  p.strategy.tp = tp;
-  p.strategy.pp = pp;
-  p.strategy.vpp = vpp;
-  p.strategy.micro_batch = mb;
-  p.strategy.global_batch = gb;
-  p.strategy.schedule =
-      vpp > 1 ? planner::ScheduleKind::Interleaved : planner::ScheduleKind::OneFOneB;
+  p.strategy = {.dp = dp, .tp = tp, .pp = pp, .vpp = vpp, .micro_batch = mb, .global_batch = gb,
+                .schedule = vpp > 1 ? planner::ScheduleKind::Interleaved : planner::ScheduleKind::OneFOneB};
   p.stage_layers = planner::even_stage_layers(p.model, pp, vpp);
   planner::require_valid(p.strategy, p.model);
   planner::check_stage_layers(p.stage_layers, p.model, pp, vpp);
@@ -57,14 +51,8 @@ inline planner::Plan moe_plan(models::ModelSpec m, int dp, int tp, int pp, std::
   planner::Plan p;
   p.model = std::move(m);
   p.cluster = "dgx-h100";
-  p.strategy.dp = dp;
-  p.strategy.tp = tp;
-  p.strategy.pp = pp;
-  p.strategy.micro_batch = mb;
-  p.strategy.global_batch = gb;
-  p.strategy.sequence_parallel = tp > 1;
-  p.strategy.ep = ep;
-  p.strategy.etp = etp;
+  p.strategy = {.dp = dp, .tp = tp, .pp = pp, .micro_batch = mb, .global_batch = gb, .sequence_parallel = tp > 1,
+                .ep = ep, .etp = etp};
   p.stage_layers = planner::even_stage_layers(p.model, pp, 1);
   planner::require_valid(p.strategy, p.model);
   planner::check_stage_layers(p.stage_layers, p.model, pp, 1);
