@@ -7,9 +7,7 @@
 
 namespace strata::costmodel {
 
-namespace {
 constexpr EnumName<CpCommType> kCpCommNames[] = {{CpCommType::P2p, "p2p"}, {CpCommType::AllGather, "all_gather"}};
-}  // namespace
 
 const char* to_string(CpCommType c) { return enum_name(c, kCpCommNames); }
 

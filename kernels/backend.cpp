@@ -7,9 +7,7 @@
 
 namespace strata::kernels {
 
-namespace {
 constexpr EnumName<Backend> kBackendNames[] = {{Backend::Cpu, "cpu"}, {Backend::Cuda, "cuda"}};
-}  // namespace
 
 const char* to_string(Backend b) { return enum_name(b, kBackendNames); }
 

@@ -5,10 +5,8 @@
 
 namespace strata::kernels {
 
-namespace {
 constexpr EnumName<GemmDType> kGemmDTypeNames[] = {
     {GemmDType::Bf16, "bf16"}, {GemmDType::Fp16, "fp16"}, {GemmDType::Tf32, "tf32"}, {GemmDType::Fp32, "fp32"}};
-}  // namespace
 
 const char* to_string(GemmDType d) { return enum_name(d, kGemmDTypeNames); }
 

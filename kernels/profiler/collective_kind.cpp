@@ -5,12 +5,10 @@
 
 namespace strata::kernels::profiler {
 
-namespace {
 constexpr EnumName<CollectiveKind> kCollectiveKindNames[] = {
     {CollectiveKind::AllReduce, "all_reduce"}, {CollectiveKind::AllGather, "all_gather"},
     {CollectiveKind::ReduceScatter, "reduce_scatter"}, {CollectiveKind::AllToAll, "all_to_all"},
     {CollectiveKind::Broadcast, "broadcast"}, {CollectiveKind::SendRecv, "send_recv"}};
-}  // namespace
 
 const char* to_string(CollectiveKind c) { return enum_name(c, kCollectiveKindNames); }
 
