@@ -46,7 +46,7 @@ strata::models::ModelSpec bench_model() {
   return {.name = "bench-gpt-8m", .layers = 4, .hidden = 256, .heads = 8, .kv_heads = 8, .ffn = 1024,
           .vocab = 4096, .seq_len = 128, .activation = strata::models::Activation::Gelu,
           .norm = strata::models::Norm::LayerNorm, .positions = strata::models::Positions::Learned,
-          .tied_embeddings = true};
+          .tied_embeddings = true, .mla = {}, .moe = {}};
 }
 
 double median(std::vector<double> v) {

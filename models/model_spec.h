@@ -41,8 +41,8 @@ struct ModelSpec {
   double rope_base = 10000;
   std::int64_t explicit_head_dim = 0;  // per-head width where it is not hidden/heads
                                        // (Qwen3, Gemma); 0 = hidden/heads
-  std::optional<MlaSpec> mla{};        // set: multi-head latent attention
-  std::optional<MoeSpec> moe{};        // set: mixture-of-experts MLP (after first_dense_layers)
+  std::optional<MlaSpec> mla;          // set: multi-head latent attention
+  std::optional<MoeSpec> moe;          // set: mixture-of-experts MLP (after first_dense_layers)
 
   std::int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : hidden / heads; }
   std::int64_t q_dim() const { return heads * head_dim(); }       // width of Q and of the attention output

@@ -31,7 +31,7 @@ struct Strategy {
   int ep = 1, etp = 1;
   // bf16 | fp16 | fp8 in place of the software stack's precision; empty: the stack's. fp8
   // runs the linear layers as FP8 GEMMs (costmodel/fp8_linear.h). Not searched.
-  std::string precision{};
+  std::string precision;
 
   int gpus() const { return dp * tp * pp * cp; }
   // Expert data parallel: Megatron-Core folds the experts over the same ranks as

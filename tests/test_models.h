@@ -14,7 +14,8 @@ inline models::ModelSpec test_model(std::string name, std::int64_t layers, std::
                                     std::int64_t heads, std::int64_t kv_heads, std::int64_t ffn,
                                     std::int64_t vocab, std::int64_t seq_len) {
   return {.name = std::move(name), .layers = layers, .hidden = hidden, .heads = heads,
-          .kv_heads = kv_heads, .ffn = ffn, .vocab = vocab, .seq_len = seq_len};
+          .kv_heads = kv_heads, .ffn = ffn, .vocab = vocab, .seq_len = seq_len,
+          .mla = {}, .moe = {}};
 }
 
 // SwiGLU, RMSNorm, RoPE, untied embeddings (no biases: models::has_bias).

@@ -29,7 +29,8 @@ inline planner::Plan make_plan(models::ModelSpec m, int dp, int tp, int pp, int 
   p.model = std::move(m);
   p.cluster = "dgx-a100";
   p.strategy = {.dp = dp, .tp = tp, .pp = pp, .vpp = vpp, .micro_batch = mb, .global_batch = gb,
-                .schedule = vpp > 1 ? planner::ScheduleKind::Interleaved : planner::ScheduleKind::OneFOneB};
+                .schedule = vpp > 1 ? planner::ScheduleKind::Interleaved : planner::ScheduleKind::OneFOneB,
+                .precision = {}};
   p.stage_layers = planner::even_stage_layers(p.model, pp, vpp);
   planner::require_valid(p.strategy, p.model);
   planner::check_stage_layers(p.stage_layers, p.model, pp, vpp);
@@ -52,7 +53,7 @@ inline planner::Plan moe_plan(models::ModelSpec m, int dp, int tp, int pp, std::
   p.model = std::move(m);
   p.cluster = "dgx-h100";
   p.strategy = {.dp = dp, .tp = tp, .pp = pp, .micro_batch = mb, .global_batch = gb, .sequence_parallel = tp > 1,
-                .ep = ep, .etp = etp};
+                .ep = ep, .etp = etp, .precision = {}};
   p.stage_layers = planner::even_stage_layers(p.model, pp, 1);
   planner::require_valid(p.strategy, p.model);
   planner::check_stage_layers(p.stage_layers, p.model, pp, 1);

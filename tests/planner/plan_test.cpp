@@ -28,7 +28,8 @@ Plan sample_plan() {
   p.model = gpt_small();
   p.cluster = "dgx-a100";
   p.strategy = {.dp = 2, .tp = 2, .pp = 2, .vpp = 1, .micro_batch = 2, .global_batch = 32, .zero = 1,
-                .recompute = Recompute::Selective, .sequence_parallel = true, .schedule = ScheduleKind::OneFOneB};
+                .recompute = Recompute::Selective, .sequence_parallel = true, .schedule = ScheduleKind::OneFOneB,
+                .precision = {}};
   p.stage_layers = {{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9, 10, 11}};
   Prediction& q = p.prediction;
   q.iteration_s = 1.2345678901234567;

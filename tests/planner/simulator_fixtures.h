@@ -29,7 +29,7 @@ inline costmodel::ClusterSpec free_comm_cluster() {
 }
 
 inline Strategy strategy(int dp, int tp, int pp, std::int64_t mb, std::int64_t gb) {
-  return {.dp = dp, .tp = tp, .pp = pp, .micro_batch = mb, .global_batch = gb};
+  return {.dp = dp, .tp = tp, .pp = pp, .micro_batch = mb, .global_batch = gb, .precision = {}};
 }
 
 inline double breakdown_sum(const Breakdown& b) {

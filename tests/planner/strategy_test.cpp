@@ -18,7 +18,7 @@ ModelSpec llama_like() {
   return strata::testing::test_model("test-llama", 32, 4096, 32, 8, 11008, 32000, 4096);
 }
 
-Strategy base() { return {.dp = 2, .tp = 4, .pp = 2, .micro_batch = 1, .global_batch = 64}; }
+Strategy base() { return {.dp = 2, .tp = 4, .pp = 2, .micro_batch = 1, .global_batch = 64, .precision = {}}; }
 
 bool has_field(const std::vector<Violation>& v, const std::string& f) {
   return std::any_of(v.begin(), v.end(), [&](const Violation& x) { return x.field == f; });
@@ -159,7 +159,8 @@ TEST(Strategy, ExhaustiveAgreesWithTheRulesWrittenOut) {
                 for (auto sch : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
                                  ScheduleKind::Interleaved}) {
                   const Strategy s{.dp = dp, .tp = tp, .pp = pp, .vpp = vpp, .micro_batch = mb,
-                                   .global_batch = gb, .sequence_parallel = sp, .schedule = sch};
+                                   .global_batch = gb, .sequence_parallel = sp, .schedule = sch,
+                                   .precision = {}};
                   const bool batch_ok = gb % (mb * dp) == 0;
                   const int nmb = batch_ok ? gb / (mb * dp) : 0;
                   const bool interleaved = sch == ScheduleKind::Interleaved;

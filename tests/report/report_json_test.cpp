@@ -39,7 +39,7 @@ TEST(ReportJson, HasTheDesignKeysForEveryStrategy) {
 TEST(StrategyJson, RoundTrips) {
   planner::Strategy s{.dp = 2, .tp = 4, .pp = 8, .vpp = 3, .micro_batch = 2, .global_batch = 1024, .zero = 1,
                       .recompute = planner::Recompute::Full, .sequence_parallel = true,
-                      .schedule = planner::ScheduleKind::Interleaved, .rank_order = "tp-pp-dp"};
+                      .schedule = planner::ScheduleKind::Interleaved, .rank_order = "tp-pp-dp", .precision = {}};
   EXPECT_EQ(strategy_from_json(strategy_to_json(s), "x"), s);
   s.recompute = planner::Recompute::Selective;
   s.schedule = planner::ScheduleKind::GPipe;

@@ -46,7 +46,7 @@ TEST(ParseFiniteNumber, RefusesNonFiniteAndText) {
 }
 
 planner::Strategy strategy(std::int64_t global_batch, int dp, int tp, int pp) {
-  return {.dp = dp, .tp = tp, .pp = pp, .global_batch = global_batch};
+  return {.dp = dp, .tp = tp, .pp = pp, .global_batch = global_batch, .precision = {}};
 }
 
 TEST(TimeToTrain, StepsRoundUpAndTimeScalesWithGoodputAndGpus) {
