@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "planner/memory_headroom.h"
+#include "report/format_csv.h"
 #include "report/format_json.h"
 #include "report/format_table.h"
 #include "report/format_yaml.h"
@@ -39,7 +41,11 @@ struct PlanFlags {
   std::int64_t micro_batch = 0;
   std::string recompute, schedule;
   bool sequence_parallel = false;
+  std::string memory_headroom;  // planner/memory_headroom.h
+  bool explain = false;
   CLI::Option* gpus_opt = nullptr;
+  CLI::Option* headroom_opt = nullptr;
+  CLI::Option* top_opt = nullptr;
   CLI::Option* batch_opt = nullptr;
   CLI::Option* sp_opt = nullptr;
 };
@@ -56,8 +62,14 @@ void run_plan(PlanFlags& f) {
   report.command = "plan";
   report.target = load_train_target(f.tt);
   const models::ModelSpec model = load_model_flag(f.mc, &report.defaults);
-  const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
-  const costmodel::SoftwareStack stack = load_stack_flag(f.mc, cluster);
+  const costmodel::ClusterSpec device_cluster = load_cluster_flag(f.mc);
+  const costmodel::SoftwareStack stack = load_stack_flag(f.mc, device_cluster);
+  // The planner plans with the headroom taken off each device; the report shows the device.
+  const double headroom = f.headroom_opt->count() == 0
+                              ? 0
+                              : planner::parse_memory_headroom_gib(f.memory_headroom, device_cluster.device.memory_gib);
+  const costmodel::ClusterSpec cluster =
+      headroom > 0 ? planner::with_memory_headroom(device_cluster, headroom) : device_cluster;
   if (!f.mc.model_given()) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
   if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
   if (f.gpus_opt->count() == 0) {
@@ -75,7 +87,8 @@ void run_plan(PlanFlags& f) {
   opt.stack = &stack;
   opt.gpus = f.gpus;
   opt.global_batch = f.global_batch;
-  opt.top_k = f.top;
+  // CSV lists every candidate that fits unless --top limits it.
+  opt.top_k = f.format == "csv" && f.top_opt->count() == 0 ? INT_MAX : f.top;
   opt.precision = f.mc.precision;
   if (f.tp > 0) opt.tp = f.tp;
   if (f.pp > 0) opt.pp = f.pp;
@@ -103,7 +116,9 @@ void run_plan(PlanFlags& f) {
   report.device = cluster.device.name;
   report.gpus = f.gpus;
   report.global_batch = result.ranked.front().strategy.global_batch;
-  report.memory_capacity_gib = cluster.device.memory_gib;
+  report.memory_capacity_gib = device_cluster.device.memory_gib;
+  report.headroom_gib = headroom;
+  report.explain = f.explain;
   report.reserve_gib = cluster.device.reserve_gib;
   report.notes = provenance_notes(cluster);
   append_new_notes(report.notes, result.ranked.front().prediction.notes);
@@ -134,6 +149,7 @@ void run_plan(PlanFlags& f) {
   if (!f.out.empty()) write_output(f.out, planner::plan_to_yaml(report.plans.front()), "--out");
   print_stdout(f.format == "json"   ? format_plan_json(report)
                : f.format == "yaml" ? format_plan_yaml(report)
+               : f.format == "csv"  ? format_plan_csv(report)
                                     : format_plan_table(report));
 }
 
@@ -157,8 +173,14 @@ void add_plan_command(CLI::App& app) {
                                            "sequences per optimizer step (default: 1536 for the "
                                            "default model, else the planner's default)",
                                            std::int64_t{1} << 40);
-  add_positive(*cmd, "--top", f.top, "how many plans to show", 100000)->capture_default_str();
-  add_format_flag(*cmd, f.format);
+  f.top_opt = add_positive(*cmd, "--top", f.top, "how many plans to show (with --format csv: every plan that fits, "
+                           "unless given)", 100000)
+                  ->capture_default_str();
+  add_format_flag(*cmd, f.format, {"table", "json", "yaml", "csv"});
+  add_explain_flag(*cmd, f.explain);
+  f.headroom_opt = cmd->add_option("--memory-headroom", f.memory_headroom,
+                  "GPU memory each plan must leave free beyond the workspace reserve, for fragmentation and "
+                  "communication buffers: a share of the device memory (5%) or GiB (4); default none");
   add_train_target_flags(*cmd, f.tt);
   cmd->add_option("--out,-o", f.out,
                   "write the best plan as a plan YAML file (- for stdout, instead of the table; JSON with "

@@ -43,6 +43,7 @@ struct SimulateFlags {
   std::string format = "table";
   std::string out, trace;
   bool ops = false;  // --ops: per-op cost table of the first block and the head
+  bool explain = false;
   CLI::Option* gpus_opt = nullptr;
   CLI::Option* dp_opt = nullptr;
   CLI::Option* batch_opt = nullptr;
@@ -182,6 +183,7 @@ void run_simulate(SimulateFlags& f) {
 
   PlanReport report;
   report.command = "simulate";
+  report.explain = f.explain;
   report.target = load_train_target(f.tt);
   if (!f.from.empty() || !f.job_file.empty()) {
     if (f.from.empty()) input_error("a job file needs --from megatron|deepspeed");
@@ -312,6 +314,7 @@ void add_simulate_command(CLI::App& app) {
       ->check(CLI::IsMember({"megatron", "deepspeed"}));
   cmd->add_option("job_file", f.job_file, "the file --from reads")->check(non_empty_path());
   add_format_flag(*cmd, f.format);
+  add_explain_flag(*cmd, f.explain);
   add_train_target_flags(*cmd, f.tt);
   cmd->add_option("--out,-o", f.out,
                   "write the strategy as a plan YAML file (- for stdout, instead of the table; JSON with "

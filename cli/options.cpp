@@ -158,10 +158,16 @@ report::TrainingTarget load_train_target(const TrainTargetFlags& f) {
   return t;
 }
 
-CLI::Option* add_format_flag(CLI::App& cmd, std::string& format) {
+CLI::Option* add_format_flag(CLI::App& cmd, std::string& format, const std::vector<std::string>& names) {
   return cmd.add_option("--format,-f", format, "output format")
-      ->check(CLI::IsMember({"table", "json", "yaml"}))
+      ->check(CLI::IsMember(names))
       ->capture_default_str();
+}
+
+CLI::Option* add_explain_flag(CLI::App& cmd, bool& explain) {
+  return cmd.add_flag("--explain", explain,
+                      "print the # note: lines above the table in full, with their sources (default: one "
+                      "short line each; JSON and YAML always hold them in full)");
 }
 
 std::vector<std::string> recompute_names() {

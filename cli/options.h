@@ -84,8 +84,11 @@ void add_train_target_flags(CLI::App& cmd, TrainTargetFlags& flags);
 // an InputError, as are a price <= 0 and a goodput outside (0, 1].
 report::TrainingTarget load_train_target(const TrainTargetFlags& flags);
 
-// --format table|json|yaml
-CLI::Option* add_format_flag(CLI::App& cmd, std::string& format);
+// --format table|json|yaml, or the formats named.
+CLI::Option* add_format_flag(CLI::App& cmd, std::string& format,
+                             const std::vector<std::string>& names = {"table", "json", "yaml"});
+// --explain: the `# note:` lines above the table in full, with their sources.
+CLI::Option* add_explain_flag(CLI::App& cmd, bool& explain);
 // Accepted spellings, taken from the planner so the CLI and plan files agree.
 std::vector<std::string> recompute_names();
 std::vector<std::string> schedule_names();

@@ -22,4 +22,26 @@ void append_new_notes(std::vector<std::string>& notes, const std::vector<std::st
     if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
 }
 
+std::string short_note(const std::string& note) {
+  std::string out;
+  int depth = 0;
+  for (const char c : note) {
+    if (c == '(') ++depth;
+    else if (c == ')' && depth > 0) --depth;
+    else if (depth == 0) out += c;
+  }
+  if (depth > 0) return note.size() <= kShortNoteChars ? note : note.substr(0, kShortNoteChars - 3) + "...";
+  // An aside removed leaves " :" / "  " / " ," behind: close those gaps.
+  std::string tidy;
+  for (const char c : out) {
+    if ((c == ' ' || c == ':' || c == ',' || c == ';') && !tidy.empty() && tidy.back() == ' ') tidy.pop_back();
+    tidy += c;
+  }
+  while (!tidy.empty() && (tidy.back() == ' ' || tidy.back() == ';' || tidy.back() == ',')) tidy.pop_back();
+  if (tidy.size() <= kShortNoteChars) return tidy;
+  std::size_t cut = tidy.rfind(' ', kShortNoteChars - 3);
+  if (cut == std::string::npos || cut < kShortNoteChars / 2) cut = kShortNoteChars - 3;
+  return tidy.substr(0, cut) + "...";
+}
+
 }  // namespace strata::report

@@ -53,5 +53,19 @@ TEST(ReportNotes, OnlyAnUncalibratedDeviceGetsTheTrustWarning) {
   EXPECT_TRUE(provenance_notes(c).empty());
 }
 
+TEST(ReportNotes, ShortNoteLeavesOutTheAsidesAndCutsLongOnes) {
+  EXPECT_EQ(short_note("stack megatron-2021 (Megatron-LM v2.x (v2.5 tag), SC21): attention unfused, fp16 "
+                       "(`strata stacks` lists the sources)"),
+            "stack megatron-2021: attention unfused, fp16");
+  EXPECT_EQ(short_note("GEMM times: published table (as transcribed in ../shared/x.yaml)"), "GEMM times: published table");
+  EXPECT_EQ(short_note("no asides here"), "no asides here");
+  const std::string long_note(300, 'x');
+  EXPECT_EQ(short_note(long_note).size(), kShortNoteChars);
+  EXPECT_EQ(short_note(long_note).substr(kShortNoteChars - 3), "...");
+  const std::string words = "word " + std::string(200, 'y');
+  EXPECT_LE(short_note(words).size(), kShortNoteChars);
+  EXPECT_EQ(short_note("unbalanced (aside"), "unbalanced (aside");  // kept as written
+}
+
 }  // namespace
 }  // namespace strata::report
