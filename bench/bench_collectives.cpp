@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_context.h"
 #include "kernels/cpu/blas_library.h"
 #include "kernels/cpu/cpu_info.h"
 #include "kernels/cpu/mpi_communicator.h"
@@ -47,18 +48,8 @@ int main(int argc, char** argv) {
       all.insert(all.end(), recs.begin(), recs.end());
       world->barrier();
     }
-    kp::RunContext ctx;
-    ctx.tool = "strata_bench_collectives";
-    ctx.strata_version = kp::strata_version();
-    ctx.commit = kp::build_commit();
-    ctx.backend = "cpu";
-    ctx.date = kp::utc_timestamp();
-    ctx.transport = "mpi";
-    ctx.device = k::read_cpu_info().model_name;
-    ctx.host = place.host;
-    ctx.libraries = k::mpi_library_version();
-    ctx.ranks = place.world_size;
-    ctx.nodes = place.nodes;
+    kp::RunContext ctx = strata::bench::cpu_run_context("strata_bench_collectives", k::read_cpu_info().model_name,
+                                                        k::mpi_library_version(), place);
     ctx.blas_threads = k::blas_threads();
     ctx.collective_timing = opt.timing;
     if (place.world_rank == 0) std::fputs(kp::format_collective_table(ctx, all).c_str(), stdout);

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench/bench_context.h"
 #include "kernels/cpu/blas_library.h"
 #include "kernels/cpu/cpu_info.h"
 #include "kernels/cpu/mpi_communicator.h"
@@ -48,18 +49,7 @@ int main(int argc, char** argv) {
     opt.timing = {2, 3, 20, 0.3};
     auto recs = kp::run_gemm_sweep(runner, problems, opt, world.get());
 
-    kp::RunContext ctx;
-    ctx.tool = "strata_bench_gemm";
-    ctx.strata_version = kp::strata_version();
-    ctx.commit = kp::build_commit();
-    ctx.backend = "cpu";
-    ctx.date = kp::utc_timestamp();
-    ctx.transport = "mpi";
-    ctx.device = cpu.model_name;
-    ctx.host = place.host;
-    ctx.libraries = k::blas_version();
-    ctx.ranks = place.world_size;
-    ctx.nodes = place.nodes;
+    kp::RunContext ctx = strata::bench::cpu_run_context("strata_bench_gemm", cpu.model_name, k::blas_version(), place);
     ctx.blas_threads = threads;
     ctx.peak = cpu.peak_derivation(cores);
     ctx.gemm_timing = opt.timing;

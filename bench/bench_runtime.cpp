@@ -43,20 +43,10 @@ struct Layout {
 };
 
 strata::models::ModelSpec bench_model() {
-  strata::models::ModelSpec m;
-  m.name = "bench-gpt-8m";
-  m.layers = 4;
-  m.hidden = 256;
-  m.heads = 8;
-  m.kv_heads = 8;
-  m.ffn = 1024;
-  m.vocab = 4096;
-  m.seq_len = 128;
-  m.activation = strata::models::Activation::Gelu;
-  m.norm = strata::models::Norm::LayerNorm;
-  m.positions = strata::models::Positions::Learned;
-  m.tied_embeddings = true;
-  return m;
+  return {.name = "bench-gpt-8m", .layers = 4, .hidden = 256, .heads = 8, .kv_heads = 8, .ffn = 1024,
+          .vocab = 4096, .seq_len = 128, .activation = strata::models::Activation::Gelu,
+          .norm = strata::models::Norm::LayerNorm, .positions = strata::models::Positions::Learned,
+          .tied_embeddings = true, .mla = {}, .moe = {}};
 }
 
 double median(std::vector<double> v) {

@@ -4,8 +4,10 @@
 // YAML with the measured op_table and block_table, handed to the caller; the rows that
 // failed validation are said on stderr.
 #include <cstdio>
+#include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -90,6 +92,13 @@ std::string sweep_report(const CalibrationRequest& f, const Measurements& m) {
   return report;
 }
 
+// A table this run measured: the run (tool, commit, host, date) and what the table says
+// about itself (kernels, shapes, timing, ...).
+costmodel::Provenance measured_by_this_run(const kp::RunContext& ctx, std::map<std::string, std::string> about) {
+  about.insert({{"tool", "strata calibrate"}, {"commit", ctx.commit}, {"host", ctx.host}, {"date", ctx.date}});
+  return {"measured", std::move(about)};
+}
+
 // The runtime ops' op_table (YAML) and their rows in the report.
 void op_table(const CalibrationRequest& f, const Measurements& m, const std::vector<std::string>& model_names,
               const std::vector<std::string>& tps, std::string& yaml, std::string& report) {
@@ -98,17 +107,13 @@ void op_table(const CalibrationRequest& f, const Measurements& m, const std::vec
   std::vector<std::string> mbs;
   for (const auto& r : m.op_rows) samples.push_back(r.sample);
   for (auto mb : m.ops_options.micro_batches) mbs.push_back(std::to_string(mb));
-  costmodel::Provenance src{"measured",
-                            {{"tool", "strata calibrate"},
-                             {"commit", ctx.commit},
-                             {"host", ctx.host},
-                             {"date", ctx.date},
-                             {"kernels", "the runtime's fp32 CPU kernels (runtime/), as strata train runs them"},
-                             {"shapes", fmt::format("one block and the loss of {} at tp {}, micro-batch {}",
-                                                    join(model_names, ", "), join(tps, ","), join(mbs, ","))},
-                             {"work", "costmodel::op_work: bytes moved (fp32), or attention matmul FLOPs per rank"},
-                             {"timing", fmt::format("{}; rank 0 of {} running at once",
-                                                    kp::describe(m.ops_options.timing), ctx.ranks)}}};
+  const costmodel::Provenance src = measured_by_this_run(
+      ctx, {{"kernels", "the runtime's fp32 CPU kernels (runtime/), as strata train runs them"},
+            {"shapes", fmt::format("one block and the loss of {} at tp {}, micro-batch {}", join(model_names, ", "),
+                                   join(tps, ","), join(mbs, ","))},
+            {"work", "costmodel::op_work: bytes moved (fp32), or attention matmul FLOPs per rank"},
+            {"timing",
+             fmt::format("{}; rank 0 of {} running at once", kp::describe(m.ops_options.timing), ctx.ranks)}});
   yaml += costmodel::op_table_yaml(samples, src);
   if (f.format == "json") return;
   report += "#\n# runtime ops (non-GEMM kernels of strata train; work = bytes, attention: FLOPs)\n";
@@ -126,18 +131,13 @@ void block_table(const CalibrationRequest& f, const Measurements& m, const std::
   std::vector<std::string> mbs;
   for (const auto& r : m.block_rows) samples.push_back(r.sample);
   for (auto mb : m.blocks_options.micro_batches) mbs.push_back(std::to_string(mb));
-  costmodel::Provenance src{
-      "measured",
-      {{"tool", "strata calibrate"},
-       {"commit", ctx.commit},
-       {"host", ctx.host},
-       {"date", ctx.date},
-       {"kernels", "runtime::TransformerBlock<float> forward + backward, as strata train runs it; TP "
-                   "collectives replaced by local stand-ins (charged separately)"},
-       {"shapes", fmt::format("{} at tp {} (with and without sequence parallelism), micro-batch {}",
-                              join(model_names, ", "), join(tps, ","), join(mbs, ","))},
-       {"timing", fmt::format("{}; blocks chained like a model chunk; rank 0 of {} running at once",
-                              kp::describe(m.blocks_options.timing), ctx.ranks)}}};
+  const costmodel::Provenance src = measured_by_this_run(
+      ctx, {{"kernels", "runtime::TransformerBlock<float> forward + backward, as strata train runs it; TP "
+                        "collectives replaced by local stand-ins (charged separately)"},
+            {"shapes", fmt::format("{} at tp {} (with and without sequence parallelism), micro-batch {}",
+                                   join(model_names, ", "), join(tps, ","), join(mbs, ","))},
+            {"timing", fmt::format("{}; blocks chained like a model chunk; rank 0 of {} running at once",
+                                   kp::describe(m.blocks_options.timing), ctx.ranks)}});
   yaml += costmodel::block_table_yaml(samples, src);
   if (f.format == "json") return;
   report += "#\n# runtime blocks (one transformer block of strata train, fwd/bwd per micro-batch, no TP comm)\n";

@@ -13,32 +13,17 @@
 namespace strata::cli {
 
 void add_clusters_command(CLI::App& app) {
-  auto format = std::make_shared<std::string>("table");
-  auto name = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand("clusters", "List the built-in cluster catalog");
-  add_format_flag(*cmd, *format);
-  auto* show = cmd->add_subcommand("show", "Print one cluster's YAML (catalog name or file path)");
-  show->add_option("name", *name, "catalog name or file path")->required();
-  show->callback([name] {
-    costmodel::ClusterSpec c;
-    try {
-      c = costmodel::load_cluster(*name);
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("clusters show: {}", e.what()));
-    }
-    print_stdout(costmodel::to_yaml(c));
-  });
-  cmd->callback([format, show] {
-    if (show->parsed()) return;
-    std::vector<costmodel::ClusterSpec> clusters;
-    for (const auto& n : costmodel::cluster_catalog_names())
-      clusters.push_back(costmodel::load_cluster(n));
-    if (*format == "json")
-      print_stdout(format_clusters_json(clusters));
-    else if (*format == "yaml")
-      print_stdout(format_clusters_yaml(clusters));
-    else
-      print_stdout(format_clusters_table(clusters));
+  const CatalogCommand c = add_catalog_command(
+      app, "clusters", "List the built-in cluster catalog", "Print one cluster's YAML (catalog name or file path)",
+      "catalog name or file path", [](const std::string& format) {
+        std::vector<costmodel::ClusterSpec> clusters;
+        for (const auto& n : costmodel::cluster_catalog_names()) clusters.push_back(costmodel::load_cluster(n));
+        return format == "json"   ? format_clusters_json(clusters)
+               : format == "yaml" ? format_clusters_yaml(clusters)
+                                  : format_clusters_table(clusters);
+      });
+  c.show->callback([name = c.item] {
+    print_stdout(costmodel::to_yaml(prefixed("clusters show", [&] { return costmodel::load_cluster(*name); })));
   });
 }
 

@@ -63,14 +63,13 @@ exports::ExportOptions export_options(const ExportFlags& f, const planner::Plan&
 // --stack, else the stack the plan's prediction assumed, else the default stack of the
 // plan's cluster device.
 costmodel::SoftwareStack export_stack(const ExportFlags& f, const planner::Plan& plan) {
-  try {
-    if (!f.stack.empty()) return costmodel::load_software_stack(f.stack);
-    if (!plan.prediction.stack.empty()) return costmodel::load_software_stack(plan.prediction.stack);
+  return prefixed("--stack", [&] {
     return costmodel::load_software_stack(
-        costmodel::default_software_stack_name(costmodel::load_cluster(plan.cluster).device));
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("--stack: {}", e.what()));
-  }
+        !f.stack.empty()                  ? f.stack
+        : !plan.prediction.stack.empty() ? plan.prediction.stack
+                                          : costmodel::default_software_stack_name(
+                                                costmodel::load_cluster(plan.cluster).device));
+  });
 }
 
 // --from: the user's script with the plan's parallel flags; the changes go to stderr.
@@ -101,12 +100,7 @@ void run_export(const ExportFlags& f) {
                       {{f.plan, "--plan"}, {f.stack, "--stack"}, {f.from, "--from"}});
   check_output_path(f.out, "--out");
   const ExportTarget target = export_target_from_string(f.to);
-  planner::Plan plan;
-  try {
-    plan = planner::load_plan(f.plan);
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("--plan: {}", e.what()));
-  }
+  const planner::Plan plan = prefixed("--plan", [&] { return planner::load_plan(f.plan); });
   // An FP8 plan needs FP8 tensor cores, as the simulator requires (an A100 has none): a
   // hand-edited plan file could carry fp8 onto such a cluster.
   if (plan.strategy.precision == "fp8") {

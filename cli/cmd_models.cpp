@@ -34,13 +34,7 @@ std::vector<ModelRow> catalog_rows() {
 
 void show_model(const std::string& name, const std::string& format) {
   if (format == "json") {
-    models::ModelSpec spec;
-    try {
-      spec = models::load_model(name);
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("models show: {}", e.what()));
-    }
-    print_stdout(format_model_json(model_row(std::move(spec))));
+    print_stdout(format_model_json(model_row(prefixed("models show", [&] { return models::load_model(name); }))));
     return;
   }
   if (auto text = models::find_catalog_model(name)) {
@@ -48,40 +42,26 @@ void show_model(const std::string& name, const std::string& format) {
     return;
   }
   // Not a catalog name: a file path, or a typo (the error suggests close names).
-  models::ModelSpec spec;
-  try {
-    spec = models::load_model(name);
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("models show: {}", e.what()));
-  }
-  print_stdout(models::to_yaml(spec));
+  print_stdout(models::to_yaml(prefixed("models show", [&] { return models::load_model(name); })));
 }
 
 }  // namespace
 
 void add_models_command(CLI::App& app) {
-  auto format = std::make_shared<std::string>("table");
-  auto name = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand("models", "List the built-in model catalog");
-  add_format_flag(*cmd, *format);
+  const CatalogCommand c = add_catalog_command(
+      app, "models", "List the built-in model catalog",
+      "Print one model's YAML (catalog name or file path); --format json adds params_total and params_active",
+      "catalog name or file path", [](const std::string& format) {
+        const auto rows = catalog_rows();
+        return format == "json"   ? format_models_json(rows)
+               : format == "yaml" ? format_models_yaml(rows)
+                                  : format_models_table(rows);
+      });
   auto show_format = std::make_shared<std::string>("yaml");
-  auto* show = cmd->add_subcommand("show", "Print one model's YAML (catalog name or file path); "
-                                           "--format json adds params_total and params_active");
-  show->add_option("name", *name, "catalog name or file path")->required();
-  show->add_option("--format,-f", *show_format, "output format")
+  c.show->add_option("--format,-f", *show_format, "output format")
       ->check(CLI::IsMember({"yaml", "json"}))
       ->capture_default_str();
-  show->callback([name, show_format] { show_model(*name, *show_format); });
-  cmd->callback([format, show] {
-    if (show->parsed()) return;
-    auto rows = catalog_rows();
-    if (*format == "json")
-      print_stdout(format_models_json(rows));
-    else if (*format == "yaml")
-      print_stdout(format_models_yaml(rows));
-    else
-      print_stdout(format_models_table(rows));
-  });
+  c.show->callback([name = c.item, show_format] { show_model(*name, *show_format); });
 }
 
 }  // namespace strata::cli

@@ -3,11 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <climits>
 #include <optional>
 
 #include "cli/commands.h"
+#include "planner/memory_headroom.h"
+#include "report/format_csv.h"
 #include "report/format_json.h"
 #include "report/format_table.h"
 #include "report/format_yaml.h"
@@ -15,7 +16,9 @@
 #include "cli/output.h"
 #include "report/plan_report.h"
 #include "common/errors.h"
-#include "models/model_stats.h"
+#include "common/progress_bar.h"
+#include "report/no_plan_reason.h"
+#include "report/report_notes.h"
 #include "planner/plan.h"
 #include "planner/search.h"
 #include "planner/simulator.h"
@@ -38,70 +41,14 @@ struct PlanFlags {
   std::int64_t micro_batch = 0;
   std::string recompute, schedule;
   bool sequence_parallel = false;
+  std::string memory_headroom;  // planner/memory_headroom.h
+  bool explain = false;
   CLI::Option* gpus_opt = nullptr;
+  CLI::Option* headroom_opt = nullptr;
+  CLI::Option* top_opt = nullptr;
   CLI::Option* batch_opt = nullptr;
   CLI::Option* sp_opt = nullptr;
 };
-
-// A one-line progress bar on stderr, redrawn at most every 100 ms and only once the
-// search has run for half a second (short searches print nothing).
-class SearchProgress {
- public:
-  void update(std::int64_t done, std::int64_t total) {
-    auto now = std::chrono::steady_clock::now();
-    if (now - start_ < std::chrono::milliseconds(500)) return;
-    if (drawn_ && now - last_ < std::chrono::milliseconds(100) && done < total) return;
-    last_ = now;
-    drawn_ = true;
-    const int width = 30;
-    double f = total > 0 ? std::clamp(static_cast<double>(done) / total, 0.0, 1.0) : 0.0;
-    int filled = static_cast<int>(f * width);
-    fmt::print(stderr, "\r[{}{}] {:3.0f}% {}/{} candidates", std::string(filled, '#'),
-               std::string(width - filled, ' '), f * 100, done, total);
-    std::fflush(stderr);
-  }
-  ~SearchProgress() {
-    if (drawn_) fmt::print(stderr, "\r{}\r", std::string(80, ' '));
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_{};
-  bool drawn_ = false;
-};
-
-[[noreturn]] void no_feasible_plan(const PlanFlags& f, const models::ModelSpec& model,
-                                   const costmodel::ClusterSpec& cluster,
-                                   const planner::SearchResult& r) {
-  std::string what = fmt::format("no strategy for {} fits on {} GPU{} of {}", model.name, f.gpus,
-                                 f.gpus == 1 ? "" : "s", f.mc.cluster);
-  if (r.closest_infeasible) {
-    const auto& c = *r.closest_infeasible;
-    const auto& s = c.strategy;
-    double usable = cluster.device.memory_gib - cluster.device.reserve_gib;
-    throw NoFeasiblePlan(fmt::format(
-        "{}: the tightest constraint is memory: the smallest-memory candidate (tp={} pp={} "
-        "dp={} cp={}{} mbs={} zero={} recompute={}) needs {:.1f} GiB per GPU but {} has {:.0f} GiB "
-        "({:.0f} GiB usable after the {:.0f} GiB reserve){}; {} candidates over memory, {} "
-        "rejected by constraints; try more GPUs (--gpus) or a device with more memory",
-        what, s.tp, s.pp, s.dp, s.cp, model.moe ? fmt::format(" ep={} etp={}", s.ep, s.etp) : "",
-        s.micro_batch, s.zero, planner::to_string(s.recompute),
-        c.prediction.peak_memory_gib, cluster.device.name, cluster.device.memory_gib, usable,
-        cluster.device.reserve_gib,
-        // Weights, gradients and Adam state alone, spread evenly over every GPU.
-        fmt::format("; its {:.0f}B parameters x 18 bytes (bf16 weights, fp32 gradients, Adam "
-                    "state) are {:.1f} TiB, {:.0f} GiB per GPU even if split evenly over all {}",
-                    models::total_params(model) / 1e9,
-                    models::total_params(model) * 18.0 / (1024.0 * 1024 * 1024 * 1024),
-                    models::total_params(model) * 18.0 / f.gpus / (1024.0 * 1024 * 1024), f.gpus),
-        r.infeasible_memory, r.invalid));
-  }
-  throw NoFeasiblePlan(fmt::format(
-      "{}: all {} candidates were rejected by constraints (heads and kv_heads divisible by "
-      "tp, layers >= pp*vpp, global batch divisible by micro-batch*dp); relax the "
-      "restrictions or change --gpus / --global-batch",
-      what, r.invalid));
-}
 
 void run_plan(PlanFlags& f) {
   check_path_aliasing({{f.out, "--out"}, {f.trace, "--trace"}}, model_cluster_inputs(f.mc));
@@ -115,8 +62,14 @@ void run_plan(PlanFlags& f) {
   report.command = "plan";
   report.target = load_train_target(f.tt);
   const models::ModelSpec model = load_model_flag(f.mc, &report.defaults);
-  const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
-  const costmodel::SoftwareStack stack = load_stack_flag(f.mc, cluster);
+  const costmodel::ClusterSpec device_cluster = load_cluster_flag(f.mc);
+  const costmodel::SoftwareStack stack = load_stack_flag(f.mc, device_cluster);
+  // The planner plans with the headroom taken off each device; the report shows the device.
+  const double headroom = f.headroom_opt->count() == 0
+                              ? 0
+                              : planner::parse_memory_headroom_gib(f.memory_headroom, device_cluster.device.memory_gib);
+  const costmodel::ClusterSpec cluster =
+      headroom > 0 ? planner::with_memory_headroom(device_cluster, headroom) : device_cluster;
   if (!f.mc.model_given()) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
   if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
   if (f.gpus_opt->count() == 0) {
@@ -134,7 +87,8 @@ void run_plan(PlanFlags& f) {
   opt.stack = &stack;
   opt.gpus = f.gpus;
   opt.global_batch = f.global_batch;
-  opt.top_k = f.top;
+  // CSV lists every candidate that fits unless --top limits it.
+  opt.top_k = f.format == "csv" && f.top_opt->count() == 0 ? INT_MAX : f.top;
   opt.precision = f.mc.precision;
   if (f.tp > 0) opt.tp = f.tp;
   if (f.pp > 0) opt.pp = f.pp;
@@ -148,26 +102,26 @@ void run_plan(PlanFlags& f) {
   if (!f.recompute.empty()) opt.recompute = planner::recompute_from_string(f.recompute);
   if (!f.schedule.empty()) opt.schedule = planner::schedule_from_string(f.schedule);
   if (f.sp_opt->count() > 0) opt.sequence_parallel = f.sequence_parallel;
-  std::optional<SearchProgress> bar;
+  std::optional<ProgressBar> bar;
   if (stderr_is_tty()) {
-    bar.emplace();
+    bar.emplace("candidates");
     opt.progress = [&bar](std::int64_t done, std::int64_t total) { bar->update(done, total); };
   }
   planner::SearchResult result = planner::search(model, cluster, opt);
   bar.reset();
-  if (result.ranked.empty()) no_feasible_plan(f, model, cluster, result);
+  if (result.ranked.empty()) throw NoFeasiblePlan(no_plan_reason(model, f.mc.cluster, cluster, f.gpus, result));
 
   report.model = model.name;
   report.cluster = f.mc.cluster;
   report.device = cluster.device.name;
   report.gpus = f.gpus;
   report.global_batch = result.ranked.front().strategy.global_batch;
-  report.memory_capacity_gib = cluster.device.memory_gib;
+  report.memory_capacity_gib = device_cluster.device.memory_gib;
+  report.headroom_gib = headroom;
+  report.explain = f.explain;
   report.reserve_gib = cluster.device.reserve_gib;
   report.notes = provenance_notes(cluster);
-  for (const auto& n : result.ranked.front().prediction.notes)
-    if (std::find(report.notes.begin(), report.notes.end(), n) == report.notes.end())
-      report.notes.push_back(n);
+  append_new_notes(report.notes, result.ranked.front().prediction.notes);
   report.searched = true;
   report.candidates_evaluated = result.candidates_evaluated;
   report.infeasible_memory = result.infeasible_memory;
@@ -193,12 +147,10 @@ void run_plan(PlanFlags& f) {
     return;
   }
   if (!f.out.empty()) write_output(f.out, planner::plan_to_yaml(report.plans.front()), "--out");
-  if (f.format == "json")
-    print_stdout(format_plan_json(report));
-  else if (f.format == "yaml")
-    print_stdout(format_plan_yaml(report));
-  else
-    print_stdout(format_plan_table(report));
+  print_stdout(f.format == "json"   ? format_plan_json(report)
+               : f.format == "yaml" ? format_plan_yaml(report)
+               : f.format == "csv"  ? format_plan_csv(report)
+                                    : format_plan_table(report));
 }
 
 }  // namespace
@@ -221,8 +173,14 @@ void add_plan_command(CLI::App& app) {
                                            "sequences per optimizer step (default: 1536 for the "
                                            "default model, else the planner's default)",
                                            std::int64_t{1} << 40);
-  add_positive(*cmd, "--top", f.top, "how many plans to show", 100000)->capture_default_str();
-  add_format_flag(*cmd, f.format);
+  f.top_opt = add_positive(*cmd, "--top", f.top, "how many plans to show (with --format csv: every plan that fits, "
+                           "unless given)", 100000)
+                  ->capture_default_str();
+  add_format_flag(*cmd, f.format, {"table", "json", "yaml", "csv"});
+  add_explain_flag(*cmd, f.explain);
+  f.headroom_opt = cmd->add_option("--memory-headroom", f.memory_headroom,
+                  "GPU memory each plan must leave free beyond the workspace reserve, for fragmentation and "
+                  "communication buffers: a share of the device memory (5%) or GiB (4); default none");
   add_train_target_flags(*cmd, f.tt);
   cmd->add_option("--out,-o", f.out,
                   "write the best plan as a plan YAML file (- for stdout, instead of the table; JSON with "

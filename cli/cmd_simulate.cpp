@@ -15,6 +15,8 @@
 #include "cli/options.h"
 #include "cli/output.h"
 #include "report/plan_report.h"
+#include "report/report_notes.h"
+#include "report/strategy_list.h"
 #include "common/checked_math.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
@@ -41,6 +43,7 @@ struct SimulateFlags {
   std::string format = "table";
   std::string out, trace;
   bool ops = false;  // --ops: per-op cost table of the first block and the head
+  bool explain = false;
   CLI::Option* gpus_opt = nullptr;
   CLI::Option* dp_opt = nullptr;
   CLI::Option* batch_opt = nullptr;
@@ -48,18 +51,12 @@ struct SimulateFlags {
   std::vector<CLI::Option*> layout_opts;  // flags an imported job sets itself
 };
 
-std::string join(const std::vector<planner::Violation>& v) {
-  std::string out;
-  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "; " : "") + v[i].message;
-  return out;
-}
-
 // Simulates `s` and prints or writes the result (shared by flags and imported jobs).
 void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& model,
              const costmodel::ClusterSpec& cluster, const costmodel::SoftwareStack& stack,
              const planner::Strategy& s, std::vector<std::vector<int>> stage_layers) {
   if (auto v = planner::validate(s, model); !v.empty())
-    throw InputError(fmt::format("invalid strategy for {}: {}", model.name, join(v)));
+    throw InputError(fmt::format("invalid strategy for {}: {}", model.name, join_violations(v)));
   if (s.gpus() > cluster.total_gpus())
     input_error("dp x tp x pp x cp ({}) exceeds cluster {} ({} GPUs = {} nodes x {})", s.gpus(),
                 f.mc.cluster, cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
@@ -89,9 +86,7 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
   report.reserve_gib = cluster.device.reserve_gib;
   const auto provenance = provenance_notes(cluster);
   report.notes.insert(report.notes.begin(), provenance.begin(), provenance.end());
-  for (const auto& n : sim.prediction.notes)
-    if (std::find(report.notes.begin(), report.notes.end(), n) == report.notes.end())
-      report.notes.push_back(n);
+  append_new_notes(report.notes, sim.prediction.notes);
   report.plans.push_back(plan);
 
   if (!plan.prediction.fits_memory)
@@ -109,12 +104,9 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
     return;
   }
   if (!f.out.empty()) write_output(f.out, planner::plan_to_yaml(plan), "--out");
-  if (f.format == "json")
-    print_stdout(format_simulation_json(report));
-  else if (f.format == "yaml")
-    print_stdout(format_simulation_yaml(report));
-  else
-    print_stdout(format_simulation_table(report));
+  print_stdout(f.format == "json"   ? format_simulation_json(report)
+               : f.format == "yaml" ? format_simulation_yaml(report)
+                                    : format_simulation_table(report));
   if (f.ops && f.format == "table") print_stdout(format_op_costs(sim.ops));
 }
 
@@ -191,6 +183,7 @@ void run_simulate(SimulateFlags& f) {
 
   PlanReport report;
   report.command = "simulate";
+  report.explain = f.explain;
   report.target = load_train_target(f.tt);
   if (!f.from.empty() || !f.job_file.empty()) {
     if (f.from.empty()) input_error("a job file needs --from megatron|deepspeed");
@@ -225,8 +218,7 @@ void run_simulate(SimulateFlags& f) {
   // Global batch: given, or the default rounded up to a multiple of micro-batch x dp.
   if (f.batch_opt->count() == 0) {
     const std::int64_t base = f.mc.model_given() ? 512 : kDefaultGlobalBatch;
-    const std::int64_t step = checked_mul(f.micro_batch, f.dp, "micro-batch x dp");
-    f.global_batch = checked_mul((base + step - 1) / step, step, "global batch");
+    f.global_batch = checked_round_up(base, checked_mul(f.micro_batch, f.dp, "micro-batch x dp"), "global batch");
     report.defaults.push_back(fmt::format("global batch {}", f.global_batch));
   }
 
@@ -322,6 +314,7 @@ void add_simulate_command(CLI::App& app) {
       ->check(CLI::IsMember({"megatron", "deepspeed"}));
   cmd->add_option("job_file", f.job_file, "the file --from reads")->check(non_empty_path());
   add_format_flag(*cmd, f.format);
+  add_explain_flag(*cmd, f.explain);
   add_train_target_flags(*cmd, f.tt);
   cmd->add_option("--out,-o", f.out,
                   "write the strategy as a plan YAML file (- for stdout, instead of the table; JSON with "

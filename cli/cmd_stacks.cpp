@@ -95,35 +95,23 @@ std::string table_text(const std::vector<SoftwareStack>& stacks, const std::stri
 }  // namespace
 
 void add_stacks_command(CLI::App& app) {
-  auto format = std::make_shared<std::string>("table");
-  auto name = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand("stacks", "List the software stacks (framework kernels and overlaps)");
-  add_format_flag(*cmd, *format);
-  auto* show = cmd->add_subcommand("show", "Print one stack's settings with their sources");
-  show->add_option("name", *name, "catalog name or stack .yaml path")->required();
-  add_format_flag(*show, *format);  // `strata stacks show NAME --format json` as well
-  show->callback([name, format] {
-    SoftwareStack s;
-    try {
-      s = costmodel::load_software_stack(*name);
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("stacks show: {}", e.what()));
-    }
+  const CatalogCommand c = add_catalog_command(
+      app, "stacks", "List the software stacks (framework kernels and overlaps)",
+      "Print one stack's settings with their sources", "catalog name or stack .yaml path",
+      [](const std::string& format) {
+        std::vector<SoftwareStack> stacks;
+        for (const auto& n : costmodel::software_stack_catalog_names())
+          stacks.push_back(costmodel::load_software_stack(n));
+        if (format != "json")
+          return table_text(stacks, costmodel::default_software_stack_name(costmodel::DeviceProfile{}));
+        nlohmann::json j = nlohmann::json::array();
+        for (const auto& s : stacks) j.push_back(stack_json(s));
+        return j.dump(2) + "\n";
+      });
+  add_format_flag(*c.show, *c.format);  // `strata stacks show NAME --format json` as well
+  c.show->callback([name = c.item, format = c.format] {
+    const SoftwareStack s = prefixed("stacks show", [&] { return costmodel::load_software_stack(*name); });
     print_stdout(*format == "json" ? stack_json(s).dump(2) + "\n" : show_text(s));
-  });
-  cmd->callback([format, show] {
-    if (show->parsed()) return;
-    std::vector<SoftwareStack> stacks;
-    for (const auto& n : costmodel::software_stack_catalog_names())
-      stacks.push_back(costmodel::load_software_stack(n));
-    const std::string dflt = costmodel::default_software_stack_name(costmodel::DeviceProfile{});
-    if (*format == "json") {
-      nlohmann::json j = nlohmann::json::array();
-      for (const auto& s : stacks) j.push_back(stack_json(s));
-      print_stdout(j.dump(2) + "\n");
-    } else {
-      print_stdout(table_text(stacks, dflt));
-    }
   });
 }
 

@@ -19,6 +19,7 @@
 #include "common/errors.h"
 #include "costmodel/cluster_spec.h"
 #include "costmodel/device_profile.h"
+#include "report/report_notes.h"
 #include "validation/validate_plans.h"
 #include "validation/validate_report.h"
 #include "validation/validate_rounds.h"

@@ -39,23 +39,23 @@ std::vector<PathFlag> model_cluster_inputs(const ModelClusterFlags& f) {
   return {{f.model, "--model"}, {f.cluster, "--cluster"}, {f.profile, "--profile"}, {f.stack, "--stack"}};
 }
 
-namespace {
-
-// Re-throws an InputError with the flag that supplied the value in front.
-template <typename F>
-auto with_flag(const char* flag, F&& load) {
-  try {
-    return load();
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: {}", flag, e.what()));
-  }
+CatalogCommand add_catalog_command(CLI::App& app, const std::string& name, const std::string& help,
+                                   const std::string& show_help, const std::string& item_help,
+                                   std::function<std::string(const std::string& format)> list) {
+  CatalogCommand c;
+  auto* cmd = app.add_subcommand(name, help);
+  add_format_flag(*cmd, *c.format);
+  c.show = cmd->add_subcommand("show", show_help);
+  c.show->add_option("name", *c.item, item_help)->required();
+  cmd->callback([show = c.show, format = c.format, list = std::move(list)] {
+    if (!show->parsed()) print_stdout(list(*format));
+  });
+  return c;
 }
 
-}  // namespace
-
 models::ModelSpec load_model_flag(const ModelClusterFlags& f, std::vector<std::string>* defaults) {
-  models::ModelSpec m = with_flag("--model", [&] { return models::load_model(f.model); });
-  if (f.seq > 0) return with_flag("--seq", [&] { return models::with_seq_len(m, f.seq); });
+  models::ModelSpec m = prefixed("--model", [&] { return models::load_model(f.model); });
+  if (f.seq > 0) return prefixed("--seq", [&] { return models::with_seq_len(m, f.seq); });
   std::error_code ec;
   const bool hf_config = (f.model.size() >= 5 && f.model.ends_with(".json")) ||
                          std::filesystem::is_directory(f.model, ec);
@@ -72,11 +72,11 @@ models::ModelSpec load_model_flag(const ModelClusterFlags& f, std::vector<std::s
 
 costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& f) {
   costmodel::ClusterSpec c =
-      with_flag("--cluster", [&] { return costmodel::load_cluster(f.cluster); });
+      prefixed("--cluster", [&] { return costmodel::load_cluster(f.cluster); });
   if (!f.profile.empty()) {
     costmodel::DeviceProfile measured =
-        with_flag("--profile", [&] { return costmodel::load_device_profile(f.profile); });
-    with_flag("--profile", [&] {
+        prefixed("--profile", [&] { return costmodel::load_device_profile(f.profile); });
+    prefixed("--profile", [&] {
       costmodel::apply_profile(c, measured, f.profile);
       return 0;
     });
@@ -86,21 +86,10 @@ costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& f) {
 
 costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& f,
                                          const costmodel::ClusterSpec& cluster) {
-  return with_flag("--stack", [&] {
+  return prefixed("--stack", [&] {
     return costmodel::load_software_stack(
         f.stack.empty() ? costmodel::default_software_stack_name(cluster.device) : f.stack);
   });
-}
-
-std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& c) {
-  // The planner's prediction notes say where each number comes from; this adds the
-  // one trust warning a reader must not miss (lesson 11).
-  const auto& d = c.device;
-  if (!d.gemm_table.empty() || !d.collective_table.empty()) return {};
-  return {
-      fmt::format("profile `{}` is {}-only (not calibrated): run `strata calibrate` on the "
-                  "hardware for measured GEMM and collective tables",
-                  d.name, d.source.kind.empty() ? "datasheet" : d.source.kind)};
 }
 
 void add_files_help(CLI::App& cmd, const std::string& reads, const std::string& writes) {
@@ -154,25 +143,31 @@ report::TrainingTarget load_train_target(const TrainTargetFlags& f) {
       input_error("--goodput needs --train-tokens (the tokens the run trains on)");
     return t;
   }
-  t.tokens = with_flag("--train-tokens", [&] { return report::parse_token_count(f.tokens); });
+  t.tokens = prefixed("--train-tokens", [&] { return report::parse_token_count(f.tokens); });
   if (f.price_opt && f.price_opt->count() > 0) {
     t.gpu_hour_price =
-        with_flag("--gpu-hour-price", [&] { return report::parse_finite_number(f.price); });
+        prefixed("--gpu-hour-price", [&] { return report::parse_finite_number(f.price); });
     if (!(t.gpu_hour_price > 0))
       input_error("--gpu-hour-price: expected a price in USD per GPU-hour > 0, got '{}'", f.price);
   }
   if (f.goodput_opt && f.goodput_opt->count() > 0) {
-    t.goodput = with_flag("--goodput", [&] { return report::parse_finite_number(f.goodput); });
+    t.goodput = prefixed("--goodput", [&] { return report::parse_finite_number(f.goodput); });
     if (!(t.goodput > 0 && t.goodput <= 1))
       input_error("--goodput: expected a fraction 0 < F <= 1 (e.g. 0.9), got '{}'", f.goodput);
   }
   return t;
 }
 
-CLI::Option* add_format_flag(CLI::App& cmd, std::string& format) {
+CLI::Option* add_format_flag(CLI::App& cmd, std::string& format, const std::vector<std::string>& names) {
   return cmd.add_option("--format,-f", format, "output format")
-      ->check(CLI::IsMember({"table", "json", "yaml"}))
+      ->check(CLI::IsMember(names))
       ->capture_default_str();
+}
+
+CLI::Option* add_explain_flag(CLI::App& cmd, bool& explain) {
+  return cmd.add_flag("--explain", explain,
+                      "print the # note: lines above the table in full, with their sources (default: one "
+                      "short line each; JSON and YAML always hold them in full)");
 }
 
 std::vector<std::string> recompute_names() {

@@ -4,8 +4,14 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
+
+#include "common/errors.h"
 
 #include "cli/output.h"
 #include "costmodel/cluster_spec.h"
@@ -53,9 +59,6 @@ costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& flags);
 costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& flags,
                                          const costmodel::ClusterSpec& cluster);
 
-// Provenance of the cluster's numbers, one sentence each ("datasheet-only", "measured on ...").
-std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& cluster);
-
 // The command's files in one place, appended to its help footer: what it reads and what
 // it writes (check_path_aliasing refuses an output that is one of the inputs or another
 // output).
@@ -81,8 +84,11 @@ void add_train_target_flags(CLI::App& cmd, TrainTargetFlags& flags);
 // an InputError, as are a price <= 0 and a goodput outside (0, 1].
 report::TrainingTarget load_train_target(const TrainTargetFlags& flags);
 
-// --format table|json|yaml
-CLI::Option* add_format_flag(CLI::App& cmd, std::string& format);
+// --format table|json|yaml, or the formats named.
+CLI::Option* add_format_flag(CLI::App& cmd, std::string& format,
+                             const std::vector<std::string>& names = {"table", "json", "yaml"});
+// --explain: the `# note:` lines above the table in full, with their sources.
+CLI::Option* add_explain_flag(CLI::App& cmd, bool& explain);
 // Accepted spellings, taken from the planner so the CLI and plan files agree.
 std::vector<std::string> recompute_names();
 std::vector<std::string> schedule_names();
@@ -94,6 +100,29 @@ inline CLI::Validator non_empty_path() {
       [](std::string& s) { return s.empty() ? std::string("expected a path, got an empty string") : std::string(); },
       "");
 }
+
+// Runs `load`; an InputError it throws comes out with `what: ` in front, so the `error:`
+// line names the flag or command that supplied the value ("--plan: ...", "models show: ...").
+template <typename F>
+auto prefixed(const std::string& what, F&& load) -> decltype(load()) {
+  try {
+    return load();
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", what, e.what()));
+  }
+}
+
+// `strata NAME [--format table|json|yaml]` lists a catalog, `strata NAME show ITEM` prints
+// one entry. add_catalog_command registers both with their flags and the list callback;
+// the caller adds show's own flags and callback.
+struct CatalogCommand {
+  CLI::App* show = nullptr;
+  std::shared_ptr<std::string> format = std::make_shared<std::string>("table");
+  std::shared_ptr<std::string> item = std::make_shared<std::string>();  // show's ITEM
+};
+CatalogCommand add_catalog_command(CLI::App& app, const std::string& name, const std::string& help,
+                                   const std::string& show_help, const std::string& item_help,
+                                   std::function<std::string(const std::string& format)> list);
 
 // Positive integer flag with an upper bound; CLI11 names the flag on violation.
 template <typename T>

@@ -22,4 +22,10 @@ inline std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view
   return r;
 }
 
+// The smallest multiple of `step` (> 0) that is >= `value` (>= 0): a default global batch
+// rounded up to a multiple of micro-batch x dp.
+inline std::int64_t checked_round_up(std::int64_t value, std::int64_t step, std::string_view what) {
+  return checked_mul(value / step + (value % step != 0 ? 1 : 0), step, what);
+}
+
 }  // namespace strata

@@ -1,5 +1,6 @@
 #include "costmodel/collective.h"
 
+#include "common/enum_names.h"
 #include "common/errors.h"
 
 namespace strata::costmodel {
@@ -19,26 +20,16 @@ double bus_factor(Collective c, int n) {
   return 1.0;
 }
 
-const char* to_string(Collective c) {
-  switch (c) {
-    case Collective::AllReduce: return "all_reduce";
-    case Collective::AllGather: return "all_gather";
-    case Collective::ReduceScatter: return "reduce_scatter";
-    case Collective::Broadcast: return "broadcast";
-    case Collective::Reduce: return "reduce";
-    case Collective::AllToAll: return "all_to_all";
-    case Collective::SendRecv: return "send_recv";
-  }
-  return "?";
-}
+constexpr EnumName<Collective> kCollectiveNames[] = {
+    {Collective::AllReduce, "all_reduce"}, {Collective::AllGather, "all_gather"},
+    {Collective::ReduceScatter, "reduce_scatter"}, {Collective::Broadcast, "broadcast"},
+    {Collective::Reduce, "reduce"}, {Collective::AllToAll, "all_to_all"}, {Collective::SendRecv, "send_recv"}};
+
+const char* to_string(Collective c) { return enum_name(c, kCollectiveNames); }
 
 Collective collective_from_string(const std::string& s) {
-  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
-                       Collective::Broadcast, Collective::Reduce, Collective::AllToAll,
-                       Collective::SendRecv})
-    if (s == to_string(c)) return c;
-  input_error("unknown collective '{}' (expected one of: all_reduce, all_gather, "
-              "reduce_scatter, broadcast, reduce, all_to_all, send_recv)", s);
+  if (const auto c = enum_from_name(s, kCollectiveNames)) return *c;
+  input_error("unknown collective '{}' (expected one of: {})", s, enum_names(kCollectiveNames));
 }
 
 }  // namespace strata::costmodel

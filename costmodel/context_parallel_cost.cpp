@@ -2,22 +2,18 @@
 
 #include <algorithm>
 
+#include "common/enum_names.h"
 #include "common/errors.h"
 
 namespace strata::costmodel {
 
-const char* to_string(CpCommType c) {
-  switch (c) {
-    case CpCommType::P2p: return "p2p";
-    case CpCommType::AllGather: return "all_gather";
-  }
-  return "?";
-}
+constexpr EnumName<CpCommType> kCpCommNames[] = {{CpCommType::P2p, "p2p"}, {CpCommType::AllGather, "all_gather"}};
+
+const char* to_string(CpCommType c) { return enum_name(c, kCpCommNames); }
 
 CpCommType cp_comm_type_from_string(const std::string& s) {
-  if (s == "p2p") return CpCommType::P2p;
-  if (s == "all_gather" || s == "allgather") return CpCommType::AllGather;
-  input_error("context-parallel communication '{}' is not one of: p2p, all_gather", s);
+  if (const auto c = enum_from_name(s == "allgather" ? std::string("all_gather") : s, kCpCommNames)) return *c;
+  input_error("context-parallel communication '{}' is not one of: {}", s, enum_names(kCpCommNames));
 }
 
 double cp_kv_bytes_per_rank(double micro_batch, double seq_len, double kv_dim, int tp, int cp,

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "common/atomic_file.h"
+#include "common/enum_names.h"
 #include "common/errors.h"
 #include "common/yaml_reader.h"
 #include "costmodel/detail/closest_names.h"
@@ -22,21 +23,14 @@ const std::vector<std::pair<std::string_view, std::string_view>>& embedded_devic
 const std::vector<std::pair<std::string_view, std::string_view>>& embedded_profiles();
 }  // namespace detail
 
-const char* to_string(DType d) {
-  switch (d) {
-    case DType::Bf16: return "bf16";
-    case DType::Fp16: return "fp16";
-    case DType::Tf32: return "tf32";
-    case DType::Fp32: return "fp32";
-    case DType::Fp8: return "fp8";
-  }
-  return "?";
-}
+constexpr EnumName<DType> kDTypeNames[] = {
+    {DType::Bf16, "bf16"}, {DType::Fp16, "fp16"}, {DType::Tf32, "tf32"}, {DType::Fp32, "fp32"}, {DType::Fp8, "fp8"}};
+
+const char* to_string(DType d) { return enum_name(d, kDTypeNames); }
 
 DType dtype_from_string(const std::string& s) {
-  for (DType d : {DType::Bf16, DType::Fp16, DType::Tf32, DType::Fp32, DType::Fp8})
-    if (s == to_string(d)) return d;
-  input_error("unknown dtype '{}' (expected one of: bf16, fp16, tf32, fp32, fp8)", s);
+  if (const auto d = enum_from_name(s, kDTypeNames)) return *d;
+  input_error("unknown dtype '{}' (expected one of: {})", s, enum_names(kDTypeNames));
 }
 
 double DeviceProfile::peak_flops(DType d) const {

@@ -6,17 +6,15 @@
 #include <map>
 #include <tuple>
 
+#include "common/enum_names.h"
 #include "common/errors.h"
 
 namespace strata::costmodel {
 
 const char* to_string(TimeSource s) {
-  switch (s) {
-    case TimeSource::Measured: return "measured";
-    case TimeSource::Interpolated: return "interpolated";
-    case TimeSource::Roofline: return "roofline";
-  }
-  return "?";
+  constexpr EnumName<TimeSource> kNames[] = {
+      {TimeSource::Measured, "measured"}, {TimeSource::Interpolated, "interpolated"}, {TimeSource::Roofline, "roofline"}};
+  return enum_name(s, kNames);
 }
 
 namespace {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "common/enum_names.h"
 #include "common/errors.h"
 #include "common/yaml_reader.h"
 #include "costmodel/detail/catalog_lookup.h"
@@ -18,21 +19,15 @@ const EmbeddedFiles& embedded_stacks();
 }  // namespace detail
 
 const char* to_string(AttentionKernel k) {
-  switch (k) {
-    case AttentionKernel::Unfused: return "unfused";
-    case AttentionKernel::Flash2: return "flash2";
-    case AttentionKernel::Cudnn: return "cudnn";
-  }
-  return "?";
+  constexpr EnumName<AttentionKernel> kNames[] = {
+      {AttentionKernel::Unfused, "unfused"}, {AttentionKernel::Flash2, "flash2"}, {AttentionKernel::Cudnn, "cudnn"}};
+  return enum_name(k, kNames);
 }
 
 const char* to_string(P2pMode p) {
-  switch (p) {
-    case P2pMode::Blocking: return "blocking";
-    case P2pMode::Async: return "async";
-    case P2pMode::AsyncInterleaved: return "async_interleaved";
-  }
-  return "?";
+  constexpr EnumName<P2pMode> kNames[] = {
+      {P2pMode::Blocking, "blocking"}, {P2pMode::Async, "async"}, {P2pMode::AsyncInterleaved, "async_interleaved"}};
+  return enum_name(p, kNames);
 }
 
 namespace {

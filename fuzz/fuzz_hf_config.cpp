@@ -4,14 +4,9 @@
 #include "models/model_spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string text(reinterpret_cast<const char*>(data), size);
-  strata::models::ModelSpec spec;
-  try {
-    spec = strata::models::parse_hf_config(text, "fuzz-input");
-  } catch (const strata::InputError&) {
-    return 0;
-  }
-  const std::string yaml = strata::models::to_yaml(spec);
+  const auto spec = strata::fuzz::accepted(data, size, "fuzz-input", strata::models::parse_hf_config);
+  if (!spec) return 0;
+  const std::string yaml = strata::models::to_yaml(*spec);
   if (strata::models::to_yaml(strata::models::parse_model_yaml(yaml, "fuzz-roundtrip")) != yaml)
     __builtin_trap();
   return 0;

@@ -11,16 +11,12 @@
 #include "models/model_spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const auto spec = strata::fuzz::accepted(data, size, "fuzz/config.json", strata::models::parse_hf_config);
+  if (!spec) return 0;
   const std::string text(reinterpret_cast<const char*>(data), size);
-  strata::models::ModelSpec spec;
-  try {
-    spec = strata::models::parse_hf_config(text, "fuzz/config.json");
-  } catch (const strata::InputError&) {
-    return 0;
-  }
   // Accepted: a spec the rest of strata can use.
   try {
-    strata::models::validate(spec, "fuzz");
+    strata::models::validate(*spec, "fuzz");
   } catch (const strata::InputError&) {
     __builtin_trap();
   }

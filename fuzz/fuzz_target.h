@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/errors.h"
@@ -26,4 +27,24 @@ int check_parser(const std::uint8_t* data, std::size_t size, Parse parse, Write 
   return 0;
 }
 
+// The parser's result for the input, or nothing when it rejects it with an InputError.
+template <typename Parse>
+auto accepted(const std::uint8_t* data, std::size_t size, const char* source, Parse parse)
+    -> std::optional<decltype(parse(std::string(), std::string()))> {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  try {
+    return parse(text, source);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace strata::fuzz
+
+// The whole libFuzzer target of a parser with a writer: check_parser(parse, write).
+#define STRATA_FUZZ_ROUND_TRIP(parse, write)                                                  \
+  extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {      \
+    return strata::fuzz::check_parser(                                                        \
+        data, size, [](const std::string& t, const std::string& s) { return parse(t, s); }, \
+        [](const auto& parsed) { return write(parsed); });                                    \
+  }

@@ -2,22 +2,18 @@
 
 #include <algorithm>
 
+#include "common/enum_names.h"
 #include "common/errors.h"
 
 namespace strata::kernels {
 
-const char* to_string(Backend b) {
-  switch (b) {
-    case Backend::Cpu: return "cpu";
-    case Backend::Cuda: return "cuda";
-  }
-  return "?";
-}
+constexpr EnumName<Backend> kBackendNames[] = {{Backend::Cpu, "cpu"}, {Backend::Cuda, "cuda"}};
+
+const char* to_string(Backend b) { return enum_name(b, kBackendNames); }
 
 Backend backend_from_string(const std::string& s) {
-  if (s == "cpu") return Backend::Cpu;
-  if (s == "cuda") return Backend::Cuda;
-  input_error("unknown backend '{}' (expected cpu or cuda)", s);
+  if (const auto b = enum_from_name(s, kBackendNames)) return *b;
+  input_error("unknown backend '{}' (expected {})", s, enum_names(kBackendNames, " or "));
 }
 
 bool backend_available(Backend b) {

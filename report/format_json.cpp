@@ -42,6 +42,7 @@ std::string format_plan_json(const PlanReport& r) {
   out["gpus"] = r.gpus;
   out["global_batch"] = r.global_batch;
   out["memory_capacity_gib"] = r.memory_capacity_gib;
+  if (r.headroom_gib > 0) out["memory_headroom_gib"] = r.headroom_gib;
   out["candidates_evaluated"] = r.candidates_evaluated;
   out["infeasible_memory"] = r.infeasible_memory;
   out["invalid"] = r.invalid;

@@ -1,5 +1,7 @@
 #include "report/format_table.h"
 
+#include "report/report_notes.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -132,9 +134,10 @@ std::string header_lines(const PlanReport& r) {
         std::max<std::int64_t>(0, r.candidates_evaluated - r.infeasible_memory),
         r.infeasible_memory, r.invalid);
   }
-  out += fmt::format("# memory per GPU: {:g} GiB ({:g} GiB reserved for workspace)\n",
-                     r.memory_capacity_gib, r.reserve_gib);
-  for (const auto& n : r.notes) out += fmt::format("# note: {}\n", one_line(n));
+  out += fmt::format("# memory per GPU: {:g} GiB ({:g} GiB reserved for workspace{})\n", r.memory_capacity_gib,
+                     r.reserve_gib,
+                     r.headroom_gib > 0 ? fmt::format(", {:g} GiB headroom kept free", r.headroom_gib) : "");
+  for (const auto& n : r.notes) out += fmt::format("# note: {}\n", one_line(r.explain ? n : short_note(n)));
   return out;
 }
 

@@ -46,6 +46,8 @@ std::string format_plan_yaml(const PlanReport& r) {
   e << YAML::Key << "infeasible_memory" << YAML::Value << r.infeasible_memory;
   e << YAML::Key << "invalid" << YAML::Value << r.invalid;
   e << YAML::Key << "search_s" << YAML::Value << r.search_s;
+  // Only when --memory-headroom was given, so the default output stays as it was.
+  if (r.headroom_gib > 0) e << YAML::Key << "memory_headroom_gib" << YAML::Value << r.headroom_gib;
   emit_strings(e, "defaults", r.defaults);
   emit_strings(e, "notes", r.notes);
   e << YAML::Key << "plans" << YAML::Value << YAML::BeginSeq;

@@ -19,8 +19,10 @@ struct PlanReport {
   std::int64_t global_batch = 0;
   double memory_capacity_gib = 0;     // device memory per GPU
   double reserve_gib = 0;             // of which kept back for workspace
+  double headroom_gib = 0;            // --memory-headroom: left free beyond the reserve
   std::vector<std::string> defaults;  // human-readable defaults that were applied
   std::vector<std::string> notes;     // provenance: which numbers are datasheet vs measured
+  bool explain = false;               // tables print the notes in full (--explain), else short_note
   std::vector<planner::Plan> plans;   // best first (simulate: exactly one)
   TrainingTarget target;              // --train-tokens (+ --goodput, --gpu-hour-price)
 

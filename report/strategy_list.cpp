@@ -68,4 +68,10 @@ std::vector<planner::Strategy> parse_strategy_list(const std::string& yaml_text,
   return out;
 }
 
+std::string join_violations(const std::vector<planner::Violation>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "; " : "") + v[i].message;
+  return out;
+}
+
 }  // namespace strata::report

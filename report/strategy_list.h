@@ -24,4 +24,7 @@ namespace strata::report {
 std::vector<planner::Strategy> parse_strategy_list(const std::string& yaml_text, const std::string& source,
                                                    int gpus, std::int64_t default_global_batch);
 
+// planner::validate's messages joined with "; ", for one `error:` line.
+std::string join_violations(const std::vector<planner::Violation>& v);
+
 }  // namespace strata::report

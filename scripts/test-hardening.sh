@@ -5,13 +5,9 @@
 # libFuzzer targets for a bounded time ($1 seconds over all targets, default 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-phase() { echo "## $1"; phase_start=$SECONDS; }
-phase_done() { echo "## $1: done in $((SECONDS - phase_start)) s"; }
+source scripts/ci-env.sh
 
 bash scripts/install-deps.sh clang libclang-rt-14-dev
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
-jobs=$(nproc)
 
 phase "sanitizer build (preset sanitize: ASan + UBSan)"
 # -Werror on project code under clang too (STRATA_WARNINGS_AS_ERRORS).

@@ -7,13 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
-phase() { echo "## $1"; phase_start=$SECONDS; }
-phase_done() { echo "## $1: done in $((SECONDS - phase_start)) s"; }
+source scripts/ci-env.sh
 
 bash scripts/install-deps.sh chromium
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
-jobs=$(nproc)
 
 phase "release build (preset default)"
 # -Werror on project code: a new warning fails the run (STRATA_WARNINGS_AS_ERRORS).

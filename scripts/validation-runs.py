@@ -34,13 +34,17 @@ def strat(tp, pp, dp, mbs, gbs, vpp=1, recompute="none", sp=False, zero=0, cp=1)
             "zero": zero, "recompute": recompute, "sequence_parallel": str(sp).lower(),
             "schedule": "interleaved" if vpp > 1 else "1f1b"}
 
+def megatron_flops(B, s, l, h, V):
+    """Model FLOPs of one step with full activation recompute, as Narayanan et al. 2021 count them."""
+    return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+
 def a100():
     out = []
     t1 = yaml.safe_load(open("bench/validation/megatron-2021.yaml"))
     s, V = t1["seq_len"], t1["vocab"]
     for r in t1["runs"]:
         l, h, B = r["layers"], r["hidden"], r["global_batch"]
-        F = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+        F = megatron_flops(B, s, l, h, V)
         dp = r["gpus"] // (r["tp"] * r["pp"])
         row(out, f"T1-{r['params_b']:g}B", f"megatron-{r['params_b']:g}b",
             strat(r["tp"], r["pp"], dp, r["micro_batch"], B, r["vpp"], "full"), F / (r["gpus"] * r["tflops_per_gpu"] * 1e12),
@@ -51,7 +55,7 @@ def a100():
     s, V = ex["seq_len"], ex["vocab"]
     for r in ex["runs"]:
         l, h, B = r["layers"], r["hidden"], r["global_batch"]
-        F = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+        F = megatron_flops(B, s, l, h, V)
         dp = r["gpus"] // (r["tp"] * r["pp"])
         vpp = r["vpp"] or 1
         row(out, r["id"], gpt(f"gpt-{r['params_b']}b", l, h, r["heads"], V, s), strat(r["tp"], r["pp"], dp, r["micro_batch"], B, vpp, "full"),
@@ -59,7 +63,7 @@ def a100():
             stack="megatron-2021")
     for p in ex["points"]:
         l, h, B = p["layers"], p["hidden"], p["global_batch"]
-        F = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+        F = megatron_flops(B, s, l, h, V)
         vpp = p["vpp"] or 1
         sg = p.get("scatter_gather")
         if sg is False: continue  # the runs without Megatron's scatter/gather optimisation: another code path

@@ -182,9 +182,24 @@ TEST(Layering, RulesAllowTheDesignTableEdges) {
       {"runtime/train_cuda.cpp", "kernels/cuda/cuda_device.h"},
       {"cli/cmd_plan.cpp", "planner/search.h"},
       {"cli/cmd_train.cpp", "runtime/trainer.h"},
+      // The train job and its output beside the trainer (runtime/train_job.h).
+      {"cli/cmd_train.cpp", "runtime/train_job.h"},
+      {"runtime/train_job.cpp", "kernels/cpu/mpi_communicator.h"},
+      {"runtime/train_job.cpp", "costmodel/rank_grid.h"},
+      {"runtime/train_job.h", "planner/plan.h"},
+      {"runtime/train_cuda_job.cpp", "runtime/train_cuda.h"},
+      {"runtime/train_output.cpp", "common/json_text.h"},
+      {"common/progress_bar.cpp", "common/progress_bar.h"},
+      {"costmodel/collective.cpp", "common/enum_names.h"},
+      {"kernels/backend.cpp", "common/enum_names.h"},
       {"cli/cmd_compare.cpp", "report/report_html.h"},
       {"cli/cmd_calibrate.cpp", "calibration/calibrate.h"},
       {"report/report_data.h", "planner/simulator.h"},
+      // What compare shows, chosen, searched and simulated (report/compare_report.h).
+      {"report/compare_report.cpp", "planner/search.h"},
+      {"report/compare_report.cpp", "planner/trace_bounds.h"},
+      {"report/no_plan_reason.h", "planner/search.h"},
+      {"report/report_notes.h", "costmodel/cluster_spec.h"},
       {"report/format_table.h", "costmodel/cluster_spec.h"},
       {"export/export_formats.h", "planner/plan.h"},
       {"export/export_megatron.cpp", "export/export_common.h"},
@@ -212,6 +227,13 @@ TEST(Layering, RulesRejectEdgesTheDesignTableForbids) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       // CudaTraining gets the device peak from cmd_train: the runtime loads no clusters.
       {"runtime/train_cuda.cpp", "costmodel/cluster_spec.h"},
+      // The train job gets the device reserve and peak from cmd_train, likewise.
+      {"runtime/train_job.cpp", "costmodel/cluster_spec.h"},
+      {"runtime/train_cuda_job.cpp", "costmodel/device_profile.h"},
+      {"runtime/train_job.cpp", "cli/output.h"},
+      {"report/compare_report.cpp", "cli/options.h"},
+      {"report/compare_report.cpp", "validation/validate_report.h"},
+      {"common/enum_names.h", "costmodel/collective.h"},
       {"validation/validate_rounds.cpp", "cli/output.h"},
       {"export/export_torchtitan.cpp", "report/format_json.h"},
       {"models/model_spec.cpp", "costmodel/device_profile.h"},

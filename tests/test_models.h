@@ -13,16 +13,9 @@ namespace strata::testing {
 inline models::ModelSpec test_model(std::string name, std::int64_t layers, std::int64_t hidden,
                                     std::int64_t heads, std::int64_t kv_heads, std::int64_t ffn,
                                     std::int64_t vocab, std::int64_t seq_len) {
-  models::ModelSpec m;
-  m.name = std::move(name);
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = kv_heads;
-  m.ffn = ffn;
-  m.vocab = vocab;
-  m.seq_len = seq_len;
-  return m;
+  return {.name = std::move(name), .layers = layers, .hidden = hidden, .heads = heads,
+          .kv_heads = kv_heads, .ffn = ffn, .vocab = vocab, .seq_len = seq_len,
+          .mla = {}, .moe = {}};
 }
 
 // SwiGLU, RMSNorm, RoPE, untied embeddings (no biases: models::has_bias).

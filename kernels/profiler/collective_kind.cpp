@@ -1,26 +1,20 @@
 #include "kernels/profiler/collective_kind.h"
 
+#include "common/enum_names.h"
 #include "common/errors.h"
 
 namespace strata::kernels::profiler {
 
-const char* to_string(CollectiveKind c) {
-  switch (c) {
-    case CollectiveKind::AllReduce: return "all_reduce";
-    case CollectiveKind::AllGather: return "all_gather";
-    case CollectiveKind::ReduceScatter: return "reduce_scatter";
-    case CollectiveKind::AllToAll: return "all_to_all";
-    case CollectiveKind::Broadcast: return "broadcast";
-    case CollectiveKind::SendRecv: return "send_recv";
-  }
-  return "?";
-}
+constexpr EnumName<CollectiveKind> kCollectiveKindNames[] = {
+    {CollectiveKind::AllReduce, "all_reduce"}, {CollectiveKind::AllGather, "all_gather"},
+    {CollectiveKind::ReduceScatter, "reduce_scatter"}, {CollectiveKind::AllToAll, "all_to_all"},
+    {CollectiveKind::Broadcast, "broadcast"}, {CollectiveKind::SendRecv, "send_recv"}};
+
+const char* to_string(CollectiveKind c) { return enum_name(c, kCollectiveKindNames); }
 
 CollectiveKind collective_kind_from_string(const std::string& s) {
-  for (CollectiveKind c : all_collective_kinds())
-    if (s == to_string(c)) return c;
-  input_error("unknown collective '{}' (expected all_reduce, all_gather, reduce_scatter, "
-              "all_to_all, broadcast or send_recv)", s);
+  if (const auto c = enum_from_name(s, kCollectiveKindNames)) return *c;
+  input_error("unknown collective '{}' (expected {})", s, enum_names(kCollectiveKindNames, " or "));
 }
 
 double bus_factor(CollectiveKind c, int ranks) {
@@ -37,8 +31,9 @@ double bus_factor(CollectiveKind c, int ranks) {
 }
 
 std::vector<CollectiveKind> all_collective_kinds() {
-  return {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
-          CollectiveKind::AllToAll,  CollectiveKind::Broadcast, CollectiveKind::SendRecv};
+  std::vector<CollectiveKind> all;
+  for (const auto& e : kCollectiveKindNames) all.push_back(e.value);
+  return all;
 }
 
 }  // namespace strata::kernels::profiler

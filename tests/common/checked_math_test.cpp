@@ -20,3 +20,11 @@ TEST(CheckedMath, OverflowIsAnInputErrorNamingTheQuantity) {
   EXPECT_THROW(strata::checked_add(std::numeric_limits<std::int64_t>::max(), 1, "x"),
                strata::InputError);
 }
+
+TEST(CheckedMath, RoundUpGivesTheSmallestMultipleNotBelow) {
+  EXPECT_EQ(strata::checked_round_up(1536, 8, "x"), 1536);  // already a multiple
+  EXPECT_EQ(strata::checked_round_up(512, 24, "x"), 528);   // 22 x 24
+  EXPECT_EQ(strata::checked_round_up(1, 7, "x"), 7);
+  const auto max = std::numeric_limits<std::int64_t>::max();
+  EXPECT_THROW(strata::checked_round_up(max - 1, max / 2 + 1, "x"), strata::InputError);  // 2 steps overflow
+}

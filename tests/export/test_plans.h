@@ -2,6 +2,7 @@
 // builder with the even stage map, an explicit stage map, and a stack with every overlap on.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "costmodel/software_stack.h"
@@ -27,14 +28,9 @@ inline planner::Plan make_plan(models::ModelSpec m, int dp, int tp, int pp, int 
   planner::Plan p;
   p.model = std::move(m);
   p.cluster = "dgx-a100";
-  p.strategy.dp = dp;
-  p.strategy.tp = tp;
-  p.strategy.pp = pp;
-  p.strategy.vpp = vpp;
-  p.strategy.micro_batch = mb;
-  p.strategy.global_batch = gb;
-  p.strategy.schedule =
-      vpp > 1 ? planner::ScheduleKind::Interleaved : planner::ScheduleKind::OneFOneB;
+  p.strategy = {.dp = dp, .tp = tp, .pp = pp, .vpp = vpp, .micro_batch = mb, .global_batch = gb,
+                .schedule = vpp > 1 ? planner::ScheduleKind::Interleaved : planner::ScheduleKind::OneFOneB,
+                .precision = {}};
   p.stage_layers = planner::even_stage_layers(p.model, pp, vpp);
   planner::require_valid(p.strategy, p.model);
   planner::check_stage_layers(p.stage_layers, p.model, pp, vpp);
@@ -56,14 +52,8 @@ inline planner::Plan moe_plan(models::ModelSpec m, int dp, int tp, int pp, std::
   planner::Plan p;
   p.model = std::move(m);
   p.cluster = "dgx-h100";
-  p.strategy.dp = dp;
-  p.strategy.tp = tp;
-  p.strategy.pp = pp;
-  p.strategy.micro_batch = mb;
-  p.strategy.global_batch = gb;
-  p.strategy.sequence_parallel = tp > 1;
-  p.strategy.ep = ep;
-  p.strategy.etp = etp;
+  p.strategy = {.dp = dp, .tp = tp, .pp = pp, .micro_batch = mb, .global_batch = gb, .sequence_parallel = tp > 1,
+                .ep = ep, .etp = etp, .precision = {}};
   p.stage_layers = planner::even_stage_layers(p.model, pp, 1);
   planner::require_valid(p.strategy, p.model);
   planner::check_stage_layers(p.stage_layers, p.model, pp, 1);
@@ -128,18 +118,23 @@ inline std::vector<std::vector<int>> stage_map(const std::vector<int>& blocks) {
   return out;
 }
 
+// A stack with fp32 gradient reduction, attention dropout 0.1, and the DP gradient
+// reduction, parameter all-gather and TP communication overlapped (or none of them).
+inline costmodel::SoftwareStack test_stack(std::string name, costmodel::DType precision,
+                                           costmodel::AttentionKernel attention, bool overlap) {
+  costmodel::SoftwareStack s;
+  s.name = std::move(name);
+  s.precision = precision;
+  s.grad_reduce_dtype = costmodel::DType::Fp32;
+  s.attention = attention;
+  s.attention_dropout = 0.1;
+  s.overlap_grad_reduce = s.overlap_param_gather = s.overlap_tp_comm = overlap;
+  return s;
+}
+
 // bf16, cuDNN attention, every overlap on (as Megatron-Core's README runs).
 inline costmodel::SoftwareStack overlap_stack() {
-  costmodel::SoftwareStack s;
-  s.name = "test-overlap";
-  s.precision = costmodel::DType::Bf16;
-  s.grad_reduce_dtype = costmodel::DType::Fp32;
-  s.attention = costmodel::AttentionKernel::Cudnn;
-  s.attention_dropout = 0.1;
-  s.overlap_grad_reduce = true;
-  s.overlap_param_gather = true;
-  s.overlap_tp_comm = true;
-  return s;
+  return test_stack("test-overlap", costmodel::DType::Bf16, costmodel::AttentionKernel::Cudnn, true);
 }
 
 // The overlap stack with context parallel K/V all-gathered and no ZeRO-3 prefetch.
@@ -153,16 +148,7 @@ inline costmodel::SoftwareStack all_gather_stack() {
 
 // fp16, unfused attention, no overlap (as Megatron-LM in 2021).
 inline costmodel::SoftwareStack plain_stack() {
-  costmodel::SoftwareStack s;
-  s.name = "test-plain";
-  s.precision = costmodel::DType::Fp16;
-  s.grad_reduce_dtype = costmodel::DType::Fp32;
-  s.attention = costmodel::AttentionKernel::Unfused;
-  s.attention_dropout = 0.1;
-  s.overlap_grad_reduce = false;
-  s.overlap_param_gather = false;
-  s.overlap_tp_comm = false;
-  return s;
+  return test_stack("test-plain", costmodel::DType::Fp16, costmodel::AttentionKernel::Unfused, false);
 }
 
 }  // namespace strata::exports::testing

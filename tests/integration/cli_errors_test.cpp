@@ -368,9 +368,7 @@ TEST_P(BadInputTest, AnswersWithOneErrorLineAndExitCode) {
   ASSERT_FALSE(r.timed_out) << "hung";
   ASSERT_FALSE(r.signaled) << "killed by signal " << r.signal;
   EXPECT_EQ(r.exit_code, c.exit_code);
-  std::vector<std::string> errors;
-  for (const auto& l : r.err_lines())
-    if (l.rfind("error:", 0) == 0) errors.push_back(l);
+  const std::vector<std::string> errors = r.error_lines();
   ASSERT_EQ(errors.size(), 1u) << "expected exactly one `error:` line";
   for (const auto& m : c.mentions) EXPECT_NE(errors[0].find(m), std::string::npos) << "should name " << m;
   for (const char* bad : {"terminate", "Aborted", "Segmentation", "AddressSanitizer",

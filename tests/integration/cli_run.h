@@ -36,6 +36,13 @@ struct RunResult {
     for (std::string l; std::getline(in, l);) lines.push_back(l);
     return lines;
   }
+  // The lines of stderr that start with "error:" (a failed command prints exactly one).
+  std::vector<std::string> error_lines() const {
+    std::vector<std::string> errors;
+    for (const auto& l : err_lines())
+      if (l.rfind("error:", 0) == 0) errors.push_back(l);
+    return errors;
+  }
 };
 
 inline std::string read_all(const std::string& path) {

@@ -14,39 +14,22 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
+#include "tests/test_models.h"
 
 using namespace strata::planner;
 using strata::models::ModelSpec;
 
 namespace {
 
-ModelSpec gpt_small() {
-  ModelSpec m;
-  m.name = "gpt-small";
-  m.layers = 10;
-  m.hidden = 256;
-  m.heads = 8;
-  m.kv_heads = 8;
-  m.ffn = 1024;
-  m.vocab = 5000;
-  m.seq_len = 128;
-  return m;
-}
+ModelSpec gpt_small() { return strata::testing::test_model("gpt-small", 10, 256, 8, 8, 1024, 5000, 128); }
 
 Plan sample_plan() {
   Plan p;
   p.model = gpt_small();
   p.cluster = "dgx-a100";
-  p.strategy.dp = 2;
-  p.strategy.tp = 2;
-  p.strategy.pp = 2;
-  p.strategy.vpp = 1;
-  p.strategy.micro_batch = 2;
-  p.strategy.global_batch = 32;
-  p.strategy.zero = 1;
-  p.strategy.recompute = Recompute::Selective;
-  p.strategy.sequence_parallel = true;
-  p.strategy.schedule = ScheduleKind::OneFOneB;
+  p.strategy = {.dp = 2, .tp = 2, .pp = 2, .vpp = 1, .micro_batch = 2, .global_batch = 32, .zero = 1,
+                .recompute = Recompute::Selective, .sequence_parallel = true, .schedule = ScheduleKind::OneFOneB,
+                .precision = {}};
   p.stage_layers = {{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9, 10, 11}};
   Prediction& q = p.prediction;
   q.iteration_s = 1.2345678901234567;
@@ -157,14 +140,7 @@ TEST(PlanYaml, RoundTripsEveryField) {
 
 TEST(PlanYaml, RoundTripsInterleavedLlamaAndNonFiniteNumbers) {
   Plan p;
-  p.model.name = "tiny-llama";
-  p.model.layers = 8;
-  p.model.hidden = 64;
-  p.model.heads = 4;
-  p.model.kv_heads = 2;
-  p.model.ffn = 176;
-  p.model.vocab = 256;
-  p.model.seq_len = 32;
+  p.model = strata::testing::test_model("tiny-llama", 8, 64, 4, 2, 176, 256, 32);
   p.model.activation = strata::models::Activation::SwiGlu;
   p.model.norm = strata::models::Norm::RmsNorm;
   p.model.positions = strata::models::Positions::Rope;

@@ -8,20 +8,13 @@
 #include "planner/prediction.h"
 #include "planner/strategy.h"
 #include "tests/tables_only_cluster.h"
+#include "tests/test_models.h"
 
 namespace strata::planner::test_fixtures {
 
+// Vocabulary 8: the LM head and embedding cost next to nothing.
 inline models::ModelSpec synthetic_model() {
-  models::ModelSpec m;
-  m.name = "synthetic";
-  m.layers = 8;
-  m.hidden = 1024;
-  m.heads = 16;
-  m.kv_heads = 16;
-  m.ffn = 4096;
-  m.vocab = 8;  // the LM head and embedding cost next to nothing
-  m.seq_len = 256;
-  return m;
+  return strata::testing::test_model("synthetic", 8, 1024, 16, 16, 4096, 8, 256);
 }
 
 // Communication and memory traffic are free: only GEMM / attention FLOPs take time.
@@ -36,13 +29,7 @@ inline costmodel::ClusterSpec free_comm_cluster() {
 }
 
 inline Strategy strategy(int dp, int tp, int pp, std::int64_t mb, std::int64_t gb) {
-  Strategy s;
-  s.dp = dp;
-  s.tp = tp;
-  s.pp = pp;
-  s.micro_batch = mb;
-  s.global_batch = gb;
-  return s;
+  return {.dp = dp, .tp = tp, .pp = pp, .micro_batch = mb, .global_batch = gb, .precision = {}};
 }
 
 inline double breakdown_sum(const Breakdown& b) {

@@ -18,15 +18,7 @@ ModelSpec llama_like() {
   return strata::testing::test_model("test-llama", 32, 4096, 32, 8, 11008, 32000, 4096);
 }
 
-Strategy base() {
-  Strategy s;
-  s.dp = 2;
-  s.tp = 4;
-  s.pp = 2;
-  s.micro_batch = 1;
-  s.global_batch = 64;
-  return s;
-}
+Strategy base() { return {.dp = 2, .tp = 4, .pp = 2, .micro_batch = 1, .global_batch = 64, .precision = {}}; }
 
 bool has_field(const std::vector<Violation>& v, const std::string& f) {
   return std::any_of(v.begin(), v.end(), [&](const Violation& x) { return x.field == f; });
@@ -166,15 +158,9 @@ TEST(Strategy, ExhaustiveAgreesWithTheRulesWrittenOut) {
               for (bool sp : {false, true})
                 for (auto sch : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
                                  ScheduleKind::Interleaved}) {
-                  Strategy s;
-                  s.dp = dp;
-                  s.tp = tp;
-                  s.pp = pp;
-                  s.vpp = vpp;
-                  s.micro_batch = mb;
-                  s.global_batch = gb;
-                  s.sequence_parallel = sp;
-                  s.schedule = sch;
+                  const Strategy s{.dp = dp, .tp = tp, .pp = pp, .vpp = vpp, .micro_batch = mb,
+                                   .global_batch = gb, .sequence_parallel = sp, .schedule = sch,
+                                   .precision = {}};
                   const bool batch_ok = gb % (mb * dp) == 0;
                   const int nmb = batch_ok ? gb / (mb * dp) : 0;
                   const bool interleaved = sch == ScheduleKind::Interleaved;

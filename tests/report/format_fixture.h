@@ -11,14 +11,8 @@ inline planner::Plan make_plan(int tp, int pp, int dp, double iteration_s, doubl
   planner::Plan p;
   p.model = models::load_model("gpt2-124m");
   p.cluster = "dgx-a100";
-  p.strategy.tp = tp;
-  p.strategy.pp = pp;
-  p.strategy.dp = dp;
-  p.strategy.micro_batch = 2;
-  p.strategy.global_batch = 64;
-  p.strategy.zero = 1;
-  p.strategy.recompute = planner::Recompute::Selective;
-  p.strategy.sequence_parallel = tp > 1;
+  p.strategy = {.dp = dp, .tp = tp, .pp = pp, .micro_batch = 2, .global_batch = 64, .zero = 1,
+                .recompute = planner::Recompute::Selective, .sequence_parallel = tp > 1, .precision = {}};
   p.stage_layers = planner::even_stage_layers(p.model, pp, 1);
   auto& q = p.prediction;
   q.iteration_s = iteration_s;

@@ -37,18 +37,9 @@ TEST(ReportJson, HasTheDesignKeysForEveryStrategy) {
 }
 
 TEST(StrategyJson, RoundTrips) {
-  planner::Strategy s;
-  s.dp = 2;
-  s.tp = 4;
-  s.pp = 8;
-  s.vpp = 3;
-  s.micro_batch = 2;
-  s.global_batch = 1024;
-  s.zero = 1;
-  s.recompute = planner::Recompute::Full;
-  s.sequence_parallel = true;
-  s.schedule = planner::ScheduleKind::Interleaved;
-  s.rank_order = "tp-pp-dp";
+  planner::Strategy s{.dp = 2, .tp = 4, .pp = 8, .vpp = 3, .micro_batch = 2, .global_batch = 1024, .zero = 1,
+                      .recompute = planner::Recompute::Full, .sequence_parallel = true,
+                      .schedule = planner::ScheduleKind::Interleaved, .rank_order = "tp-pp-dp", .precision = {}};
   EXPECT_EQ(strategy_from_json(strategy_to_json(s), "x"), s);
   s.recompute = planner::Recompute::Selective;
   s.schedule = planner::ScheduleKind::GPipe;

@@ -46,12 +46,7 @@ TEST(ParseFiniteNumber, RefusesNonFiniteAndText) {
 }
 
 planner::Strategy strategy(std::int64_t global_batch, int dp, int tp, int pp) {
-  planner::Strategy s;
-  s.global_batch = global_batch;
-  s.dp = dp;
-  s.tp = tp;
-  s.pp = pp;
-  return s;
+  return {.dp = dp, .tp = tp, .pp = pp, .global_batch = global_batch, .precision = {}};
 }
 
 TEST(TimeToTrain, StepsRoundUpAndTimeScalesWithGoodputAndGpus) {
@@ -160,8 +155,8 @@ TEST(TimeToTrain, PlanTableJsonAndSimulationShowIt) {
   EXPECT_EQ(sj["time_to_train"]["steps"], (1'000'000'000 + per_step - 1) / per_step);
 }
 
-TEST(TimeToTrain, CompareMarkdownAndJsonShowItPerStrategy) {
-  const PlanReport pr = testing::make_report();
+// The plans of the plan-report fixture as compare's data (8 GPUs, no timelines).
+ReportData compare_data(const PlanReport& pr) {
   ReportData d;
   d.model = pr.model;
   d.cluster = pr.cluster;
@@ -173,6 +168,11 @@ TEST(TimeToTrain, CompareMarkdownAndJsonShowItPerStrategy) {
     e.prediction = p.prediction;
     d.entries.push_back(e);
   }
+  return d;
+}
+
+TEST(TimeToTrain, CompareMarkdownAndJsonShowItPerStrategy) {
+  ReportData d = compare_data(testing::make_report());
   EXPECT_EQ(report_markdown(d).find("GPU-hours"), std::string::npos);
   d.target.tokens = 2'000'000'000;
   d.target.gpu_hour_price = 1.5;
@@ -212,17 +212,7 @@ TEST(LikelyRange, PlanTableShowsItBesideTheStepTime) {
 }
 
 TEST(LikelyRange, CompareMarkdownShowsItBesideTheStepTime) {
-  const PlanReport pr = testing::make_report();
-  ReportData d;
-  d.model = pr.model;
-  d.gpus = 8;
-  d.seq_len = pr.plans[0].model.seq_len;
-  for (const auto& p : pr.plans) {
-    ReportEntry e;
-    e.strategy = p.strategy;
-    e.prediction = p.prediction;
-    d.entries.push_back(e);
-  }
+  ReportData d = compare_data(testing::make_report());
   EXPECT_EQ(report_markdown(d).find("| likely range |"), std::string::npos);
   d.entries[0].prediction.uncertainty = 0.1;
   d.entries[0].prediction.uncertainty_low = 0.9;

@@ -44,12 +44,7 @@ void check_attention(CpKvExchange exchange) {
   const std::size_t B = 2, H = 4, KV = 2, S = 16, D = 8;
   const int cp = 2;
   const std::size_t Sl = S / cp;
-  AttentionShape full;
-  full.batch = B;
-  full.heads = H;
-  full.kv_heads = KV;
-  full.seq = S;
-  full.head_dim = D;
+  const AttentionShape full{.batch = B, .heads = H, .kv_heads = KV, .seq = S, .head_dim = D};
   const auto q = random_values(B * H * S * D, 1), k = random_values(B * KV * S * D, 2),
              v = random_values(B * KV * S * D, 3), d_o = random_values(B * H * S * D, 4);
   std::vector<float> o(q.size()), dq(q.size()), dk(k.size()), dv(v.size());

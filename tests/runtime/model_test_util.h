@@ -28,14 +28,8 @@ inline models::ModelSpec small_llama() {
 inline models::ModelSpec small_moe() {
   models::ModelSpec s = small_llama();
   s.name = "test-moe";
-  models::MoeSpec e;
-  e.experts = 4;
-  e.top_k = 2;
-  e.expert_ffn = 8;
-  e.shared_experts = 1;
-  e.shared_expert_ffn = 12;
-  e.first_dense_layers = 1;
-  s.moe = e;
+  s.moe = models::MoeSpec{.experts = 4, .top_k = 2, .expert_ffn = 8, .shared_experts = 1, .shared_expert_ffn = 12,
+                          .first_dense_layers = 1};
   return s;
 }
 

@@ -1,0 +1,80 @@
+// `strata plan` output options through the binary: --format csv lists every candidate that
+// fits, --memory-headroom keeps plans that leave room free, and their bad values are one
+// `error:` line each.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/integration/cli_run.h"
+
+namespace {
+
+using strata::testing::run_strata;
+using strata::testing::RunResult;
+
+const std::vector<std::string> kPlan = {"plan", "--model", "gpt2-124m", "--cluster", "dgx-a100", "--gpus", "16"};
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+std::size_t lines(const std::string& s) {
+  std::size_t n = 0;
+  for (const char c : s) n += c == '\n';
+  return n;
+}
+
+TEST(PlanCsv, ListsEveryCandidateThatFitsUnlessTopLimitsIt) {
+  const RunResult all = run_strata(with(kPlan, {"--format", "csv"}));
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(all.out.rfind("rank,tp,pp,dp,", 0), 0u) << all.out;
+  EXPECT_GT(lines(all.out), 11u);  // more than the table's default top 10
+  const RunResult three = run_strata(with(kPlan, {"--format", "csv", "--top", "3"}));
+  ASSERT_EQ(three.exit_code, 0) << three.err;
+  EXPECT_EQ(lines(three.out), 4u);
+  // Same ranking: the first rows agree.
+  EXPECT_EQ(all.out.substr(0, three.out.size()), three.out);
+}
+
+TEST(PlanMemoryHeadroom, KeepsOnlyPlansThatLeaveItFree) {
+  // llama2-7b on 8 A100s: the best plans without headroom use most of the 80 GiB.
+  const std::vector<std::string> base = {"plan", "--model", "llama2-7b", "--cluster", "dgx-a100", "--gpus", "8",
+                                         "--format", "csv"};
+  const double limit_gib = 80 - 30;  // 30 GiB headroom
+  const RunResult r = run_strata(with(base, {"--memory-headroom", "30"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  std::string line;
+  std::getline(in, line);  // header
+  std::size_t rows = 0;
+  for (; std::getline(in, line); ++rows) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    ASSERT_GT(f.size(), 21u);
+    EXPECT_LE(std::stod(f[21]), limit_gib) << line;  // peak_memory_gib
+  }
+  EXPECT_GT(rows, 0u);
+  const RunResult pct = run_strata(with(base, {"--memory-headroom", "37.5%"}));  // 30 GiB of 80
+  ASSERT_EQ(pct.exit_code, 0) << pct.err;
+  EXPECT_EQ(pct.out, r.out);
+  const RunResult table = run_strata({"plan", "--model", "llama2-7b", "--cluster", "dgx-a100", "--gpus", "8",
+                                      "--memory-headroom", "4GiB"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("4 GiB headroom kept free"), std::string::npos) << table.out;
+}
+
+TEST(PlanMemoryHeadroom, BadValuesAreOneErrorLine) {
+  for (const char* bad : {"five", "-1", "100%", "5%%", "", "4 TiB", "78"}) {
+    SCOPED_TRACE(bad);
+    const RunResult r = run_strata(with(kPlan, {"--memory-headroom", bad}));
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.error_lines()[0].find("--memory-headroom"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace

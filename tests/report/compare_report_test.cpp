@@ -1,0 +1,71 @@
+// compare_report.h without a search: the report format chosen from --report and --format,
+// and the notes merged without repeats.
+#include "report/compare_report.h"
+
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "report/report_notes.h"
+
+namespace strata::report {
+namespace {
+
+TEST(CompareReportFormat, FollowsTheGivenFormatThenTheExtension) {
+  struct Case {
+    const char* path;
+    const char* given;
+    const char* format;
+  };
+  for (const Case& c : {Case{"-", "", "md"}, Case{"r.html", "", "html"}, Case{"r.HTM", "", "html"},
+                        Case{"r.md", "", "md"}, Case{"r.Markdown", "", "md"}, Case{"r.json", "", "json"},
+                        Case{"report", "", "html"}, Case{"r.txt", "", "html"}, Case{"-", "json", "json"},
+                        Case{"r.txt", "md", "md"}, Case{"r.json", "json", "json"}}) {
+    SCOPED_TRACE(std::string(c.path) + " / " + c.given);
+    EXPECT_EQ(compare_report_format(c.path, c.given), c.format);
+  }
+}
+
+TEST(CompareReportFormat, RefusesAFormatTheExtensionContradicts) {
+  try {
+    compare_report_format("x.md", "html");
+    FAIL() << "no throw";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--report x.md names a Markdown file"), std::string::npos) << what;
+    EXPECT_NE(what.find("--format md"), std::string::npos) << what;
+  }
+  EXPECT_THROW(compare_report_format("x.json", "md"), InputError);
+  EXPECT_THROW(compare_report_format("x.html", "json"), InputError);
+}
+
+TEST(ReportNotes, AppendsOnlyNotesNotThereYetInOrder) {
+  std::vector<std::string> notes = {"a", "b"};
+  append_new_notes(notes, {"b", "c", "a", "d", "c"});
+  EXPECT_EQ(notes, (std::vector<std::string>{"a", "b", "c", "d"}));
+}
+
+TEST(ReportNotes, OnlyAnUncalibratedDeviceGetsTheTrustWarning) {
+  costmodel::ClusterSpec c;
+  c.device.name = "x100";
+  ASSERT_EQ(provenance_notes(c).size(), 1u);
+  EXPECT_NE(provenance_notes(c)[0].find("profile `x100` is datasheet-only"), std::string::npos);
+  c.device.collective_table.emplace_back();
+  EXPECT_TRUE(provenance_notes(c).empty());
+}
+
+TEST(ReportNotes, ShortNoteLeavesOutTheAsidesAndCutsLongOnes) {
+  EXPECT_EQ(short_note("stack megatron-2021 (Megatron-LM v2.x (v2.5 tag), SC21): attention unfused, fp16 "
+                       "(`strata stacks` lists the sources)"),
+            "stack megatron-2021: attention unfused, fp16");
+  EXPECT_EQ(short_note("GEMM times: published table (as transcribed in ../shared/x.yaml)"), "GEMM times: published table");
+  EXPECT_EQ(short_note("no asides here"), "no asides here");
+  const std::string long_note(300, 'x');
+  EXPECT_EQ(short_note(long_note).size(), kShortNoteChars);
+  EXPECT_EQ(short_note(long_note).substr(kShortNoteChars - 3), "...");
+  const std::string words = "word " + std::string(200, 'y');
+  EXPECT_LE(short_note(words).size(), kShortNoteChars);
+  EXPECT_EQ(short_note("unbalanced (aside"), "unbalanced (aside");  // kept as written
+}
+
+}  // namespace
+}  // namespace strata::report
