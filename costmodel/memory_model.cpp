@@ -177,6 +177,12 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
                                          in.attention_score_bytes, spec_.layers, in.etp)
                 : layer_act;
 
+  // Multi-token prediction on the head's rank, per depth: enorm, hnorm, eh_proj
+  // (concatenated 2h), final-norm and LM-head inputs, 12sbh (/t with SP), and a block like
+  // the last; its logits are counted with the main head's below.
+  const double mtp_block_act = spec_.mtp_block_is_moe() ? moe_layer_act : layer_act;
+  const double mtp_act = static_cast<double>(spec_.mtp_layers) * (12.0 * sbh / sp_div + mtp_block_act);
+
   std::vector<StageMemory> out(static_cast<std::size_t>(in.pp));
   std::vector<double> act_sum(static_cast<std::size_t>(in.pp), 0.0);
   std::vector<double> largest_group(static_cast<std::size_t>(in.pp), 0.0);  // params, one TP rank
@@ -199,7 +205,7 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
       if (p != embedding_rank) m.params += group_params_shared_[gi] / t;
       double& act = act_sum[static_cast<std::size_t>(p)];
       if (g == 0) act += sbh / sp_div;                 // embedding dropout mask (1 byte)
-      else if (g == head_group) act += 4.0 * sbh / sp_div;  // final-norm + LM-head inputs
+      else if (g == head_group) act += 4.0 * sbh / sp_div + mtp_act;  // final-norm + LM-head inputs
       else act += spec_.is_moe_layer(g) ? moe_layer_act : layer_act;
     }
   }
@@ -244,7 +250,9 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     m.activations_bytes =
         static_cast<double>(flight) * act_sum[static_cast<std::size_t>(p)] / in.vpp / in.cp;
     if (p == head_rank) {
-      const double logits_per_mb = 4.0 * b * s * static_cast<double>(spec_.vocab) / t / in.cp;
+      // The main loss's and each MTP depth's fp32 logits.
+      const double logits_per_mb = 4.0 * b * s * static_cast<double>(spec_.vocab) / t / in.cp *
+                                   static_cast<double>(1 + spec_.mtp_layers);
       m.logits_bytes = logits_per_mb * static_cast<double>((flight + in.vpp - 1) / in.vpp);
     }
     m.reserve_bytes = reserve_bytes_;

@@ -41,6 +41,12 @@
 // Head group (last stage): final-norm input and LM-head input 4sbh (/t with SP);
 //   logits separately: 4 * b * s * V / t bytes (fp32 for the loss), for the
 //   micro-batches in flight on the last stage (ceil(in_flight / vpp)).
+//   Multi-token prediction (ModelSpec::mtp_layers, in the head group as Megatron-Core places
+//   it): per depth 12sbh (/t with SP: enorm and hnorm inputs, eh_proj's 2h input, its
+//   final-norm and LM-head inputs), one block like the last (the per-layer terms below), and
+//   one more set of fp32 logits. Its weights (norms, eh_proj, the block, experts sharded
+//   like the others) are the head group's; the shared embedding table is a copy on the last
+//   rank when the embedding is elsewhere (Op::shared_params of mtp.embedding).
 // Activations of a stage = in-flight (micro-batch, chunk) forwards x the mean per-
 //   chunk activation of the rank's chunks. Default in-flight, if not given:
 //   vpp == 1: pp - p (1F1B); vpp > 1: Megatron interleaved warm-up

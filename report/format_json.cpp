@@ -96,6 +96,10 @@ json model_json(const ModelRow& r) {
             {"params", r.params},
             {"params_total", r.params},
             {"params_active", r.params_active},
+            {"mtp_layers", m.mtp_layers},
+            {"params_mtp", r.params_mtp},
+            {"params_without_mtp", r.params - r.params_mtp},
+            {"params_active_without_mtp", r.params_active - r.params_active_mtp},
             {"head_dim", m.head_dim()},
             {"attention", models::to_string(m.attention())}};
   if (m.mla)
