@@ -101,6 +101,9 @@ void model_flags(FlagWriter& flag, const models::ModelSpec& m, const SoftwareSta
   }
   // Per-head width where it is not hidden / heads (Megatron's kv_channels defaults to it).
   if (m.explicit_head_dim != 0 && !m.mla) flag("--kv-channels", num(m.explicit_head_dim));
+  // Multi-token prediction depths (megatron/training/arguments.py _add_mtp_args; Megatron-Core
+  // places them on the last pipeline stage, as strata's head group).
+  if (m.mtp_layers > 0) flag("--mtp-num-layers", num(m.mtp_layers));
   if (m.mla) {
     // Multi-latent attention (Megatron-LM MLATransformerConfig, megatron/core/transformer/
     // transformer_config.py at d98e8a64): --qk-head-dim is the per-head part without

@@ -410,6 +410,10 @@ void MegatronArgsReader::read_model_shape() {
       input_error("{}: --rotary-base {} must be > 0", source, one_line(v.at("--rotary-base")));
   }
   m.tied_embeddings = !has("--untie-embeddings-and-output-weights");
+  if (has("--mtp-num-layers")) {
+    m.mtp_layers = get_int("--mtp-num-layers");
+    if (m.mtp_layers < 0) input_error("{}: --mtp-num-layers ({}) must be >= 0", source, m.mtp_layers);
+  }
   read_attention_kind(m);
   read_moe(m);
   // strata's models have biases exactly when they use GELU (models::has_bias).
