@@ -139,6 +139,11 @@ void model_flags(FlagWriter& flag, const models::ModelSpec& m, const SoftwareSta
     // Megatron refuses softmax after a top-1 selection (its gradient is zero):
     // TransformerConfig.__post_init__ asks for --moe-router-pre-softmax when topk is 1.
     if (e.top_k == 1 && e.router == models::RouterKind::Softmax) flag("--moe-router-pre-softmax");
+    // Group-limited (node-limited) routing (megatron/training/arguments.py _add_moe_args).
+    if (e.group_limited()) {
+      flag("--moe-router-num-groups", num(e.groups));
+      flag("--moe-router-group-topk", num(e.max_groups_per_token));
+    }
     if (e.capacity_factor > 0) {
       // strata charges every expert padded to the capacity (costmodel/expert_dispatch_cost.h).
       flag("--moe-expert-capacity-factor", num(e.capacity_factor));

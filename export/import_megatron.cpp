@@ -308,7 +308,8 @@ void MegatronArgsReader::read_moe(models::ModelSpec& m) {
                           "--moe-shared-expert-intermediate-size", "--moe-layer-freq",
                           "--moe-router-score-function", "--moe-expert-capacity-factor",
                           "--moe-pad-expert-input-to-capacity", "--moe-router-pre-softmax",
-                          "--moe-grouped-gemm", "--moe-token-dispatcher-type"})
+                          "--moe-grouped-gemm", "--moe-token-dispatcher-type", "--moe-router-num-groups",
+                          "--moe-router-group-topk"})
       if (has(f)) input_error("{}: {} needs --num-experts", source, f);
     return;
   }
@@ -342,6 +343,13 @@ void MegatronArgsReader::read_moe(models::ModelSpec& m) {
   } else if (has("--moe-pad-expert-input-to-capacity")) {
     input_error("{}: --moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor "
                 "(Megatron-LM raises otherwise)", source);
+  }
+  if (has("--moe-router-num-groups") != has("--moe-router-group-topk"))
+    input_error("{}: --moe-router-num-groups and --moe-router-group-topk go together (group-limited "
+                "routing)", source);
+  if (has("--moe-router-num-groups")) {
+    e.groups = get_int("--moe-router-num-groups");
+    e.max_groups_per_token = get_int("--moe-router-group-topk");
   }
   if (e.top_k > e.experts)
     input_error("{}: --moe-router-topk ({}) exceeds --num-experts ({})", source, e.top_k, e.experts);

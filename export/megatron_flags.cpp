@@ -53,6 +53,7 @@ const std::map<std::string, MegatronFlagKind>& megatron_modelled_flags() {
       {"--norm-epsilon", Kind::Float},
       // Multi-token prediction (NVIDIA/Megatron-LM megatron/training/arguments.py,
       // _add_mtp_args: --mtp-num-layers int, default None; the loss weight does not change cost).
+      {"--moe-router-num-groups", Kind::Int}, {"--moe-router-group-topk", Kind::Int},
       {"--mtp-num-layers", Kind::Int}, {"--mtp-loss-scaling-factor", Kind::Float}};
   return m;
 }

@@ -312,6 +312,23 @@ ModelSpec parse_deepseek(const HfConfig& c, bool v3) {
     input_error("{}: config.json scoring_func '{}' is not supported (expected softmax or sigmoid)",
                 c.source(), scoring);
   e.router = scoring == "sigmoid" ? RouterKind::Sigmoid : RouterKind::Softmax;
+  // Group-limited routing: topk_method noaux_tc (V3) and group_limited_greedy (V2) pick
+  // topk_group of n_group expert groups first (modeling_deepseek_v3.py get_topk_indices);
+  // greedy (V2-Lite) ignores the groups.
+  const std::string topk_method = c.get_string("topk_method", v3 ? "noaux_tc" : "greedy");
+  if (topk_method == "noaux_tc" || topk_method == "group_limited_greedy") {
+    const std::int64_t groups = c.get_int_opt("n_group").value_or(1);
+    const std::int64_t topk_group = c.get_int_opt("topk_group").value_or(groups);
+    if (groups < 1 || topk_group < 1 || topk_group > groups)
+      input_error("{}: config.json topk_group ({}) must be in 1 .. n_group ({})", c.source(), topk_group, groups);
+    if (groups > 1 && topk_group < groups) {
+      e.groups = groups;
+      e.max_groups_per_token = topk_group;
+    }
+  } else if (topk_method != "greedy") {
+    input_error("{}: config.json topk_method '{}' is not supported (expected greedy, group_limited_greedy "
+                "or noaux_tc)", c.source(), topk_method);
+  }
   m.moe = e;
   return m;
 }
@@ -412,6 +429,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
         {"moe.shared_experts", {"n_shared_experts", ""}},
         {"moe.shared_expert_ffn", {c.has("shared_expert_intermediate_size") ? "shared_expert_intermediate_size" : "moe_intermediate_size", ""}},
         {"moe.first_dense_layers", {m.mla ? "first_k_dense_replace" : "mlp_only_layers", ""}},
+        {"moe.groups", {"n_group", ""}}, {"moe.max_groups_per_token", {"topk_group", ""}},
         {"mla.q_lora_rank", {"q_lora_rank", ""}}, {"mla.kv_lora_rank", {"kv_lora_rank", ""}},
         {"mla.qk_nope_head_dim", {"qk_nope_head_dim", ""}}, {"mla.qk_rope_head_dim", {"qk_rope_head_dim", ""}},
         {"mla.v_head_dim", {"v_head_dim", ""}}};

@@ -79,6 +79,15 @@ std::optional<Violation> check_spec(const ModelSpec& m) {
       return Violation{"moe.first_dense_layers",
                        fmt::format("({}) must be in 0 .. model.layers - 1 ({})", e.first_dense_layers,
                                    m.layers - 1)};
+    if (e.groups < 0 || e.groups > e.experts || (e.groups > 0 && e.experts % e.groups != 0))
+      return Violation{"moe.groups", fmt::format("({}) must divide moe.experts ({}) (0 = no expert groups)",
+                                                 e.groups, e.experts)};
+    if (e.max_groups_per_token < 0 || e.max_groups_per_token > std::max<std::int64_t>(e.groups, 0) ||
+        (e.max_groups_per_token > 0 && e.max_groups_per_token * (e.experts / e.groups) < e.top_k))
+      return Violation{"moe.max_groups_per_token",
+                       fmt::format("({}) must be in 0 .. moe.groups ({}) and its groups must hold "
+                                   "moe.top_k ({}) experts (0 = no limit)",
+                                   e.max_groups_per_token, e.groups, e.top_k)};
     if (!(std::isfinite(e.load_imbalance) && e.load_imbalance >= 1 && e.load_imbalance <= 1e3))
       return Violation{"moe.load_imbalance",
                        fmt::format("({}) must be in 1 .. 1000 (busiest expert's tokens / mean)", e.load_imbalance)};
@@ -122,7 +131,8 @@ MlaSpec read_mla(const YamlReader& r) {
 
 MoeSpec read_moe(const YamlReader& r) {
   r.expect_keys({"experts", "top_k", "expert_ffn", "shared_experts", "shared_expert_ffn",
-                 "first_dense_layers", "router", "capacity_factor", "load_imbalance"});
+                 "first_dense_layers", "router", "capacity_factor", "load_imbalance", "groups",
+                 "max_groups_per_token"});
   MoeSpec e;
   e.experts = r.get_int("experts");
   e.top_k = r.get_int("top_k");
@@ -134,6 +144,9 @@ MoeSpec read_moe(const YamlReader& r) {
                                                                                    : RouterKind::Sigmoid;
   if (r.has("capacity_factor")) e.capacity_factor = r.get_positive("capacity_factor");
   e.load_imbalance = r.has("load_imbalance") ? r.get_positive("load_imbalance") : 1.0;
+  e.groups = r.get_int("groups", 0);
+  e.max_groups_per_token = r.get_int("max_groups_per_token", 0);
+  if (e.max_groups_per_token > 0 && e.groups == 0) r.fail("max_groups_per_token", "needs moe.groups");
   return e;
 }
 
@@ -281,6 +294,9 @@ std::string to_yaml(const ModelSpec& m) {
     e << YAML::Key << "router" << YAML::Value << to_string(m.moe->router);
     if (m.moe->capacity_factor > 0)
       e << YAML::Key << "capacity_factor" << YAML::Value << YAML::Precision(17) << m.moe->capacity_factor;
+    if (m.moe->groups > 0) e << YAML::Key << "groups" << YAML::Value << m.moe->groups;
+    if (m.moe->max_groups_per_token > 0)
+      e << YAML::Key << "max_groups_per_token" << YAML::Value << m.moe->max_groups_per_token;
     if (m.moe->load_imbalance != 1.0)
       e << YAML::Key << "load_imbalance" << YAML::Value << YAML::Precision(17) << m.moe->load_imbalance;
     e << YAML::EndMap;

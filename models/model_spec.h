@@ -98,7 +98,8 @@ void validate(const ModelSpec& spec, const std::string& source);
 // mla), mla: {q_lora_rank (0 = none), kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
 // v_head_dim}, moe: {experts, top_k, expert_ffn, shared_experts (default 0),
 // shared_expert_ffn (default expert_ffn), first_dense_layers (default 0),
-// router (softmax|sigmoid, default softmax), capacity_factor (absent = dropless)},
+// router (softmax|sigmoid, default softmax), capacity_factor (absent = dropless),
+// load_imbalance, groups and max_groups_per_token (default 0: no group limit)},
 // mtp_layers (default 0).
 // `name` defaults to the file stem of `source`.
 ModelSpec parse_model_yaml(const std::string& text, const std::string& source);

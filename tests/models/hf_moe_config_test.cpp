@@ -146,6 +146,14 @@ TEST(HfMoeConfig, DeepSeekV3MatchesPublishedCounts) {
   EXPECT_EQ(m.moe->router, RouterKind::Sigmoid);
   EXPECT_EQ(m.mla->q_lora_rank, 1536);
   EXPECT_EQ(m.mtp_layers, 1);  // the published file plans as trained, with its MTP depth
+  // topk_method noaux_tc: 4 of n_group 8 expert groups per token (node-limited routing).
+  EXPECT_EQ(m.moe->groups, 8);
+  EXPECT_EQ(m.moe->max_groups_per_token, 4);
+  EXPECT_EQ(parse_model_yaml(to_yaml(m), "m.yaml"), m);
+  EXPECT_CONTAINS(message_of([] { parse_hf_config(with_key(deepseek_v3(), "topk_group", "9"), "c.json"); }),
+                  "topk_group");
+  EXPECT_CONTAINS(message_of([] { parse_hf_config(with_key(deepseek_v3(), "topk_method", "\"other\""), "c.json"); }),
+                  "topk_method 'other'");
   EXPECT_EQ(parse_hf_config(deepseek_v3("0"), "c.json").mtp_layers, 0);
   // DeepSeek-AI 2024 (DeepSeek-V3 technical report): 671B total parameters, 37B activated,
   // both of the main model (the MTP depth apart: mtp_model_test).
@@ -194,6 +202,7 @@ TEST(HfMoeConfig, DeepSeekV2LiteWithoutQueryCompression) {
   EXPECT_EQ(m.mla->q_lora_rank, 0);
   EXPECT_EQ(m.moe->router, RouterKind::Softmax);
   EXPECT_EQ(m.moe->shared_experts, 2);
+  EXPECT_EQ(m.moe->groups, 0);  // topk_method greedy: no group limit
   // DeepSeek-V2 paper: V2-Lite has 15.7B total parameters. (Its "2.4B activated" leaves
   // out the input embedding table, 0.21B; ours counts it, like Mixtral's and Qwen's.)
   EXPECT_LT(rel(total_params(m), 15.7e9), 0.01) << total_params(m);
