@@ -97,6 +97,26 @@ inline double optimizer_grad_copy_bytes(double grad_buffer_bytes) {
   return grad_buffer_bytes < 4.0 ? 4.0 : 0.0;
 }
 
+// Megatron-Core selective recompute by submodule (TransformerConfig.recompute_modules,
+// NVIDIA/Megatron-LM megatron/core/transformer/transformer_config.py; --recompute-modules).
+// What each drops from a layer's saved activations (the terms of layer_activation_bytes):
+//   layernorm      (output-discarding) both norms' outputs, the QKV and MLP inputs: 4sbh
+//   mla_up_proj    (output-discarding) the per-head Q, K, V of the MLA up projections and
+//                  RoPE: 2sb(2 heads qk_head_dim + heads v_head_dim)
+//   core_attn      the attention scores (score_bytes a s^2 b; Megatron's default list)
+//   mlp            a dense MLP's terms (its input stays: normal checkpointing keeps it)
+//   moe            an MoE layer's MLP terms: router probabilities, routed copies and their
+//                  expert activations, shared experts
+//   moe_act        the routed experts' activation output (2 expert_ffn per copy)
+//   shared_experts the shared experts' terms
+// Used with RecomputeMode::Selective; none set = {core_attn}, strata's selective mode.
+struct RecomputeModules {
+  bool layernorm = false, mla_up_proj = false, core_attn = false, mlp = false, moe = false,
+       moe_act = false, shared_experts = false;
+  bool any() const { return layernorm || mla_up_proj || core_attn || mlp || moe || moe_act || shared_experts; }
+  bool operator==(const RecomputeModules&) const = default;
+};
+
 struct MemoryInputs {
   int tp = 1, pp = 1, dp = 1, vpp = 1;
   int cp = 1;                         // context parallel ranks per sequence
@@ -107,6 +127,7 @@ struct MemoryInputs {
   std::int64_t num_microbatches = 0;  // per iteration per dp rank; 0 = unknown (no cap)
   int zero = 0;                       // 0..3
   RecomputeMode recompute = RecomputeMode::None;
+  RecomputeModules recompute_modules;  // with RecomputeMode::Selective (see RecomputeModules)
   bool sequence_parallel = false;
   double attention_score_bytes = kUnfusedScoreBytes;  // see kUnfusedScoreBytes
   double grad_buffer_bytes = 4.0;     // per parameter: the gradient reduction dtype's size (2 or 4)
@@ -135,6 +156,14 @@ struct StageMemory {
   double total_bytes = 0;   // sum of the above
   double params = 0;        // parameters held by this rank (after TP sharding)
   double expert_params = 0; // of which routed-expert parameters (after ep x etp sharding)
+  // Breakdown (parts of the totals above): the routed experts' weights, and their gradients
+  // and optimizer state (ZeRO shards over edp, not dp); the routed-token activations of the
+  // MoE layers (router probabilities, dispatched copies and expert activations); the
+  // multi-token-prediction depths' activations and extra logits (head rank only).
+  double expert_weights_bytes = 0;
+  double expert_grads_optimizer_bytes = 0;
+  double dispatch_activations_bytes = 0;
+  double mtp_activations_bytes = 0;
 };
 
 // Per-layer activation bytes of one micro-batch (the formulas above), exposed for
@@ -143,7 +172,12 @@ struct StageMemory {
 double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
                               bool sequence_parallel, RecomputeMode recompute,
                               double score_bytes = kUnfusedScoreBytes, std::int64_t layer = 0,
-                              int etp = 1);
+                              int etp = 1, const RecomputeModules& modules = {});
+// Of the above, an MoE layer's routed part per rank: (s*b/t)*(4*experts + top_k*factor*
+// (4h + mlp(expert_ffn)/etp)) less what recompute modules drop; 0 for a dense layer.
+double routed_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
+                               RecomputeMode recompute, std::int64_t layer, int etp = 1,
+                               const RecomputeModules& modules = {});
 
 class MemoryModel {
  public:
