@@ -458,6 +458,10 @@ void SimEngine::fill_memory(const Strategy& s, const std::vector<costmodel::Stag
                                        sm.logits_bytes / kGiB,
                                        sm.reserve_bytes / kGiB,
                                        w.peak_chunks.empty() ? 0 : w.peak_chunks[p]};
+      pr.peak_memory.expert_weights = sm.expert_weights_bytes / kGiB;
+      pr.peak_memory.expert_grads_optimizer = sm.expert_grads_optimizer_bytes / kGiB;
+      pr.peak_memory.dispatch_activations = sm.dispatch_activations_bytes / kGiB;
+      pr.peak_memory.mtp = sm.mtp_activations_bytes / kGiB;
     }
     pr.peak_memory_gib = std::max(pr.peak_memory_gib, pr.stage_memory_gib[p]);
   }
