@@ -194,6 +194,10 @@ TEST(HfMoeConfig, Qwen3MoeHasExplicitHeadDim) {
   // Qwen3 technical report: 30.5B total; 3.3B activated (ours 3.35B: rounded down there).
   EXPECT_LT(rel(total_params(m), 30.5e9), 0.005) << total_params(m);
   EXPECT_LT(rel(active_params(m), 3.3e9), 0.02) << active_params(m);
+  // The catalog entry is this file as published, at the pre-training sequence length.
+  ModelSpec catalog = load_model("qwen3-moe-30b-a3b");
+  catalog.name = m.name;
+  EXPECT_EQ(with_seq_len(m, 4096), catalog);
 }
 
 TEST(HfMoeConfig, DeepSeekV2LiteWithoutQueryCompression) {
