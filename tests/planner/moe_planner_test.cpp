@@ -100,6 +100,40 @@ TEST(MoeSimulator, AllToAllAcrossNodesCostsMore) {
   EXPECT_GT(t_across, 2 * t_in);
 }
 
+TEST(MoeSimulator, MtpDepthRunsOnTheLastStage) {
+  // The tiny MoE model with one multi-token-prediction depth (an MoE block like the last,
+  // eh_proj and a second loss), pp 2 x dp 4, ep 4: Megatron-Core runs the depth on the last
+  // stage, so the first stage is unchanged and the last one holds and runs more.
+  const models::ModelSpec none = tiny_moe();
+  models::ModelSpec mtp = none;
+  mtp.mtp_layers = 1;
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
+  const Strategy s = layout(4, 1, 2, 4, 1);
+  SimulateOptions o;
+  o.stage_layers = {{0, 1, 2}, {3, 4, 5}};  // the same split for both (the balancer would move a block)
+  const Prediction a = simulate(none, c, s, o).prediction, b = simulate(mtp, c, s, o).prediction;
+  ASSERT_EQ(b.stage_memory_gib.size(), 2u);
+  EXPECT_DOUBLE_EQ(b.stage_memory_gib[0], a.stage_memory_gib[0]);
+  EXPECT_GT(b.stage_memory_gib[1], a.stage_memory_gib[1]);
+  if (b.peak_memory.stage == 1) {
+    EXPECT_GT(b.peak_memory.mtp, 0.0);
+  }
+  EXPECT_GT(b.iteration_s, a.iteration_s);
+  // The head group's ops as charged: the depth's projection, experts and loss run there.
+  SimulateOptions rows = o;
+  rows.op_costs = true;
+  int charged = 0;
+  for (const OpCostRow& r : simulate(mtp, c, s, rows).ops)
+    if (r.group == 5 && (r.name == "mtp1.eh_proj" || r.name == "mtp1.expert_up" || r.name == "mtp1.loss")) {
+      EXPECT_GT(r.fwd_s, 0.0) << r.name;
+      ++charged;
+    }
+  EXPECT_EQ(charged, 3);
+  // MFU counts the depth's FLOPs (Megatron's convention, models/model_stats.h).
+  EXPECT_NEAR(b.model_tflops_per_gpu * 1e12 * b.iteration_s * 8, models::model_flops_per_iteration(mtp, 32),
+              1e-6 * models::model_flops_per_iteration(mtp, 32));
+}
+
 TEST(MoeSearch, CoversEpAndEtp) {
   const models::ModelSpec m = tiny_moe();
   const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
