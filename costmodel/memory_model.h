@@ -73,6 +73,7 @@
 #include <vector>
 
 #include "costmodel/device_profile.h"
+#include "costmodel/recompute_modules.h"
 #include "models/model_graph.h"
 
 namespace strata::costmodel {
@@ -96,26 +97,6 @@ inline constexpr double kFlashScoreBytes = 0.0;
 inline double optimizer_grad_copy_bytes(double grad_buffer_bytes) {
   return grad_buffer_bytes < 4.0 ? 4.0 : 0.0;
 }
-
-// Megatron-Core selective recompute by submodule (TransformerConfig.recompute_modules,
-// NVIDIA/Megatron-LM megatron/core/transformer/transformer_config.py; --recompute-modules).
-// What each drops from a layer's saved activations (the terms of layer_activation_bytes):
-//   layernorm      (output-discarding) both norms' outputs, the QKV and MLP inputs: 4sbh
-//   mla_up_proj    (output-discarding) the per-head Q, K, V of the MLA up projections and
-//                  RoPE: 2sb(2 heads qk_head_dim + heads v_head_dim)
-//   core_attn      the attention scores (score_bytes a s^2 b; Megatron's default list)
-//   mlp            a dense MLP's terms (its input stays: normal checkpointing keeps it)
-//   moe            an MoE layer's MLP terms: router probabilities, routed copies and their
-//                  expert activations, shared experts
-//   moe_act        the routed experts' activation output (2 expert_ffn per copy)
-//   shared_experts the shared experts' terms
-// Used with RecomputeMode::Selective; none set = {core_attn}, strata's selective mode.
-struct RecomputeModules {
-  bool layernorm = false, mla_up_proj = false, core_attn = false, mlp = false, moe = false,
-       moe_act = false, shared_experts = false;
-  bool any() const { return layernorm || mla_up_proj || core_attn || mlp || moe || moe_act || shared_experts; }
-  bool operator==(const RecomputeModules&) const = default;
-};
 
 struct MemoryInputs {
   int tp = 1, pp = 1, dp = 1, vpp = 1;

@@ -28,6 +28,9 @@ namespace {
 // What TorchTitan v0.2.2 cannot run as planned, refused by name.
 void check_torchtitan_can_run(const Plan& p) {
   const auto& s = p.strategy;
+  if (p.strategy.recompute_modules.any())
+    input_error("the plan recomputes Megatron-Core modules (strategy.recompute_modules), which this "
+                "export does not write; export without them or add --recompute-modules by hand");
   if (!p.model.moe) return;
   // torchtitan/models/moe/moe.py MoEArgs at v0.2.2 has no capacity: its MoE is dropless.
   if (p.model.moe->capacity_factor > 0)

@@ -134,6 +134,39 @@ TEST(MoeSimulator, MtpDepthRunsOnTheLastStage) {
               1e-6 * models::model_flops_per_iteration(mtp, 32));
 }
 
+TEST(MoeSimulator, RecomputeModulesTradeMemoryForTime) {
+  // Megatron-Core selective recompute by module: recomputing the MoE MLP drops its routed
+  // copies from memory and re-runs its forward (and token exchange) in the backward.
+  const models::ModelSpec m = tiny_moe();
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
+  Strategy plain = layout(8, 1, 1, 8, 1);
+  plain.recompute = Recompute::Selective;
+  Strategy moe = plain;
+  moe.recompute_modules.moe = true;
+  EXPECT_TRUE(validate(moe, m).empty()) << fields(validate(moe, m));
+  const Prediction a = simulate(m, c, plain).prediction, b = simulate(m, c, moe).prediction;
+  EXPECT_EQ(b.peak_memory.dispatch_activations, 0.0);
+  EXPECT_GT(a.peak_memory.dispatch_activations, 0.0);
+  EXPECT_LT(b.peak_memory_gib, a.peak_memory_gib);
+  EXPECT_GT(b.iteration_s, a.iteration_s);
+  // Named rules, and the plan file keeps the list.
+  Strategy none = moe;
+  none.recompute = Recompute::None;
+  EXPECT_CONTAINS(fields(validate(none, m)), "needs strategy.recompute selective");
+  Strategy mla = moe;
+  mla.recompute_modules.mla_up_proj = true;
+  EXPECT_CONTAINS(fields(validate(mla, m)), "mla_up_proj needs a model with mla attention");
+  Plan p;
+  p.model = m;
+  p.cluster = "dgx-h100";
+  p.strategy = moe;
+  p.strategy.recompute_modules.layernorm = true;
+  p.stage_layers = even_stage_layers(m, 1, 1);
+  const std::string yaml = plan_to_yaml(p);
+  EXPECT_CONTAINS(yaml, "recompute_modules: [layernorm, moe]");
+  EXPECT_EQ(parse_plan_yaml(yaml, "plan.yaml").strategy, p.strategy);
+}
+
 TEST(MoeSearch, CoversEpAndEtp) {
   const models::ModelSpec m = tiny_moe();
   const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
