@@ -11,6 +11,7 @@
 #include "models/catalog.h"
 #include "models/model_graph.h"
 #include "models/model_spec.h"
+#include "models/model_stats.h"
 
 namespace strata::cli {
 
@@ -21,8 +22,21 @@ ModelRow model_row(models::ModelSpec spec) {
   const auto graph = models::ModelGraph::build(spec, 1);
   r.params = graph.total_params();
   r.params_active = graph.active_params();
+  r.params_mtp = models::mtp_params(spec);
+  r.params_active_mtp = models::active_params(spec) - models::main_model_active_params(spec);
   r.spec = std::move(spec);
   return r;
+}
+
+// A model trained with multi-token prediction: its counts with and without the MTP
+// depths, as a YAML comment (the published counts are usually without).
+std::string mtp_counts(const models::ModelSpec& spec) {
+  if (spec.mtp_layers == 0) return "";
+  const double mtp = models::mtp_params(spec), total = models::total_params(spec);
+  const double active = models::active_params(spec), main_active = models::main_model_active_params(spec);
+  return fmt::format("# parameters: {:.2f}B with the {} MTP depth(s) ({:.2f}B of their own), {:.2f}B without; "
+                     "active per token {:.2f}B with, {:.2f}B without\n",
+                     total / 1e9, spec.mtp_layers, mtp / 1e9, (total - mtp) / 1e9, active / 1e9, main_active / 1e9);
 }
 
 std::vector<ModelRow> catalog_rows() {
@@ -38,11 +52,12 @@ void show_model(const std::string& name, const std::string& format) {
     return;
   }
   if (auto text = models::find_catalog_model(name)) {
-    print_stdout(*text);
+    print_stdout(*text + mtp_counts(models::load_model(name)));
     return;
   }
   // Not a catalog name: a file path, or a typo (the error suggests close names).
-  print_stdout(models::to_yaml(prefixed("models show", [&] { return models::load_model(name); })));
+  const models::ModelSpec spec = prefixed("models show", [&] { return models::load_model(name); });
+  print_stdout(models::to_yaml(spec) + mtp_counts(spec));
 }
 
 }  // namespace

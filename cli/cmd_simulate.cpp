@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "cli/commands.h"
+#include "costmodel/recompute_modules.h"
 #include "planner/stack_support.h"
 #include "report/format_json.h"
 #include "report/format_table.h"
@@ -38,6 +39,7 @@ struct SimulateFlags {
   int ep = 1, etp = 1;  // expert parallel, expert tensor parallel (MoE models)
   std::int64_t micro_batch = 1, global_batch = 0;
   std::string recompute = "none";
+  std::vector<std::string> recompute_modules;  // Megatron-Core names, with --recompute selective
   std::string schedule;
   bool sequence_parallel = false;
   std::string format = "table";
@@ -235,6 +237,7 @@ void run_simulate(SimulateFlags& f) {
   s.zero = f.zero;
   s.precision = f.mc.precision;
   s.recompute = planner::recompute_from_string(f.recompute);
+  s.recompute_modules = costmodel::recompute_modules_from_names(f.recompute_modules);
   s.sequence_parallel = f.sequence_parallel;
   s.schedule = !f.schedule.empty() ? planner::schedule_from_string(f.schedule)
                : f.vpp > 1         ? planner::ScheduleKind::Interleaved
@@ -300,6 +303,11 @@ void add_simulate_command(CLI::App& app) {
   f.layout_opts.push_back(cmd->add_option("--recompute", f.recompute, "activation recompute")
                               ->check(CLI::IsMember(recompute_names()))
                               ->capture_default_str());
+  f.layout_opts.push_back(
+      cmd->add_option("--recompute-modules", f.recompute_modules,
+                      "with --recompute selective: the Megatron-Core modules recomputed, comma-separated "
+                      "(layernorm, mla_up_proj, core_attn, mlp, moe, moe_act, shared_experts; default core_attn)")
+          ->delimiter(','));
   f.layout_opts.push_back(
       cmd->add_option("--schedule", f.schedule,
                       "pipeline schedule (default: interleaved if --vpp > 1, else 1f1b)")

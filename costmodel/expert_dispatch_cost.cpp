@@ -1,5 +1,6 @@
 #include "costmodel/expert_dispatch_cost.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/errors.h"
@@ -20,7 +21,60 @@ void check(const ExpertLayout& l) {
     input_error("expert tokens factor ({}) must be >= 1", l.tokens_factor);
 }
 
+// C(a, k) / C(b, k) for a <= b: the chance that k draws without replacement from b items
+// all miss the b - a others.
+double choose_ratio(double a, double b, std::int64_t k) {
+  double r = 1;
+  for (std::int64_t i = 0; i < k; ++i) {
+    if (a - static_cast<double>(i) <= 0) return 0;
+    r *= (a - static_cast<double>(i)) / (b - static_cast<double>(i));
+  }
+  return r;
+}
+
+// P(c of `marked` items among `draw` drawn from `total`), hypergeometric.
+double hypergeometric(std::int64_t total, std::int64_t marked, std::int64_t draw, std::int64_t c) {
+  if (c > marked || c > draw || draw - c > total - marked) return 0;
+  const auto lchoose = [](std::int64_t n, std::int64_t r) {
+    return std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(r) + 1) -
+           std::lgamma(static_cast<double>(n - r) + 1);
+  };
+  return std::exp(lchoose(marked, c) + lchoose(total - marked, draw - c) - lchoose(total, draw));
+}
+
 }  // namespace
+
+TokenRouting token_routing(const models::MoeSpec& moe, int ep_nodes) {
+  const std::int64_t E = moe.experts, k = moe.top_k, N = ep_nodes;
+  if (N < 1 || E < 1 || E % N != 0)
+    input_error("the expert-parallel group's nodes ({}) must divide the experts ({})", N, E);
+  const double per_node = static_cast<double>(E / N);
+  double p_hit = 0;  // P(a given node gets >= 1 of the token's copies)
+  if (!moe.group_limited()) {
+    p_hit = 1 - choose_ratio(static_cast<double>(E) - per_node, static_cast<double>(E), k);
+  } else {
+    const std::int64_t G = moe.groups, M = moe.max_groups_per_token;
+    const double per_group = static_cast<double>(E / G), candidates = static_cast<double>(M) * per_group;
+    if (G % N == 0) {
+      const std::int64_t node_groups = G / N;
+      double miss = 0;
+      for (std::int64_t c = 0; c <= std::min(node_groups, M); ++c)
+        miss += hypergeometric(G, node_groups, M, c) *
+                choose_ratio(candidates - static_cast<double>(c) * per_group, candidates, k);
+      p_hit = 1 - miss;
+    } else if (N % G == 0) {
+      p_hit = static_cast<double>(M) / static_cast<double>(G) * (1 - choose_ratio(candidates - per_node, candidates, k));
+    } else {
+      input_error("group-limited routing over {} expert groups on an expert-parallel group over {} nodes: "
+                  "neither divides the other, so groups straddle nodes unevenly (not modelled)", G, N);
+    }
+  }
+  TokenRouting r;
+  r.nodes_reached = static_cast<double>(N) * p_hit;
+  r.copies_off_node = static_cast<double>(k) * static_cast<double>(N - 1) / static_cast<double>(N);
+  r.sends_off_node = static_cast<double>(N - 1) * p_hit;
+  return r;
+}
 
 double expert_tokens_factor(const models::MoeSpec& moe) {
   return moe.capacity_factor > 0 ? moe.capacity_factor : moe.load_imbalance;
@@ -62,13 +116,21 @@ OpTime expert_gemm_time(const GemmCost& gemm, const models::Op& op, const Expert
   return t;
 }
 
-DispatchBytes dispatch_bytes(const models::Op& op, const ExpertLayout& l, double act_bytes) {
+DispatchBytes dispatch_bytes(const models::Op& op, const ExpertLayout& l, double act_bytes,
+                             const models::MoeSpec* moe) {
   check(l);
   DispatchBytes b;
   if (op.ep_comm == models::EpComm::None) return b;
   // ep_comm_bytes: the micro-batch's token copies x hidden x 2 bytes, unsharded.
   const double send = op.ep_comm_bytes * act_bytes / 2.0 * token_share(l) * l.tokens_factor;
   b.all_to_all = l.ep > 1 ? send : 0.0;
+  if (l.ep > 1 && l.ep_nodes > 1) {
+    STRATA_CHECK(moe != nullptr, "dispatch_bytes over {} nodes needs the model's routing", l.ep_nodes);
+    const models::MoeSpec& routing = *moe;
+    const TokenRouting r = token_routing(routing, l.ep_nodes);
+    b.inter_node = send * (l.once_per_node ? r.sends_off_node : r.copies_off_node) /
+                   static_cast<double>(routing.top_k);
+  }
   b.etp_gather = l.etp > 1 ? send * l.etp : 0.0;
   b.permute = 2.0 * op.ep_comm_bytes * act_bytes / 2.0 * token_share(l);  // read + write once
   return b;

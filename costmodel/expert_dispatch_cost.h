@@ -36,7 +36,43 @@ struct ExpertLayout {
   bool sequence_parallel = false;
   int ep = 1, etp = 1;
   double tokens_factor = 1.0;  // busiest rank's tokens / mean (imbalance or capacity factor)
+  // Placement and dispatcher, for the bytes that cross nodes (DispatchBytes::inter_node): the
+  // nodes the ep group spans, and whether the dispatcher sends a token once per destination
+  // node and forwards it inside the node (DeepSeek-V3's kernels, DeepEP's internode mode)
+  // instead of once per routed copy (Megatron-Core's alltoall dispatcher, the default).
+  int ep_nodes = 1;
+  bool once_per_node = false;
 };
+
+// Where one token's top_k routed copies go, in expectation under balanced routing (every
+// allowed expert equally likely; the target of the balancing loss or bias), with the ep
+// group over `ep_nodes` nodes and the experts placed contiguously by ep rank (node j holds
+// experts j*E/N .. (j+1)*E/N - 1, Megatron-Core's layout). Group-limited routing
+// (MoeSpec::groups, max_groups_per_token: M of G groups) first picks M groups, then top_k of
+// their experts. With G = N (Megatron's advice for node-limited routing, DeepSeek-V3's 8
+// groups on 8 nodes) a token reaches at most M nodes.
+//   nodes_reached     expected distinct nodes its copies land on (its own included):
+//                     N * P(a node gets >= 1 copy); without a limit
+//                     P = 1 - C(E - E/N, k) / C(E, k); with G >= N (G/N whole groups per
+//                     node, c of them chosen, hypergeometric) P = 1 - sum_c P(c) C(M E/G - c E/G, k) /
+//                     C(M E/G, k); with N > G (a group over N/G nodes)
+//                     P = (M/G) (1 - C(M E/G - E/N, k) / C(M E/G, k)).
+//   copies_off_node   copies sent to other nodes by a per-copy all-to-all: k (N-1)/N. Each
+//                     expert is equally likely either way, so the group limit does not change
+//                     it: a per-copy dispatcher gains nothing from node-limited routing.
+//   sends_off_node    sends to other nodes by a once-per-node dispatcher: (N-1) P, at most
+//                     min(k, M nodes) - what the limit bounds.
+// Router cost is unchanged by the limit or by sigmoid scores with bias balancing (the bias
+// only shifts the top-k choice; the router GEMM h x E is the same and is < 0.1% of an MoE
+// layer's FLOPs for DeepSeek-V3), so neither is charged anything.
+// InputError when N does not divide E, or when, with a group limit, neither G nor N divides
+// the other (the groups would straddle nodes unevenly: not modelled).
+struct TokenRouting {
+  double nodes_reached = 0;
+  double copies_off_node = 0;
+  double sends_off_node = 0;
+};
+TokenRouting token_routing(const models::MoeSpec& moe, int ep_nodes);
 // tokens_factor for a model: capacity factor when set, else the load imbalance.
 double expert_tokens_factor(const models::MoeSpec& moe);
 
@@ -55,12 +91,16 @@ OpTime expert_gemm_time(const GemmCost& gemm, const models::Op& op, const Expert
 // Bytes of one exchange (dispatch or combine) for an Op with ep_comm set, per rank:
 // all_to_all = the send buffer over the ep group (0 when ep == 1); etp_gather = the
 // gathered buffer over the etp group (0 when etp == 1); permute = memory traffic of
-// permuting (or un-permuting) the token copies (read + write).
+// permuting (or un-permuting) the token copies (read + write); inter_node = the part of the
+// exchange that crosses nodes (token_routing: all_to_all x (N-1)/N per copy, or the
+// once-per-node sends; 0 inside one node).
 struct DispatchBytes {
-  double all_to_all = 0, etp_gather = 0, permute = 0;
+  double all_to_all = 0, etp_gather = 0, permute = 0, inter_node = 0;
 };
 // act_bytes: bytes per activation element (2 for bf16/fp16; the op's numbers assume 2).
-DispatchBytes dispatch_bytes(const models::Op& op, const ExpertLayout& layout, double act_bytes = 2.0);
+// `moe` gives the routing for inter_node, needed when layout.ep_nodes > 1.
+DispatchBytes dispatch_bytes(const models::Op& op, const ExpertLayout& layout, double act_bytes = 2.0,
+                             const models::MoeSpec* moe = nullptr);
 
 struct DispatchTime {
   double fwd_s = 0, bwd_s = 0;  // collectives only (permutes are compute, see permute bytes)

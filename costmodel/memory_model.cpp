@@ -23,13 +23,54 @@ RecomputeMode recompute_from_string(const std::string& s) {
   input_error("unknown recompute mode '{}' (expected one of: none, selective, full)", s);
 }
 
-double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
-                              bool sequence_parallel, RecomputeMode recompute,
-                              double score_bytes, std::int64_t layer, int etp) {
+namespace {
+
+void check_activation_args(std::int64_t micro_batch, int tp, int etp, double score_bytes) {
   if (etp < 1) input_error("etp ({}) must be >= 1", etp);
   if (!(score_bytes >= 0)) input_error("attention score bytes ({}) must be >= 0", score_bytes);
   if (micro_batch < 1) input_error("micro_batch ({}) must be >= 1", micro_batch);
   if (tp < 1) input_error("tp ({}) must be >= 1", tp);
+}
+
+// The modules selective recompute drops: the caller's list, or strata's selective mode
+// (core_attn) when none is given.
+RecomputeModules dropped_modules(RecomputeMode recompute, const RecomputeModules& modules) {
+  if (recompute != RecomputeMode::Selective) return {};
+  if (modules.any()) return modules;
+  RecomputeModules core;
+  core.core_attn = true;
+  return core;
+}
+
+double mlp_bytes_per_f(const models::ModelSpec& spec) {
+  // GELU: its input and output (2f each); SwiGLU: gate, up and their product.
+  return spec.activation == models::Activation::SwiGlu ? 6.0 : 4.0;
+}
+
+}  // namespace
+
+double routed_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
+                               RecomputeMode recompute, std::int64_t layer, int etp,
+                               const RecomputeModules& modules) {
+  check_activation_args(micro_batch, tp, etp, 0.0);
+  if (recompute == RecomputeMode::Full || layer <= 0 || !spec.is_moe_layer(layer)) return 0.0;
+  const RecomputeModules drop = dropped_modules(recompute, modules);
+  if (drop.moe) return 0.0;
+  const models::MoeSpec& e = *spec.moe;
+  const double s = static_cast<double>(spec.seq_len), b = static_cast<double>(micro_batch);
+  const double h = static_cast<double>(spec.hidden);
+  const double factor = e.capacity_factor > 0 ? e.capacity_factor : e.load_imbalance;
+  // moe_act discards the activation's output (the down projection's input, 2f per copy).
+  const double per_f = mlp_bytes_per_f(spec) - (drop.moe_act ? 2.0 : 0.0);
+  return s * b / tp *
+         (4.0 * static_cast<double>(e.experts) +
+          static_cast<double>(e.top_k) * factor * (4.0 * h + per_f * static_cast<double>(e.expert_ffn) / etp));
+}
+
+double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
+                              bool sequence_parallel, RecomputeMode recompute,
+                              double score_bytes, std::int64_t layer, int etp, const RecomputeModules& modules) {
+  check_activation_args(micro_batch, tp, etp, score_bytes);
   const double s = static_cast<double>(spec.seq_len);
   const double b = static_cast<double>(micro_batch);
   const double h = static_cast<double>(spec.hidden);
@@ -41,8 +82,9 @@ double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_
   const double sbh = s * b * h;
 
   if (recompute == RecomputeMode::Full) return 2.0 * sbh / (sequence_parallel ? t : 1.0);
+  const RecomputeModules drop = dropped_modules(recompute, modules);
 
-  double replicated = 10.0 * sbh;
+  double replicated = (drop.layernorm ? 6.0 : 10.0) * sbh;
   // Q, K (2sb(h + kv)), V (2sb kv), out-proj input (2sbh): 8sbh for full multi-head attention.
   double attention_linear = 2.0 * s * b * (h + kv) + 2.0 * s * b * kv + 2.0 * sbh;
   if (spec.explicit_head_dim != 0 && !spec.mla) {
@@ -52,22 +94,21 @@ double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_
   if (spec.mla) {
     const models::MlaSpec& m = *spec.mla;
     const double qk = a * static_cast<double>(m.qk_head_dim()), v = a * static_cast<double>(m.v_head_dim);
-    attention_linear = 2.0 * s * b * (2 * qk + v) + 2.0 * s * b * v;  // Q, K, V; out-proj input
+    // Q, K, V (dropped by mla_up_proj); the out-proj input.
+    attention_linear = (drop.mla_up_proj ? 0.0 : 2.0 * s * b * (2 * qk + v)) + 2.0 * s * b * v;
     replicated += 2.0 * s * b * static_cast<double>(m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim);
   }
-  // GELU: its input and output (2sbf each); SwiGLU: gate, up and their product.
-  const double per_f = spec.activation == models::Activation::SwiGlu ? 6.0 : 4.0;
-  double mlp = per_f * s * b * f;
+  const double per_f = mlp_bytes_per_f(spec);
+  double mlp = drop.mlp ? 0.0 : per_f * s * b * f;
   double routed = 0;  // per rank, already sharded
   if (layer > 0 && spec.is_moe_layer(layer)) {
     const models::MoeSpec& e = *spec.moe;
-    mlp = per_f * s * b * static_cast<double>(e.shared_experts * e.shared_expert_ffn);
-    const double factor = e.capacity_factor > 0 ? e.capacity_factor : e.load_imbalance;
-    routed = s * b / t *
-             (4.0 * static_cast<double>(e.experts) +
-              static_cast<double>(e.top_k) * factor * (4.0 * h + per_f * static_cast<double>(e.expert_ffn) / etp));
+    mlp = drop.moe || drop.shared_experts
+              ? 0.0
+              : per_f * s * b * static_cast<double>(e.shared_experts * e.shared_expert_ffn);
+    routed = routed_activation_bytes(spec, micro_batch, tp, recompute, layer, etp, modules);
   }
-  const double scores = recompute == RecomputeMode::Selective ? 0.0 : score_bytes * a * s * s * b;
+  const double scores = drop.core_attn ? 0.0 : score_bytes * a * s * s * b;
   const double sharded = attention_linear + mlp + scores;
   return (sequence_parallel ? (replicated + sharded) / t : replicated + sharded / t) + routed;
 }
@@ -175,14 +216,25 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
   const double sp_div = in.sequence_parallel ? t : 1.0;
   const double layer_act =
       layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, in.recompute,
-                             in.attention_score_bytes);
+                             in.attention_score_bytes, 0, 1, in.recompute_modules);
   const double moe_layer_act =
       spec_.moe ? layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, in.recompute,
-                                         in.attention_score_bytes, spec_.layers, in.etp)
+                                         in.attention_score_bytes, spec_.layers, in.etp, in.recompute_modules)
                 : layer_act;
+  const double moe_routed_act =
+      spec_.moe ? routed_activation_bytes(spec_, in.micro_batch, in.tp, in.recompute, spec_.layers, in.etp,
+                                          in.recompute_modules)
+                : 0.0;
+
+  // Multi-token prediction on the head's rank, per depth: enorm, hnorm, eh_proj
+  // (concatenated 2h), final-norm and LM-head inputs, 12sbh (/t with SP), and a block like
+  // the last; its logits are counted with the main head's below.
+  const double mtp_block_act = spec_.mtp_block_is_moe() ? moe_layer_act : layer_act;
+  const double mtp_act = static_cast<double>(spec_.mtp_layers) * (12.0 * sbh / sp_div + mtp_block_act);
 
   std::vector<StageMemory> out(static_cast<std::size_t>(in.pp));
   std::vector<double> act_sum(static_cast<std::size_t>(in.pp), 0.0);
+  std::vector<double> routed_sum(static_cast<std::size_t>(in.pp), 0.0);  // of act_sum: routed tokens
   std::vector<double> largest_group(static_cast<std::size_t>(in.pp), 0.0);  // params, one TP rank
   std::vector<double> fp8_rank(static_cast<std::size_t>(in.pp), 0.0);         // one TP rank
   std::vector<double> fp8_expert_rank(static_cast<std::size_t>(in.pp), 0.0);  // its routed experts
@@ -206,8 +258,11 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
       if (p != embedding_rank) m.params += group_params_shared_[gi] / t;
       double& act = act_sum[static_cast<std::size_t>(p)];
       if (g == 0) act += sbh / sp_div;                 // embedding dropout mask (1 byte)
-      else if (g == head_group) act += 4.0 * sbh / sp_div;  // final-norm + LM-head inputs
+      else if (g == head_group) act += 4.0 * sbh / sp_div + mtp_act;  // final-norm + LM-head inputs
       else act += spec_.is_moe_layer(g) ? moe_layer_act : layer_act;
+      if (g > 0 && g < head_group && spec_.is_moe_layer(g)) routed_sum[static_cast<std::size_t>(p)] += moe_routed_act;
+      if (g == head_group && spec_.mtp_block_is_moe())
+        routed_sum[static_cast<std::size_t>(p)] += static_cast<double>(spec_.mtp_layers) * moe_routed_act;
     }
   }
 
@@ -238,6 +293,14 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     // tests/integration/runtime_memory_test.cpp; FSDP's unsharded gradient of the unit).
     if (in.zero >= 2 && dp > 1) m.grads_bytes += in.grad_buffer_bytes * largest_group[static_cast<std::size_t>(p)];
     m.optimizer_bytes = 12.0 * sharded(1);
+    // The routed experts' part of the weights, gradients and optimizer state.
+    const double expert_shard1 = in.zero >= 1 ? m.expert_params / edp : m.expert_params;
+    const double expert_shard2 = in.zero >= 2 ? m.expert_params / edp : m.expert_params;
+    const double expert_shard3 = in.zero >= 3 ? m.expert_params / edp : m.expert_params;
+    m.expert_weights_bytes = 2.0 * expert_shard3;
+    m.expert_grads_optimizer_bytes = in.grad_buffer_bytes * expert_shard2 +
+                                     optimizer_grad_copy_bytes(in.grad_buffer_bytes) * expert_shard1 +
+                                     12.0 * expert_shard1;
 
     long long flight;
     if (!in.in_flight.empty()) {
@@ -250,9 +313,15 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     }
     m.activations_bytes =
         static_cast<double>(flight) * act_sum[static_cast<std::size_t>(p)] / in.vpp / in.cp;
+    m.dispatch_activations_bytes =
+        static_cast<double>(flight) * routed_sum[static_cast<std::size_t>(p)] / in.vpp / in.cp;
     if (p == head_rank) {
-      const double logits_per_mb = 4.0 * b * s * static_cast<double>(spec_.vocab) / t / in.cp;
-      m.logits_bytes = logits_per_mb * static_cast<double>((flight + in.vpp - 1) / in.vpp);
+      // The main loss's and each MTP depth's fp32 logits.
+      const double logits_one = 4.0 * b * s * static_cast<double>(spec_.vocab) / t / in.cp;
+      const double head_flight = static_cast<double>((flight + in.vpp - 1) / in.vpp);
+      m.logits_bytes = logits_one * static_cast<double>(1 + spec_.mtp_layers) * head_flight;
+      m.mtp_activations_bytes = static_cast<double>(flight) * mtp_act / in.vpp / in.cp +
+                                logits_one * static_cast<double>(spec_.mtp_layers) * head_flight;
     }
     m.reserve_bytes = reserve_bytes_;
     m.total_bytes = m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes +

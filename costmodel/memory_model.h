@@ -41,6 +41,12 @@
 // Head group (last stage): final-norm input and LM-head input 4sbh (/t with SP);
 //   logits separately: 4 * b * s * V / t bytes (fp32 for the loss), for the
 //   micro-batches in flight on the last stage (ceil(in_flight / vpp)).
+//   Multi-token prediction (ModelSpec::mtp_layers, in the head group as Megatron-Core places
+//   it): per depth 12sbh (/t with SP: enorm and hnorm inputs, eh_proj's 2h input, its
+//   final-norm and LM-head inputs), one block like the last (the per-layer terms below), and
+//   one more set of fp32 logits. Its weights (norms, eh_proj, the block, experts sharded
+//   like the others) are the head group's; the shared embedding table is a copy on the last
+//   rank when the embedding is elsewhere (Op::shared_params of mtp.embedding).
 // Activations of a stage = in-flight (micro-batch, chunk) forwards x the mean per-
 //   chunk activation of the rank's chunks. Default in-flight, if not given:
 //   vpp == 1: pp - p (1F1B); vpp > 1: Megatron interleaved warm-up
@@ -67,6 +73,7 @@
 #include <vector>
 
 #include "costmodel/device_profile.h"
+#include "costmodel/recompute_modules.h"
 #include "models/model_graph.h"
 
 namespace strata::costmodel {
@@ -101,6 +108,7 @@ struct MemoryInputs {
   std::int64_t num_microbatches = 0;  // per iteration per dp rank; 0 = unknown (no cap)
   int zero = 0;                       // 0..3
   RecomputeMode recompute = RecomputeMode::None;
+  RecomputeModules recompute_modules;  // with RecomputeMode::Selective (see RecomputeModules)
   bool sequence_parallel = false;
   double attention_score_bytes = kUnfusedScoreBytes;  // see kUnfusedScoreBytes
   double grad_buffer_bytes = 4.0;     // per parameter: the gradient reduction dtype's size (2 or 4)
@@ -129,6 +137,14 @@ struct StageMemory {
   double total_bytes = 0;   // sum of the above
   double params = 0;        // parameters held by this rank (after TP sharding)
   double expert_params = 0; // of which routed-expert parameters (after ep x etp sharding)
+  // Breakdown (parts of the totals above): the routed experts' weights, and their gradients
+  // and optimizer state (ZeRO shards over edp, not dp); the routed-token activations of the
+  // MoE layers (router probabilities, dispatched copies and expert activations); the
+  // multi-token-prediction depths' activations and extra logits (head rank only).
+  double expert_weights_bytes = 0;
+  double expert_grads_optimizer_bytes = 0;
+  double dispatch_activations_bytes = 0;
+  double mtp_activations_bytes = 0;
 };
 
 // Per-layer activation bytes of one micro-batch (the formulas above), exposed for
@@ -137,7 +153,12 @@ struct StageMemory {
 double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
                               bool sequence_parallel, RecomputeMode recompute,
                               double score_bytes = kUnfusedScoreBytes, std::int64_t layer = 0,
-                              int etp = 1);
+                              int etp = 1, const RecomputeModules& modules = {});
+// Of the above, an MoE layer's routed part per rank: (s*b/t)*(4*experts + top_k*factor*
+// (4h + mlp(expert_ffn)/etp)) less what recompute modules drop; 0 for a dense layer.
+double routed_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
+                               RecomputeMode recompute, std::int64_t layer, int etp = 1,
+                               const RecomputeModules& modules = {});
 
 class MemoryModel {
  public:

@@ -31,6 +31,9 @@ bool megatron_pp_dp_order(const std::string& o) { return o == "tp-pp-dp" || o ==
 
 // What Megatron-LM cannot run as planned, refused by name.
 void check_megatron_can_run(const Plan& p) {
+  if (p.strategy.recompute_modules.any())
+    input_error("the plan recomputes Megatron-Core modules (strategy.recompute_modules), which this "
+                "export does not write; export without them or add --recompute-modules by hand");
   // TransformerConfig.__post_init__ at d98e8a64: "Bias in Moe is only supported when ETP==1".
   if (p.model.moe && models::has_bias(p.model) && p.strategy.etp > 1)
     input_error("export megatron: model '{}' has linear biases (GELU), which Megatron-LM's "
@@ -100,6 +103,9 @@ void model_flags(FlagWriter& flag, const models::ModelSpec& m, const SoftwareSta
   }
   // Per-head width where it is not hidden / heads (Megatron's kv_channels defaults to it).
   if (m.explicit_head_dim != 0 && !m.mla) flag("--kv-channels", num(m.explicit_head_dim));
+  // Multi-token prediction depths (megatron/training/arguments.py _add_mtp_args; Megatron-Core
+  // places them on the last pipeline stage, as strata's head group).
+  if (m.mtp_layers > 0) flag("--mtp-num-layers", num(m.mtp_layers));
   if (m.mla) {
     // Multi-latent attention (Megatron-LM MLATransformerConfig, megatron/core/transformer/
     // transformer_config.py at d98e8a64): --qk-head-dim is the per-head part without
@@ -141,6 +147,11 @@ void model_flags(FlagWriter& flag, const models::ModelSpec& m, const SoftwareSta
     // Megatron refuses softmax after a top-1 selection (its gradient is zero):
     // TransformerConfig.__post_init__ asks for --moe-router-pre-softmax when topk is 1.
     if (e.top_k == 1 && e.router == models::RouterKind::Softmax) flag("--moe-router-pre-softmax");
+    // Group-limited (node-limited) routing (megatron/training/arguments.py _add_moe_args).
+    if (e.group_limited()) {
+      flag("--moe-router-num-groups", num(e.groups));
+      flag("--moe-router-group-topk", num(e.max_groups_per_token));
+    }
     if (e.capacity_factor > 0) {
       // strata charges every expert padded to the capacity (costmodel/expert_dispatch_cost.h).
       flag("--moe-expert-capacity-factor", num(e.capacity_factor));

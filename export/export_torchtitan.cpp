@@ -35,6 +35,9 @@ void check_torchtitan_can_run(const Plan& p) {
     input_error("model '{}' trains {} multi-token-prediction block(s) (model.mtp_layers), which "
                 "{} has no module or setting for; export it --to megatron",
                 one_line(p.model.name), p.model.mtp_layers, kTorchTitanVersion);
+  if (p.strategy.recompute_modules.any())
+    input_error("the plan recomputes Megatron-Core modules (strategy.recompute_modules), which this "
+                "export does not write; export without them or add --recompute-modules by hand");
   if (!p.model.moe) return;
   // torchtitan/models/moe/moe.py MoEArgs at v0.2.2 has no capacity: its MoE is dropless.
   if (p.model.moe->capacity_factor > 0)

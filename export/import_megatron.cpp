@@ -312,7 +312,8 @@ void MegatronArgsReader::read_moe(models::ModelSpec& m) {
                           "--moe-shared-expert-intermediate-size", "--moe-layer-freq",
                           "--moe-router-score-function", "--moe-expert-capacity-factor",
                           "--moe-pad-expert-input-to-capacity", "--moe-router-pre-softmax",
-                          "--moe-grouped-gemm", "--moe-token-dispatcher-type"})
+                          "--moe-grouped-gemm", "--moe-token-dispatcher-type", "--moe-router-num-groups",
+                          "--moe-router-group-topk"})
       if (has(f)) input_error("{}: {} needs --num-experts", source, f);
     return;
   }
@@ -346,6 +347,13 @@ void MegatronArgsReader::read_moe(models::ModelSpec& m) {
   } else if (has("--moe-pad-expert-input-to-capacity")) {
     input_error("{}: --moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor "
                 "(Megatron-LM raises otherwise)", source);
+  }
+  if (has("--moe-router-num-groups") != has("--moe-router-group-topk"))
+    input_error("{}: --moe-router-num-groups and --moe-router-group-topk go together (group-limited "
+                "routing)", source);
+  if (has("--moe-router-num-groups")) {
+    e.groups = get_int("--moe-router-num-groups");
+    e.max_groups_per_token = get_int("--moe-router-group-topk");
   }
   if (e.top_k > e.experts)
     input_error("{}: --moe-router-topk ({}) exceeds --num-experts ({})", source, e.top_k, e.experts);
@@ -414,6 +422,10 @@ void MegatronArgsReader::read_model_shape() {
       input_error("{}: --rotary-base {} must be > 0", source, one_line(v.at("--rotary-base")));
   }
   m.tied_embeddings = !has("--untie-embeddings-and-output-weights");
+  if (has("--mtp-num-layers")) {
+    m.mtp_layers = get_int("--mtp-num-layers");
+    if (m.mtp_layers < 0) input_error("{}: --mtp-num-layers ({}) must be >= 0", source, m.mtp_layers);
+  }
   read_attention_kind(m);
   read_moe(m);
   // Multi-token prediction: Megatron-LM's --mtp-num-layers sequential MTP blocks.

@@ -50,7 +50,11 @@ const std::map<std::string, MegatronFlagKind>& megatron_modelled_flags() {
       {"--fp8-format", Kind::Str}, {"--fp8-recipe", Kind::Str},
       {"--use-mcore-models", Kind::Flag}, {"--transformer-impl", Kind::Str},
       {"--rotary-base", Kind::Float}, {"--rotary-percent", Kind::Float},
-      {"--norm-epsilon", Kind::Float}, {"--mtp-num-layers", Kind::Int}};
+      {"--norm-epsilon", Kind::Float},
+      // Multi-token prediction (NVIDIA/Megatron-LM megatron/training/arguments.py,
+      // _add_mtp_args: --mtp-num-layers int, default None; the loss weight does not change cost).
+      {"--moe-router-num-groups", Kind::Int}, {"--moe-router-group-topk", Kind::Int},
+      {"--mtp-num-layers", Kind::Int}, {"--mtp-loss-scaling-factor", Kind::Float}};
   return m;
 }
 

@@ -47,9 +47,10 @@ class Builder {
     return add(std::move(op));
   }
 
-  // One transformer block; `x` is the residual stream entering it. Returns its output.
-  Vertex block(int layer, Vertex x) {
-    const std::string p = fmt::format("layer{}.", layer);
+  // One transformer block in layer group `layer`, its op names prefixed by `p`, with the
+  // mixture-of-experts MLP when `moe`; `x` is the residual stream entering it. Returns
+  // its output.
+  Vertex block(int layer, const std::string& p, bool moe, Vertex x) {
     Vertex n1 = norm(p + "norm1", layer);
     edge(x, n1);
 
@@ -72,7 +73,7 @@ class Builder {
     Vertex n2 = norm(p + "norm2", layer);
     edge(r1, n2);
 
-    Vertex vd = m_.is_moe_layer(layer) ? moe_mlp(p, layer, n2) : dense_mlp(p, layer, n2);
+    Vertex vd = moe ? moe_mlp(p, layer, n2) : dense_mlp(p, layer, n2);
 
     Vertex r2 = residual(p + "residual2", layer);
     edge(vd, r2);
@@ -305,13 +306,17 @@ class Builder {
     return op;
   }
 
-  void head(int group, Vertex x) {
-    Vertex n = norm("final_norm", group);
+  // Final norm, LM head and loss of the main model (`p` empty) or of a multi-token-
+  // prediction depth (`p` = "mtp1.", ...: the output head is the main model's, so it owns
+  // no parameters; with tied embeddings the main head already brings the table's copy).
+  void head(int group, Vertex x, const std::string& p = "") {
+    Vertex n = norm(p + "final_norm", group);
     edge(x, n);
 
-    Op lm = gemm("lm_head", OpKind::LmHead, group, Sharding::VocabParallel,
+    Op lm = gemm(p + "lm_head", OpKind::LmHead, group, Sharding::VocabParallel,
                  static_cast<std::int64_t>(h_), m_.vocab);
-    if (m_.tied_embeddings) {
+    if (!p.empty()) lm.params = 0;
+    if (m_.tied_embeddings && p.empty()) {
       lm.shared_params = lm.params;
       lm.params = 0;
     }
@@ -321,7 +326,7 @@ class Builder {
     Vertex vl = add(std::move(lm));
     edge(n, vl);
 
-    Op loss = base("loss", OpKind::Loss, group, Sharding::VocabParallel);
+    Op loss = base(p + "loss", OpKind::Loss, group, Sharding::VocabParallel);
     loss.logits = static_cast<double>(t_) * static_cast<double>(V_);
     loss.bytes_fwd = 4 * t_ * V_;  // read the logits, write the softmax (the op-table key)
     loss.bytes_bwd = 2 * loss.bytes_fwd;
@@ -330,6 +335,42 @@ class Builder {
     loss.tp_comm_bytes = 3 * 4 * t_;  // fp32 max, sum of exp and target logit per token
     Vertex vloss = add(std::move(loss));
     edge(vl, vloss);
+  }
+
+  // The multi-token-prediction depths after the main head, in the head group (Megatron-Core
+  // runs them on the last pipeline stage). `h` is the main model's last hidden state (the
+  // final norm's input). Per depth d (ModelSpec::mtp_layers): the embedding of the tokens d
+  // ahead through the shared table (a copy on the last stage when the embedding is elsewhere,
+  // unless the tied head already holds it), enorm on it and hnorm on the previous depth's
+  // hidden state, eh_proj on their concatenation (2h -> h, column-parallel, no bias), one
+  // block like the last, and head(). Megatron gathers eh_proj's output over TP before the
+  // block (2th bytes); that exchange is not charged separately (the input's is).
+  void mtp(int group, Vertex h) {
+    Op emb = base("mtp.embedding", OpKind::Embedding, group, Sharding::VocabParallel);
+    const bool learned = m_.positions == Positions::Learned;
+    emb.shared_params = m_.tied_embeddings ? 0.0 : V_ * h_ + (learned ? s_ * h_ : 0.0);
+    emb.bytes_fwd = 2 * t_ * h_ * (learned ? 3 : 2) * static_cast<double>(m_.mtp_layers);
+    emb.bytes_bwd = 2 * emb.bytes_fwd;
+    emb.tp_comm = TpComm::VocabAllReduce;
+    emb.tp_comm_bytes = 2 * t_ * h_ * static_cast<double>(m_.mtp_layers);
+    Vertex ve = add(std::move(emb));
+    for (std::int64_t d = 1; d <= m_.mtp_layers; ++d) {
+      const std::string p = fmt::format("mtp{}.", d);
+      Vertex en = norm(p + "enorm", group);
+      edge(ve, en);
+      Vertex hn = norm(p + "hnorm", group);
+      edge(h, hn);
+      Op proj = gemm(p + "eh_proj", OpKind::Qkv, group, Sharding::ColumnParallel,
+                     2 * static_cast<std::int64_t>(h_), m_.hidden);
+      proj.activation_bytes = 4 * t_ * h_;  // the concatenated input [enorm, hnorm]
+      proj.tp_comm = TpComm::CopyForwardAllReduceBackward;
+      proj.tp_comm_bytes = 4 * t_ * h_;
+      Vertex vp = add(std::move(proj));
+      edge(en, vp);
+      edge(hn, vp);
+      h = block(group, p, m_.mtp_block_is_moe(), vp);
+      head(group, h, p);
+    }
   }
 
  private:
@@ -396,9 +437,11 @@ ModelGraph ModelGraph::build(const ModelSpec& spec, std::int64_t micro_batch) {
   Builder b(spec, micro_batch, mg.graph_);
 
   Vertex x = b.embedding();
-  for (std::int64_t l = 1; l <= spec.layers; ++l) x = b.block(static_cast<int>(l), x);
+  for (std::int64_t l = 1; l <= spec.layers; ++l)
+    x = b.block(static_cast<int>(l), fmt::format("layer{}.", l), spec.is_moe_layer(l), x);
   const int last = static_cast<int>(spec.layers) + 1;
   b.head(last, x);
+  if (spec.mtp_layers > 0) b.mtp(last, x);
 
   mg.groups_.resize(static_cast<std::size_t>(last) + 1);
   for (std::size_t i = 0; i < mg.groups_.size(); ++i) mg.groups_[i].index = static_cast<int>(i);

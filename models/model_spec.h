@@ -43,6 +43,16 @@ struct ModelSpec {
                                        // (Qwen3, Gemma); 0 = hidden/heads
   std::optional<MlaSpec> mla;          // set: multi-head latent attention
   std::optional<MoeSpec> moe;          // set: mixture-of-experts MLP (after first_dense_layers)
+  // Multi-token-prediction depths trained with the model (DeepSeek-V3's
+  // num_nextn_predict_layers, Megatron-LM's --mtp-num-layers; 0 = none). Each depth, as
+  // Megatron-Core's MultiTokenPredictionLayer builds it (NVIDIA/Megatron-LM
+  // megatron/core/transformer/multi_token_prediction.py at 00611e6e): RMSNorms on the
+  // previous depth's hidden state (hnorm) and on the embedding of the token one further
+  // ahead (enorm), a projection of their concatenation 2h -> h (eh_proj), one transformer
+  // block like the model's last (an MoE block for DeepSeek-V3), a final norm, and its own
+  // cross-entropy through the shared output head; the embedding and output weights are the
+  // main model's (no parameters of their own). Megatron-Core runs them on the last pipeline
+  // stage, after the main head (models/model_graph.h: the head group).
   std::int64_t mtp_layers = 0;
 
   std::int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : hidden / heads; }
@@ -53,6 +63,10 @@ struct ModelSpec {
   }
   // Block `layer` (1-based) has the mixture-of-experts MLP.
   bool is_moe_layer(std::int64_t layer) const { return moe && layer > moe->first_dense_layers; }
+  // The block of each multi-token-prediction depth is built like the last block
+  // (Megatron-Core get_gpt_mtp_block_spec, megatron/core/models/gpt/gpt_layer_specs.py, takes
+  // the spec of the decoder's last layer; DeepSeek-V3: an MoE block).
+  bool mtp_block_is_moe() const { return is_moe_layer(layers); }
   bool operator==(const ModelSpec&) const = default;
 };
 
@@ -84,13 +98,17 @@ void validate(const ModelSpec& spec, const std::string& source);
 // mla), mla: {q_lora_rank (0 = none), kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
 // v_head_dim}, moe: {experts, top_k, expert_ffn, shared_experts (default 0),
 // shared_expert_ffn (default expert_ffn), first_dense_layers (default 0),
-// router (softmax|sigmoid, default softmax), capacity_factor (absent = dropless)}.
+// router (softmax|sigmoid, default softmax), capacity_factor (absent = dropless),
+// load_imbalance, groups and max_groups_per_token (default 0: no group limit)},
+// mtp_layers (default 0).
 // `name` defaults to the file stem of `source`.
 ModelSpec parse_model_yaml(const std::string& text, const std::string& source);
 // Same, from a mapping already read (e.g. the `model:` section of a plan file); errors
 // carry the reader's file, line and key path.
 ModelSpec read_model(const YamlReader& reader);
-// Parses a HuggingFace config.json (LlamaConfig, MistralConfig, GPT2Config keys).
+// Parses a HuggingFace config.json (LlamaConfig, MistralConfig, GPT2Config keys; the
+// mixture-of-experts families by model_type; DeepSeek's num_nextn_predict_layers ->
+// mtp_layers). Defined in hf_config.cpp.
 // Llama-style (hidden_size, ...): hidden_act silu -> swiglu, rms_norm_eps -> rmsnorm,
 // rope, tie_word_embeddings default false. GPT2 (n_embd, ...): n_inner null -> 4h,
 // n_positions (or n_ctx), layernorm, learned, tied by default. Name: _name_or_path,

@@ -50,10 +50,18 @@ double layer_flops(const ModelSpec& m, std::int64_t batch, std::int64_t layer, b
   return attention + moe_mlp_flops(m, t, d(all_experts ? m.moe->experts : m.moe->top_k));
 }
 
+// One multi-token-prediction depth outside its block: eh_proj (2h -> h) over every token.
+double mtp_projection_flops(const ModelSpec& m, double t) { return 2 * t * 2 * d(m.hidden) * d(m.hidden); }
+
 double flops_per_iteration(const ModelSpec& m, std::int64_t batch, bool all_experts, bool full_recompute) {
   double blocks = 0;
   for (std::int64_t l = 1; l <= m.layers; ++l) blocks += layer_flops(m, batch, l, all_experts);
-  return 3 * (blocks + lm_head_flops_fwd(m, batch)) + (full_recompute ? blocks : 0.0);
+  // Each MTP depth: a block like the last, eh_proj and one more LM head (Megatron-LM
+  // num_floating_point_operations counts the same, megatron/training/training.py at 86df799d).
+  const double mtp = d(m.mtp_layers) * (layer_flops(m, batch, m.layers, all_experts) +
+                                        mtp_projection_flops(m, d(batch) * d(m.seq_len)));
+  const double heads = d(1 + m.mtp_layers) * lm_head_flops_fwd(m, batch);
+  return 3 * (blocks + mtp + heads) + (full_recompute ? blocks : 0.0);
 }
 }  // namespace
 
@@ -114,16 +122,30 @@ double lm_head_params(const ModelSpec& m) {
   return m.tied_embeddings ? 0.0 : d(m.vocab) * d(m.hidden);
 }
 
-double total_params(const ModelSpec& m) {
+double mtp_depth_params(const ModelSpec& m) {
+  // enorm, hnorm and the final norm; eh_proj (2h x h, no bias); the block like the last.
+  return 3 * norm_params(m) + 2 * d(m.hidden) * d(m.hidden) + layer_params(m, m.layers);
+}
+
+double mtp_params(const ModelSpec& m) { return d(m.mtp_layers) * mtp_depth_params(m); }
+
+double main_model_params(const ModelSpec& m) {
   double blocks = 0;
   for (std::int64_t l = 1; l <= m.layers; ++l) blocks += layer_params(m, l);
   return blocks + embedding_params(m) + final_norm_params(m) + lm_head_params(m);
 }
 
-double active_params(const ModelSpec& m) {
+double total_params(const ModelSpec& m) { return main_model_params(m) + mtp_params(m); }
+
+double main_model_active_params(const ModelSpec& m) {
   double blocks = 0;
   for (std::int64_t l = 1; l <= m.layers; ++l) blocks += layer_active_params(m, l);
   return blocks + embedding_params(m) + final_norm_params(m) + lm_head_params(m);
+}
+
+double active_params(const ModelSpec& m) {
+  const double mtp_depth = 3 * norm_params(m) + 2 * d(m.hidden) * d(m.hidden) + layer_active_params(m, m.layers);
+  return main_model_active_params(m) + d(m.mtp_layers) * mtp_depth;
 }
 
 double block_flops_fwd(const ModelSpec& m, std::int64_t batch) {
@@ -191,6 +213,14 @@ double layer_activation_bytes(const ModelSpec& m, std::int64_t micro_batch, std:
                      d(e.top_k) * (2 * h + mlp_activation_per_token(m, d(e.expert_ffn)) + 2 * h) +
                      d(e.shared_experts) * mlp_activation_per_token(m, d(e.shared_expert_ffn));
   return s * b * (attention_activation_per_token(m) + moe) + block_selective_recompute_bytes(m, micro_batch);
+}
+
+double mtp_depth_activation_bytes(const ModelSpec& m, std::int64_t micro_batch) {
+  const double t = d(micro_batch) * d(m.seq_len), h = d(m.hidden);
+  // enorm and hnorm inputs (2th each), eh_proj's concatenated input (4th), the block, the
+  // final norm and LM-head inputs (2th each), the fp32 logits of its loss (4tV).
+  return 4 * t * h + 4 * t * h + layer_activation_bytes(m, micro_batch, m.layers) + 4 * t * h +
+         4 * t * d(m.vocab);
 }
 
 double block_selective_recompute_bytes(const ModelSpec& m, std::int64_t micro_batch) {

@@ -32,8 +32,15 @@ double layer_active_params(const ModelSpec& spec, std::int64_t layer);  // its a
 double embedding_params(const ModelSpec& spec);   // token table (+ learned positions)
 double final_norm_params(const ModelSpec& spec);
 double lm_head_params(const ModelSpec& spec);     // 0 when the embeddings are tied
-double total_params(const ModelSpec& spec);       // tied table counted once
-double active_params(const ModelSpec& spec);      // = total_params for dense models
+// Multi-token prediction (ModelSpec::mtp_layers): one depth's own parameters (enorm, hnorm
+// and final norm, eh_proj 2h x h, a block like the last); the embedding and output head
+// are the main model's and are not counted again.
+double mtp_depth_params(const ModelSpec& spec);
+double mtp_params(const ModelSpec& spec);         // mtp_layers x mtp_depth_params
+double main_model_params(const ModelSpec& spec);  // without the MTP depths (DeepSeek-V3: 671B)
+double total_params(const ModelSpec& spec);       // main + MTP (what is trained); tied table once
+double main_model_active_params(const ModelSpec& spec);
+double active_params(const ModelSpec& spec);      // main + MTP; = total_params for dense models
 
 // Forward matmul FLOPs for `batch` sequences of spec.seq_len tokens.
 double block_flops_fwd(const ModelSpec& spec, std::int64_t batch);  // dense-MLP block
@@ -43,6 +50,11 @@ double lm_head_flops_fwd(const ModelSpec& spec, std::int64_t batch);
 // FLOPs of one training iteration over `batch` sequences: forward + backward (2x) of
 // every matmul, plus, with full recompute, one more forward of every block (the LM
 // head is not recomputed). Any architecture (GQA, MLA, SwiGLU, MoE: active FLOPs).
+// Multi-token prediction is trained work and is counted, as Megatron-LM's
+// num_floating_point_operations counts it (megatron/training/training.py at 86df799d):
+// per depth a block like the last, eh_proj (2 * tokens * 2h * h forward) and one more LM
+// head; its depths are not recomputed (strata keeps their activations, see
+// mtp_depth_activation_bytes).
 double training_flops(const ModelSpec& spec, std::int64_t batch, bool full_recompute);
 // "Model FLOPs" for MFU (no recompute counted) = training_flops(spec, batch, false).
 double model_flops_per_iteration(const ModelSpec& spec, std::int64_t batch);
@@ -69,6 +81,10 @@ double block_activation_bytes(const ModelSpec& spec, std::int64_t micro_batch);
 // (per routed copy of a token: its permuted input, the expert's activations, and the
 // expert output kept for the gradient of its routing weight).
 double layer_activation_bytes(const ModelSpec& spec, std::int64_t micro_batch, std::int64_t layer);
+// One multi-token-prediction depth, one micro-batch (t = b*s tokens): enorm and hnorm
+// inputs 4th, eh_proj's concatenated input 4th, layer_activation_bytes of the last layer,
+// final-norm and LM-head inputs 4th, the loss's fp32 logits 4tV.
+double mtp_depth_activation_bytes(const ModelSpec& spec, std::int64_t micro_batch);
 // The attention-score part that selective recompute drops: 5*a*s^2*b.
 double block_selective_recompute_bytes(const ModelSpec& spec, std::int64_t micro_batch);
 

@@ -28,6 +28,15 @@ struct MoeSpec {
   // routing, the target of the load-balancing loss (Mixtral, Qwen) or bias (DeepSeek-V3).
   // With a capacity factor the cap sets the padded expert size instead.
   double load_imbalance = 1.0;
+  // Group-limited routing (DeepSeek-V2 / V3 n_group, topk_group; Megatron-LM
+  // --moe-router-num-groups, --moe-router-group-topk): the experts form `groups` equal
+  // contiguous groups and a token's top_k experts come from at most max_groups_per_token of
+  // them. With one group per node of the expert-parallel group it is DeepSeek-V3's
+  // node-limited routing (at most 4 nodes per token). 0 = no limit. Changes no FLOPs; it
+  // bounds the nodes a token's copies reach (costmodel/expert_dispatch_cost.h).
+  std::int64_t groups = 0;
+  std::int64_t max_groups_per_token = 0;
+  bool group_limited() const { return groups > 1 && max_groups_per_token > 0 && max_groups_per_token < groups; }
   bool operator==(const MoeSpec&) const = default;
 };
 

@@ -282,6 +282,31 @@ costmodel::OpTime SimEngine::expert_time(const LayerCostInputs& in, const models
   return t;
 }
 
+// The module of a block `op` belongs to, for selective recompute by module (Megatron-Core
+// recompute_modules: layernorm = the two block norms; mla_up_proj = the MLA up projections,
+// their latent norms and RoPE; mlp = the dense MLP; moe = the whole MoE MLP, its permutes
+// and token exchange; moe_act = the routed experts' activation; shared_experts).
+void SimEngine::charge_recompute_modules(const models::Op& op, double fwd_s, const LayerCostInputs& in,
+                                         GroupCost& c) const {
+  const std::string_view name = op.name;
+  const auto dot = name.rfind('.');
+  const std::string_view local = dot == std::string_view::npos ? name : name.substr(dot + 1);
+  const auto add = [&](GroupCost::ModuleCost& m) {
+    m.fwd_s += fwd_s;
+    m.flops_fwd += op.flops_fwd * in.cp;
+  };
+  if (op.kind == models::OpKind::Norm && (local == "norm1" || local == "norm2")) add(c.norm);
+  if (model_.mla && (local == "q_up" || local == "kv_up" || local == "q_norm" || local == "kv_norm" || local == "rope"))
+    add(c.mla_up);
+  if (local.starts_with("mlp_")) add(c.dense_mlp);
+  const bool shared = local.starts_with("shared_");
+  if (op.routed_expert || op.kind == models::OpKind::Router || shared || local == "expert_activation") {
+    add(c.moe);  // its token exchange and permutes: charge_op
+  }
+  if (local == "expert_activation") add(c.moe_act);
+  if (shared) add(c.shared_experts);
+}
+
 void SimEngine::charge_op(const LayerCostInputs& in, std::size_t gi, std::size_t v, GroupCostTable& t) const {
   GroupCost& c = t.groups[gi];
   const int tp = in.tp, cp = in.cp;
@@ -298,10 +323,12 @@ void SimEngine::charge_op(const LayerCostInputs& in, std::size_t gi, std::size_t
     const costmodel::DispatchTime dt = costmodel::dispatch_time(coll_, op, in.el, in.pl.ep, in.pl.etp, act_bytes_);
     c.ep_fwd_s += dt.fwd_s;
     c.ep_bwd_s += dt.bwd_s;
+    c.moe_ep_fwd_s += dt.fwd_s;  // re-run when the MoE module is recomputed
     const double permute = costmodel::dispatch_bytes(op, in.el, act_bytes_).permute;
     if (mem_bytes_per_s_ > 0) {
       c.fwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;
       c.bwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;
+      c.moe.fwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;
     }
   }
   c.fwd_s += ot.fwd_s;
@@ -310,6 +337,7 @@ void SimEngine::charge_op(const LayerCostInputs& in, std::size_t gi, std::size_t
     if (ot.source == costmodel::TimeSource::Roofline) t.gemm_roofline = true;
     else t.gemm_measured = true;
   }
+  charge_recompute_modules(op, ot.fwd_s, in, c);
   if (op.kind == models::OpKind::AttentionCore) {
     c.attn_fwd_s += ot.fwd_s;
     c.attn_flops_fwd += op.flops_fwd * cp;

@@ -50,7 +50,8 @@ int read_int(const YamlReader& r, const std::string& key, int dflt, bool require
 
 Strategy read_strategy(const YamlReader& r) {
   r.expect_keys({"dp", "tp", "pp", "cp", "vpp", "micro_batch", "global_batch", "zero", "recompute",
-                 "sequence_parallel", "schedule", "rank_order", "ep", "etp", "precision"});
+                 "sequence_parallel", "schedule", "rank_order", "ep", "etp", "precision",
+                 "recompute_modules"});
   Strategy s;
   s.dp = read_int(r, "dp", 1, true);
   s.tp = read_int(r, "tp", 1, true);
@@ -69,6 +70,23 @@ Strategy read_strategy(const YamlReader& r) {
   s.ep = read_int(r, "ep", 1, false);
   s.etp = read_int(r, "etp", 1, false);
   if (r.has("precision")) s.precision = r.get_enum("precision", {"bf16", "fp16", "fp8"});
+  if (r.has("recompute_modules")) {
+    // A list of Megatron-Core module names (costmodel/recompute_modules.h).
+    const YamlReader list = r.child("recompute_modules");
+    list.expect_sequence();
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const YamlReader element = list.element(i);
+      const YAML::Node n = element.node();
+      if (!n.IsScalar()) r.fail("recompute_modules", "must be a list of module names");
+      names.push_back(n.as<std::string>());
+    }
+    try {
+      s.recompute_modules = costmodel::recompute_modules_from_names(names);
+    } catch (const InputError& e) {
+      r.fail("recompute_modules", e.what());
+    }
+  }
   return s;
 }
 
@@ -206,6 +224,9 @@ void emit_strategy(YAML::Emitter& e, const Strategy& s) {
   e << YAML::Key << "ep" << YAML::Value << s.ep;
   e << YAML::Key << "etp" << YAML::Value << s.etp;
   if (!s.precision.empty()) e << YAML::Key << "precision" << YAML::Value << s.precision;
+  if (s.recompute_modules.any())
+    e << YAML::Key << "recompute_modules" << YAML::Value << YAML::Flow
+      << costmodel::recompute_module_names(s.recompute_modules);
   e << YAML::EndMap;
 }
 
@@ -385,6 +406,7 @@ std::string plan_to_json(const Plan& p) {
                     {"ep", s.ep},
                     {"etp", s.etp}};
   if (!s.precision.empty()) j["strategy"]["precision"] = s.precision;
+  if (s.recompute_modules.any()) j["strategy"]["recompute_modules"] = costmodel::recompute_module_names(s.recompute_modules);
   // The precision simulated: the strategy's, else the stack's.
   if (const std::string prec = !s.precision.empty() ? s.precision : q.precision; !prec.empty())
     j["precision"] = prec;

@@ -19,6 +19,10 @@ struct MemoryBreakdown {
   int stage = 0;
   double weights = 0, grads = 0, optimizer = 0, activations = 0, logits = 0, reserve = 0;
   int in_flight = 0;  // (micro-batch, chunk) forwards whose activations the stage holds
+  // Parts of the above (costmodel::StageMemory): routed experts' weights, their gradients and
+  // optimizer state (sharded over edp), the MoE layers' routed-token activations (dispatch
+  // buffers, expert activations), multi-token prediction's activations and extra logits.
+  double expert_weights = 0, expert_grads_optimizer = 0, dispatch_activations = 0, mtp = 0;
 };
 
 struct Prediction {

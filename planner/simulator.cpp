@@ -181,14 +181,14 @@ const costmodel::PredictionBand& SimEngine::band_for(const Strategy& s) {
 const std::vector<std::vector<int>>& SimEngine::partition_for(const Strategy& s,
                                                               const GroupCostTable& t) {
   const int stages = s.pp * s.vpp;
-  const auto key = std::make_tuple(&t, s.pp, s.vpp, static_cast<int>(s.recompute));
+  const auto key = std::make_tuple(&t, s.pp, s.vpp, recompute_key(s));
   auto it = partitions_.find(key);
   if (it != partitions_.end()) return it->second;
   std::vector<double> cost(t.groups.size());
   const int layers = static_cast<int>(model_.layers);
   for (std::size_t g = 0; g < t.groups.size(); ++g) {
     double fc, ft, bc, bt;
-    group_times(t.groups[g], static_cast<int>(g), layers, s.recompute, &fc, &ft, &bc, &bt);
+    group_times(t.groups[g], static_cast<int>(g), layers, s, &fc, &ft, &bc, &bt);
     cost[g] = fc + ft + bc + bt;
   }
   StagePartition split = StagePartition::balance(cost, stages);
@@ -331,7 +331,7 @@ void SimEngine::grad_buckets(const Strategy& s, int p, const GradReduce& gr, con
     const double scale = times_.bwd[v] > 0 ? (op_end - op_start) / times_.bwd[v] : 0.0;
     for (auto it = sl[v].rbegin(); it != sl[v].rend(); ++it) {
       double fc, ft, bc, bt;
-      group_times(t.groups[*it], *it, layers, s.recompute, &fc, &ft, &bc, &bt);
+      group_times(t.groups[*it], *it, layers, s, &fc, &ft, &bc, &bt);
       at += (bc + bt) * scale;
       acc += t.groups[*it].params_rank;
       acc_expert += t.groups[*it].expert_params_rank;
@@ -488,6 +488,10 @@ void SimEngine::fill_memory(const Strategy& s, const std::vector<costmodel::Stag
                                        sm.logits_bytes / kGiB,
                                        sm.reserve_bytes / kGiB,
                                        w.peak_chunks.empty() ? 0 : w.peak_chunks[p]};
+      pr.peak_memory.expert_weights = sm.expert_weights_bytes / kGiB;
+      pr.peak_memory.expert_grads_optimizer = sm.expert_grads_optimizer_bytes / kGiB;
+      pr.peak_memory.dispatch_activations = sm.dispatch_activations_bytes / kGiB;
+      pr.peak_memory.mtp = sm.mtp_activations_bytes / kGiB;
     }
     pr.peak_memory_gib = std::max(pr.peak_memory_gib, pr.stage_memory_gib[p]);
   }

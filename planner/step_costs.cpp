@@ -95,8 +95,8 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
     double f = 0, ftp = 0, b = 0, btp = 0, fcp = 0, bcp = 0;
     for (int g : sl[v]) {
       double fc, ft, bc, bt, xf, xb;
-      group_times(t.groups[g], g, layers, s.recompute, &fc, &ft, &bc, &bt);
-      cp_times(t.groups[g], g, layers, s.recompute, &xf, &xb);
+      group_times(t.groups[g], g, layers, s, &fc, &ft, &bc, &bt);
+      cp_times(t.groups[g], g, layers, s, &xf, &xb);
       f += fc + ft;
       ftp += ft;
       b += bc + bt;
@@ -105,7 +105,8 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
       bcp += xb;
       const GroupCost& gc = t.groups[g];
       st.ep_v[v] += gc.ep_fwd_s + gc.ep_bwd_s +
-                    (s.recompute == Recompute::Full && is_block(g, layers) ? gc.ep_fwd_s : 0.0);
+                    (s.recompute == Recompute::Full && is_block(g, layers) ? gc.ep_fwd_s : 0.0) +
+                    (s.recompute == Recompute::Selective && s.recompute_modules.moe ? gc.moe_ep_fwd_s : 0.0);
     }
     st.fwd[v] = f;
     st.bwd[v] = b;
@@ -167,7 +168,8 @@ void SimEngine::count_model_flops(const Strategy& s, const GroupCostTable& t) {
     if (s.recompute == Recompute::Full && is_block(static_cast<int>(g), layers))
       recompute_flops += c.flops_fwd;
     else if (s.recompute == Recompute::Selective)
-      recompute_flops += c.attn_flops_fwd;
+      recompute_flops += (recomputes_core_attn(s) ? c.attn_flops_fwd : 0.0) +
+                         recomputed_modules_fwd(c, s.recompute_modules, true);
   }
   times_.model_flops_mb = model_flops_mb;
   times_.recompute_flops = recompute_flops;
@@ -226,6 +228,7 @@ std::vector<costmodel::StageMemory> SimEngine::memory(const Strategy& s, const G
   mem_in_.num_microbatches = m;
   mem_in_.zero = s.zero;
   mem_in_.recompute = memory_recompute(s.recompute);
+  mem_in_.recompute_modules = s.recompute_modules;
   mem_in_.sequence_parallel = s.sequence_parallel;
   mem_in_.attention_score_bytes = score_bytes(stack_);
   mem_in_.grad_buffer_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);

@@ -61,6 +61,14 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
         fmt::format("strategy.sequence_parallel with cp needs 2 x cp x tp = {} to divide "
                     "model.seq_len ({})",
                     2 * static_cast<std::int64_t>(s.cp) * s.tp, m.seq_len));
+  if (s.recompute_modules.any()) {
+    if (s.recompute != Recompute::Selective)
+      add("strategy.recompute_modules", "strategy.recompute_modules needs strategy.recompute selective");
+    if (s.recompute_modules.mla_up_proj && !m.mla)
+      add("strategy.recompute_modules", "recompute module mla_up_proj needs a model with mla attention");
+    if ((s.recompute_modules.moe || s.recompute_modules.moe_act || s.recompute_modules.shared_experts) && !m.moe)
+      add("strategy.recompute_modules", "recompute modules moe, moe_act and shared_experts need a mixture-of-experts model");
+  }
   if (!dp_ok) add("strategy.dp", fmt::format("strategy.dp ({}) must be >= 1", s.dp));
   if (!tp_ok) add("strategy.tp", fmt::format("strategy.tp ({}) must be >= 1", s.tp));
   if (!pp_ok) add("strategy.pp", fmt::format("strategy.pp ({}) must be >= 1", s.pp));

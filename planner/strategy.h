@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/recompute_modules.h"
 #include "models/model_spec.h"
 
 namespace strata::planner {
@@ -22,6 +23,9 @@ struct Strategy {
   int zero = 0;                      // ZeRO stage 0..3: 1 optimizer state (distributed
                                      // optimizer), 2 + gradients, 3 + parameters (FSDP)
   Recompute recompute = Recompute::None;
+  // With recompute selective: the Megatron-Core submodules recomputed (--recompute-modules);
+  // none set = the attention core (strata's selective mode). Not searched.
+  costmodel::RecomputeModules recompute_modules;
   bool sequence_parallel = false;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   std::string rank_order = "tp-dp-pp";

@@ -97,6 +97,10 @@ json model_json(const ModelRow& r) {
             {"params", r.params},
             {"params_total", r.params},
             {"params_active", r.params_active},
+            {"mtp_layers", m.mtp_layers},
+            {"params_mtp", r.params_mtp},
+            {"params_without_mtp", r.params - r.params_mtp},
+            {"params_active_without_mtp", r.params_active - r.params_active_mtp},
             {"head_dim", m.head_dim()},
             {"attention", models::to_string(m.attention())}};
   if (m.mla)
@@ -109,6 +113,8 @@ json model_json(const ModelRow& r) {
                 {"first_dense_layers", m.moe->first_dense_layers}, {"router", models::to_string(m.moe->router)}};
     if (m.moe->capacity_factor > 0) o["moe"]["capacity_factor"] = m.moe->capacity_factor;
     else o["moe"]["capacity_factor"] = nullptr;  // dropless
+    o["moe"]["groups"] = m.moe->groups;                              // 0 = no group-limited routing
+    o["moe"]["max_groups_per_token"] = m.moe->max_groups_per_token;
   }
   return o;
 }

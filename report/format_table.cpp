@@ -156,6 +156,16 @@ std::string explain_memory(const planner::Plan* plan, const std::string& which) 
       static_cast<long long>(s.micro_batch * plan->model.seq_len / s.cp),
       s.cp > 1 ? fmt::format(" = {} x seq {} / cp {}", s.micro_batch, plan->model.seq_len, s.cp) : "",
       m.logits, m.reserve, q.peak_memory_gib);
+  // Mixture of experts / multi-token prediction: the parts of the sums above they hold.
+  if (plan->model.moe || plan->model.mtp_layers > 0) {
+    out += fmt::format("#   of which routed experts: weights {:.1f} + gradients and optimizer {:.1f} GiB "
+                       "(ZeRO over edp = {}); routed-token activations {:.1f} GiB",
+                       m.expert_weights, m.expert_grads_optimizer, s.edp(), m.dispatch_activations);
+    if (plan->model.mtp_layers > 0)
+      out += fmt::format("; multi-token prediction ({} depth(s)) activations and logits {:.1f} GiB",
+                         plan->model.mtp_layers, m.mtp);
+    out += "\n";
+  }
   return out;
 }
 

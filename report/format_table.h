@@ -55,6 +55,8 @@ struct ModelRow {
   models::ModelSpec spec;
   double params = 0;         // total parameters
   double params_active = 0;  // parameters one token uses (= params for dense models)
+  double params_mtp = 0;     // of `params`, the multi-token-prediction depths' own (0 without)
+  double params_active_mtp = 0;  // of `params_active`, the MTP depths'
 };
 std::string format_models_table(const std::vector<ModelRow>& models);
 std::string format_clusters_table(const std::vector<costmodel::ClusterSpec>& clusters);

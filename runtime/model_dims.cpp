@@ -49,6 +49,10 @@ ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batc
       input_error("strategy.tp ({}) must divide the shared experts' width ({} x {})", tp,
                   e.shared_experts, e.shared_expert_ffn);
   }
+  if (spec.mtp_layers > 0)
+    input_error("model '{}': mtp_layers ({}) adds multi-token-prediction depths, which the strata "
+                "runtime does not build (set mtp_layers: 0 to train the main model only)",
+                spec.name, spec.mtp_layers);
   if (spec.mla)
     input_error("model '{}' uses multi-head latent attention (model.mla); the strata runtime "
                 "implements mha/gqa attention only", spec.name);

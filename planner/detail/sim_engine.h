@@ -40,6 +40,16 @@ struct GroupCost {
   double tp_fwd_s = 0, tp_bwd_s = 0;  // TP collectives left exposed by the stack's overlaps
   double ep_fwd_s = 0, ep_bwd_s = 0;  // MoE token dispatch / combine (not overlapped)
   double attn_fwd_s = 0;              // attention core forward (selective recompute)
+  // Forward time and FLOPs of the parts selective recompute by module re-runs in the
+  // backward (costmodel::RecomputeModules; core_attn is attn_fwd_s): block norms, MLA up
+  // projections with their latent norms and RoPE, the dense MLP, the MoE MLP (router,
+  // experts, shared experts, permutes; its token exchange in moe_ep_fwd_s), the routed
+  // experts' activation, the shared experts.
+  struct ModuleCost {
+    double fwd_s = 0, flops_fwd = 0;
+  };
+  ModuleCost norm, mla_up, dense_mlp, moe, moe_act, shared_experts;
+  double moe_ep_fwd_s = 0;
   double cp_fwd_s = 0, cp_bwd_s = 0;  // context-parallel K/V exchange left exposed
   double flops_fwd = 0, flops_bwd = 0;  // model FLOPs, whole group, unsharded
   double attn_flops_fwd = 0;
@@ -174,6 +184,7 @@ class SimEngine {
   OpTiming op_timing(const LayerCostInputs& in, const models::Op& op) const;
   costmodel::OpTime expert_time(const LayerCostInputs& in, const models::Op& op, bool fp8) const;
   void charge_op(const LayerCostInputs& in, std::size_t group, std::size_t op, GroupCostTable& t) const;
+  void charge_recompute_modules(const models::Op& op, double fwd_s, const LayerCostInputs& in, GroupCost& c) const;
   void charge_tp_comm(const LayerCostInputs& in, const models::Op& op, const OpTiming& x, GroupCost& c,
                       GroupCostTable& t) const;
   // Accumulating one op's weight gradient into the main gradient, per micro-batch.

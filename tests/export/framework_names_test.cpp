@@ -540,3 +540,14 @@ TEST(TorchTitanNames, ExpertDegreesAndTheFloat8ConverterByHand) {
   Plan etp = moe_plan(strata::models::load_model("mixtral-8x7b"), 8, 4, 1, 1, 64, 2, 2);
   EXPECT_NE(export_error(etp, ExportTarget::TorchTitan).find("neither 1 nor tp 4"), std::string::npos);
 }
+
+TEST(ExportRefusals, RecomputeModulesAreNotWrittenSoTheyAreRefused) {
+  // A plan that recomputes Megatron-Core modules (strategy.recompute_modules) would run a
+  // different job without them: every export refuses it by name.
+  Plan p = mixtral_plan();
+  p.strategy.recompute = strata::planner::Recompute::Selective;
+  p.strategy.recompute_modules.moe = true;
+  for (auto target : {ExportTarget::Megatron, ExportTarget::DeepSpeed, ExportTarget::MegatronDeepSpeed,
+                      ExportTarget::TorchTitan})
+    EXPECT_NE(export_error(p, target).find("strategy.recompute_modules"), std::string::npos) << to_string(target);
+}

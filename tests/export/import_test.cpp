@@ -147,10 +147,14 @@ TEST(ImportMegatron, RefusesWhatStrataDoesNotModelByName) {
     }
     return std::string("no error");
   };
-  // Group-limited routing changes where tokens go (and the traffic): not modelled.
-  EXPECT_NE(message("--num-experts 8 --moe-router-num-groups 4 --moe-router-group-topk 2")
-                .find("--moe-router-num-groups, --moe-router-group-topk"),
-            std::string::npos);
+  // Group-limited routing is read into the model (moe.groups, max_groups_per_token); one
+  // flag without the other is refused.
+  const auto grouped = import_megatron_args(
+      base + "--num-experts 8 --moe-router-num-groups 4 --moe-router-group-topk 2", "a");
+  ASSERT_TRUE(grouped.model.moe);
+  EXPECT_EQ(grouped.model.moe->groups, 4);
+  EXPECT_EQ(grouped.model.moe->max_groups_per_token, 2);
+  EXPECT_NE(message("--num-experts 8 --moe-router-num-groups 4").find("go together"), std::string::npos);
   EXPECT_EQ(message("--context-parallel-size 2"), "no error");
   EXPECT_NE(message("--context-parallel-size 2 --cp-comm-type a2a").find("--cp-comm-type 'a2a'"),
             std::string::npos);

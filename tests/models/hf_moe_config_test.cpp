@@ -61,7 +61,7 @@ const char* kQwen3Moe = R"({"architectures": ["Qwen3MoeForCausalLM"], "attention
 
 // deepseek-ai/DeepSeek-V3 config.json (auto_map left out), with `mtp` as the value of
 // num_nextn_predict_layers (the Hub file has 1).
-std::string deepseek_v3(const std::string& mtp = "0") {
+std::string deepseek_v3(const std::string& mtp = "1") {
   return R"({"architectures": ["DeepseekV3ForCausalLM"], "attention_bias": false,
   "attention_dropout": 0.0, "aux_loss_alpha": 0.001, "bos_token_id": 0, "eos_token_id": 1,
   "ep_size": 1, "first_k_dense_replace": 3, "hidden_act": "silu", "hidden_size": 7168,
@@ -145,16 +145,27 @@ TEST(HfMoeConfig, DeepSeekV3MatchesPublishedCounts) {
   EXPECT_EQ(m.moe->shared_experts, 1);
   EXPECT_EQ(m.moe->router, RouterKind::Sigmoid);
   EXPECT_EQ(m.mla->q_lora_rank, 1536);
-  // DeepSeek-AI 2024 (DeepSeek-V3 technical report): 671B total parameters, 37B activated.
-  EXPECT_LT(rel(total_params(m), 671e9), 0.005) << total_params(m);
+  EXPECT_EQ(m.mtp_layers, 1);  // the published file plans as trained, with its MTP depth
+  // topk_method noaux_tc: 4 of n_group 8 expert groups per token (node-limited routing).
+  EXPECT_EQ(m.moe->groups, 8);
+  EXPECT_EQ(m.moe->max_groups_per_token, 4);
+  EXPECT_EQ(parse_model_yaml(to_yaml(m), "m.yaml"), m);
+  EXPECT_CONTAINS(message_of([] { parse_hf_config(with_key(deepseek_v3(), "topk_group", "9"), "c.json"); }),
+                  "topk_group");
+  EXPECT_CONTAINS(message_of([] { parse_hf_config(with_key(deepseek_v3(), "topk_method", "\"other\""), "c.json"); }),
+                  "topk_method 'other'");
+  EXPECT_EQ(parse_hf_config(deepseek_v3("0"), "c.json").mtp_layers, 0);
+  // DeepSeek-AI 2024 (DeepSeek-V3 technical report): 671B total parameters, 37B activated,
+  // both of the main model (the MTP depth apart: mtp_model_test).
+  EXPECT_LT(rel(main_model_params(m), 671e9), 0.005) << main_model_params(m);
   // Active by hand: 61 MLA blocks (187,107,328 attention + 14,336 norms), 3 dense MLPs of
   // 3*7168*18432, 58 MoE layers of router 256*7168 + 9 experts (8 routed + 1 shared) of
   // 3*7168*2048, embeddings and LM head 2*129280*7168, final norm 7168: 37.55B. The
   // report's "37B" is that number rounded down (1.5% below it); the model is not tuned to it.
   const double active = 61 * (187107328.0 + 2 * 7168) + 3 * 3 * 7168.0 * 18432 +
                         58 * (256 * 7168.0 + 9 * 3 * 7168.0 * 2048) + 2 * 129280.0 * 7168 + 7168;
-  EXPECT_EQ(active_params(m), active);
-  EXPECT_LT(rel(active_params(m), 37e9), 0.016) << active_params(m);
+  EXPECT_EQ(main_model_active_params(m), active);
+  EXPECT_LT(rel(main_model_active_params(m), 37e9), 0.016) << main_model_active_params(m);
   // The graph (a different path) agrees.
   ModelSpec small = with_seq_len(m, 16);
   const ModelGraph g = ModelGraph::build(small, 1);
@@ -183,6 +194,10 @@ TEST(HfMoeConfig, Qwen3MoeHasExplicitHeadDim) {
   // Qwen3 technical report: 30.5B total; 3.3B activated (ours 3.35B: rounded down there).
   EXPECT_LT(rel(total_params(m), 30.5e9), 0.005) << total_params(m);
   EXPECT_LT(rel(active_params(m), 3.3e9), 0.02) << active_params(m);
+  // The catalog entry is this file as published, at the pre-training sequence length.
+  ModelSpec catalog = load_model("qwen3-moe-30b-a3b");
+  catalog.name = m.name;
+  EXPECT_EQ(with_seq_len(m, 4096), catalog);
 }
 
 TEST(HfMoeConfig, DeepSeekV2LiteWithoutQueryCompression) {
@@ -191,6 +206,7 @@ TEST(HfMoeConfig, DeepSeekV2LiteWithoutQueryCompression) {
   EXPECT_EQ(m.mla->q_lora_rank, 0);
   EXPECT_EQ(m.moe->router, RouterKind::Softmax);
   EXPECT_EQ(m.moe->shared_experts, 2);
+  EXPECT_EQ(m.moe->groups, 0);  // topk_method greedy: no group limit
   // DeepSeek-V2 paper: V2-Lite has 15.7B total parameters. (Its "2.4B activated" leaves
   // out the input embedding table, 0.21B; ours counts it, like Mixtral's and Qwen's.)
   EXPECT_LT(rel(total_params(m), 15.7e9), 0.01) << total_params(m);
@@ -201,7 +217,8 @@ TEST(HfMoeConfig, DeepSeekV2LiteWithoutQueryCompression) {
 }
 
 TEST(HfMoeConfig, UnmodelledKeysAreRefusedByName) {
-  EXPECT_CONTAINS(message_of([] { parse_hf_config(deepseek_v3("1"), "c.json"); }), "num_nextn_predict_layers");
+  EXPECT_CONTAINS(message_of([] { parse_hf_config(deepseek_v3("-1"), "c.json"); }),
+                  "num_nextn_predict_layers (-1) must be in 0 ..");
   EXPECT_CONTAINS(message_of([] { parse_hf_config(with_key(deepseek_v3(), "moe_layer_freq", "2"), "c.json"); }),
                   "moe_layer_freq (2)");
   EXPECT_CONTAINS(message_of([] { parse_hf_config(with_key(deepseek_v3(), "attention_bias", "true"), "c.json"); }),

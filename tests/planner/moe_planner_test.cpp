@@ -172,6 +172,73 @@ TEST(MoeSimulator, Fp8RunsTheExpertGemmsAtTheFp8Rate) {
   EXPECT_GT(r8.prediction.peak_memory_gib, r16.prediction.peak_memory_gib);
 }
 
+TEST(MoeSimulator, MtpDepthRunsOnTheLastStage) {
+  // The tiny MoE model with one multi-token-prediction depth (an MoE block like the last,
+  // eh_proj and a second loss), pp 2 x dp 4, ep 4: Megatron-Core runs the depth on the last
+  // stage, so the first stage is unchanged and the last one holds and runs more.
+  const models::ModelSpec none = tiny_moe();
+  models::ModelSpec mtp = none;
+  mtp.mtp_layers = 1;
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
+  const Strategy s = layout(4, 1, 2, 4, 1);
+  SimulateOptions o;
+  o.stage_layers = {{0, 1, 2}, {3, 4, 5}};  // the same split for both (the balancer would move a block)
+  const Prediction a = simulate(none, c, s, o).prediction, b = simulate(mtp, c, s, o).prediction;
+  ASSERT_EQ(b.stage_memory_gib.size(), 2u);
+  EXPECT_DOUBLE_EQ(b.stage_memory_gib[0], a.stage_memory_gib[0]);
+  EXPECT_GT(b.stage_memory_gib[1], a.stage_memory_gib[1]);
+  if (b.peak_memory.stage == 1) {
+    EXPECT_GT(b.peak_memory.mtp, 0.0);
+  }
+  EXPECT_GT(b.iteration_s, a.iteration_s);
+  // The head group's ops as charged: the depth's projection, experts and loss run there.
+  SimulateOptions rows = o;
+  rows.op_costs = true;
+  int charged = 0;
+  for (const OpCostRow& r : simulate(mtp, c, s, rows).ops)
+    if (r.group == 5 && (r.name == "mtp1.eh_proj" || r.name == "mtp1.expert_up" || r.name == "mtp1.loss")) {
+      EXPECT_GT(r.fwd_s, 0.0) << r.name;
+      ++charged;
+    }
+  EXPECT_EQ(charged, 3);
+  // MFU counts the depth's FLOPs (Megatron's convention, models/model_stats.h).
+  EXPECT_NEAR(b.model_tflops_per_gpu * 1e12 * b.iteration_s * 8, models::model_flops_per_iteration(mtp, 32),
+              1e-6 * models::model_flops_per_iteration(mtp, 32));
+}
+
+TEST(MoeSimulator, RecomputeModulesTradeMemoryForTime) {
+  // Megatron-Core selective recompute by module: recomputing the MoE MLP drops its routed
+  // copies from memory and re-runs its forward (and token exchange) in the backward.
+  const models::ModelSpec m = tiny_moe();
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
+  Strategy plain = layout(8, 1, 1, 8, 1);
+  plain.recompute = Recompute::Selective;
+  Strategy moe = plain;
+  moe.recompute_modules.moe = true;
+  EXPECT_TRUE(validate(moe, m).empty()) << fields(validate(moe, m));
+  const Prediction a = simulate(m, c, plain).prediction, b = simulate(m, c, moe).prediction;
+  EXPECT_EQ(b.peak_memory.dispatch_activations, 0.0);
+  EXPECT_GT(a.peak_memory.dispatch_activations, 0.0);
+  EXPECT_LT(b.peak_memory_gib, a.peak_memory_gib);
+  EXPECT_GT(b.iteration_s, a.iteration_s);
+  // Named rules, and the plan file keeps the list.
+  Strategy none = moe;
+  none.recompute = Recompute::None;
+  EXPECT_CONTAINS(fields(validate(none, m)), "needs strategy.recompute selective");
+  Strategy mla = moe;
+  mla.recompute_modules.mla_up_proj = true;
+  EXPECT_CONTAINS(fields(validate(mla, m)), "mla_up_proj needs a model with mla attention");
+  Plan p;
+  p.model = m;
+  p.cluster = "dgx-h100";
+  p.strategy = moe;
+  p.strategy.recompute_modules.layernorm = true;
+  p.stage_layers = even_stage_layers(m, 1, 1);
+  const std::string yaml = plan_to_yaml(p);
+  EXPECT_CONTAINS(yaml, "recompute_modules: [layernorm, moe]");
+  EXPECT_EQ(parse_plan_yaml(yaml, "plan.yaml").strategy, p.strategy);
+}
+
 TEST(MoeSearch, CoversEpAndEtp) {
   const models::ModelSpec m = tiny_moe();
   const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");

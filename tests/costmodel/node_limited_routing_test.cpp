@@ -1,0 +1,102 @@
+// Node-limited (group-limited) routing and the bytes of the expert dispatch that cross
+// nodes, per placement, by hand (costmodel/expert_dispatch_cost.h token_routing).
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "costmodel/expert_dispatch_cost.h"
+#include "models/model_graph.h"
+#include "models/model_spec.h"
+
+namespace sc = strata::costmodel;
+namespace sm = strata::models;
+
+namespace {
+
+// DeepSeek-V3's routing: 256 experts, top 8, 8 groups, at most 4 groups per token.
+sm::MoeSpec deepseek_routing(bool limited) {
+  sm::MoeSpec e;
+  e.experts = 256, e.top_k = 8, e.expert_ffn = 2048;
+  if (limited) e.groups = 8, e.max_groups_per_token = 4;
+  return e;
+}
+
+TEST(NodeLimitedRouting, EpInsideOneNodeSendsNothingAcrossNodes) {
+  const sc::TokenRouting r = sc::token_routing(deepseek_routing(true), 1);
+  EXPECT_EQ(r.nodes_reached, 1.0);
+  EXPECT_EQ(r.copies_off_node, 0.0);
+  EXPECT_EQ(r.sends_off_node, 0.0);
+}
+
+TEST(NodeLimitedRouting, EpOverEightNodesWithoutTheLimit) {
+  // 32 experts per node. P(a node gets none of 8 copies) = C(224, 8) / C(256, 8)
+  //   = (224 x 223 x ... x 217) / (256 x 255 x ... x 249) = 0.338168;
+  // nodes reached 8 x (1 - 0.338168) = 5.29465; off-node sends 7 x 0.661832 = 4.63282.
+  const sc::TokenRouting r = sc::token_routing(deepseek_routing(false), 8);
+  EXPECT_NEAR(r.nodes_reached, 5.29465, 1e-5);
+  EXPECT_NEAR(r.sends_off_node, 4.63282, 1e-5);
+  // A per-copy all-to-all sends 8 x 7/8 = 7 copies off the node.
+  EXPECT_DOUBLE_EQ(r.copies_off_node, 7.0);
+}
+
+TEST(NodeLimitedRouting, EpOverEightNodesWithTheLimit) {
+  // One group per node; a token picks 4 of the 8 and 8 experts among their 128.
+  // P(a node is hit) = 4/8 x (1 - C(96, 8) / C(128, 8)) = 0.5 x (1 - 0.0927473) = 0.453626;
+  // nodes reached 8 x 0.453626 = 3.62901 (at most 4); off-node sends 7 x 0.453626 = 3.17538.
+  const sc::TokenRouting r = sc::token_routing(deepseek_routing(true), 8);
+  EXPECT_NEAR(r.nodes_reached, 3.62901, 1e-5);
+  EXPECT_LE(r.nodes_reached, 4.0);
+  EXPECT_NEAR(r.sends_off_node, 3.17538, 1e-5);
+  // A per-copy all-to-all still sends 7 copies off the node: each expert is as likely as
+  // without the limit, so the limit saves nothing there.
+  EXPECT_DOUBLE_EQ(r.copies_off_node, 7.0);
+}
+
+TEST(NodeLimitedRouting, GroupsAcrossOrWithinNodes) {
+  // 16 nodes, 8 groups: a group over 2 nodes of 16 experts. P(hit) = 4/8 x (1 - C(112, 8) /
+  // C(128, 8)) = 0.5 x (1 - 0.332580) = 0.333710 (C(112,8)/C(128,8) = 112...105 / 128...121).
+  EXPECT_NEAR(sc::token_routing(deepseek_routing(true), 16).nodes_reached, 16 * 0.333710, 1e-4);
+  // 2 nodes, 4 groups each: both are reached unless all 4 chosen groups are the other
+  // node's (C(4,4) C(4,0) / C(8,4) = 1/70), so P(hit) = 69/70 (at least one of its groups
+  // chosen; then, with 1..3 of the 4 chosen groups on it, a miss needs all 8 experts from the
+  // other node's 32..96: small terms summed by the code). Bounded by 2 and above 2 x 0.95.
+  const double two = sc::token_routing(deepseek_routing(true), 2).nodes_reached;
+  EXPECT_LT(two, 2.0);
+  EXPECT_GT(two, 1.9);
+  // Groups straddling nodes unevenly (12 groups of 20 experts on 8 nodes of 30) are refused.
+  sm::MoeSpec odd = deepseek_routing(true);
+  odd.experts = 240, odd.groups = 12, odd.max_groups_per_token = 4;
+  EXPECT_THROW(sc::token_routing(odd, 8), strata::InputError);
+  EXPECT_THROW(sc::token_routing(deepseek_routing(false), 3), strata::InputError);  // 3 does not divide 256
+}
+
+TEST(NodeLimitedRouting, DispatchBytesAcrossNodesPerPlacement) {
+  // One DeepSeek-V3-shaped MoE layer, 1 sequence of 16 tokens, h 64: the dispatch sends
+  // 16 x 8 copies x 64 x 2 bytes = 16384 bytes (tp 1).
+  sm::ModelSpec m = sm::parse_model_yaml(
+      "name: r\nlayers: 1\nhidden: 64\nheads: 4\nvocab: 100\nseq_len: 16\nactivation: swiglu\n"
+      "norm: rmsnorm\nmoe: {experts: 256, top_k: 8, expert_ffn: 32, groups: 8, max_groups_per_token: 4}\n",
+      "r.yaml");
+  const sm::ModelGraph g = sm::ModelGraph::build(m, 1);
+  const sm::Op* up = nullptr;
+  for (std::size_t v = 0; v < g.num_ops(); ++v)
+    if (g.op(v).name == "layer1.expert_up") up = &g.op(v);
+  ASSERT_NE(up, nullptr);
+  sc::ExpertLayout l;
+  l.ep = 8, l.ep_nodes = 1;  // ep inside one node
+  EXPECT_EQ(sc::dispatch_bytes(*up, l, 2.0, &*m.moe).all_to_all, 16384.0);
+  EXPECT_EQ(sc::dispatch_bytes(*up, l, 2.0, &*m.moe).inter_node, 0.0);
+  l.ep = 64, l.ep_nodes = 8;  // ep over 8 nodes, per-copy all-to-all: 16384 x 7/8 = 14336
+  EXPECT_DOUBLE_EQ(sc::dispatch_bytes(*up, l, 2.0, &*m.moe).inter_node, 14336.0);
+  // Once per node, limited: 16 tokens x 3.17538 sends x 64 x 2 bytes = 16384 x 3.17538 / 8
+  // = 6503.2 bytes.
+  l.once_per_node = true;
+  EXPECT_NEAR(sc::dispatch_bytes(*up, l, 2.0, &*m.moe).inter_node, 6503.2, 0.1);
+  sm::MoeSpec unlimited = *m.moe;
+  unlimited.groups = 0, unlimited.max_groups_per_token = 0;
+  // 16384 x 4.63282 / 8 = 9488.0 bytes
+  EXPECT_NEAR(sc::dispatch_bytes(*up, l, 2.0, &unlimited).inter_node, 9488.0, 0.1);
+}
+
+}  // namespace
