@@ -19,6 +19,8 @@
 #include "common/progress_bar.h"
 #include "report/no_plan_reason.h"
 #include "report/report_notes.h"
+#include "report/scaling_view.h"
+#include "report/svg_chart.h"
 #include "planner/plan.h"
 #include "planner/search.h"
 #include "planner/simulator.h"
@@ -31,10 +33,12 @@ struct PlanFlags {
   ModelClusterFlags mc;
   TrainTargetFlags tt;
   int gpus = kDefaultGpus;
+  std::string gpus_text;   // "256" or a list "128,256,512" (the scaling view)
+  bool front = false;      // --front: the step-time vs memory front of the candidates
   std::int64_t global_batch = 0;
   int top = 10;
   std::string format = "table";
-  std::string out, trace;
+  std::string out, trace, report;
   // Restrictions of the search space.
   int tp = 0, pp = 0, dp = 0, cp = 0, vpp = 0, zero = -1;
   int ep = 0, etp = 0;  // 0 = search
@@ -50,10 +54,78 @@ struct PlanFlags {
   CLI::Option* sp_opt = nullptr;
 };
 
+planner::SearchOptions search_options(const PlanFlags& f, const costmodel::SoftwareStack& stack) {
+  planner::SearchOptions opt;
+  opt.stack = &stack;
+  opt.gpus = f.gpus;
+  opt.global_batch = f.global_batch;
+  // CSV lists every candidate that fits unless --top limits it.
+  opt.top_k = (f.format == "csv" || f.front) && f.top_opt->count() == 0 ? INT_MAX : f.top;
+  opt.precision = f.mc.precision;
+  if (f.tp > 0) opt.tp = f.tp;
+  if (f.pp > 0) opt.pp = f.pp;
+  if (f.ep > 0) opt.ep = f.ep;
+  if (f.etp > 0) opt.etp = f.etp;
+  if (f.dp > 0) opt.dp = f.dp;
+  if (f.cp > 0) opt.cp = f.cp;
+  if (f.vpp > 0) opt.vpp = f.vpp;
+  if (f.zero >= 0) opt.zero = f.zero;
+  if (f.micro_batch > 0) opt.micro_batch = f.micro_batch;
+  if (!f.recompute.empty()) opt.recompute = planner::recompute_from_string(f.recompute);
+  if (!f.schedule.empty()) opt.schedule = planner::schedule_from_string(f.schedule);
+  if (f.sp_opt->count() > 0) opt.sequence_parallel = f.sequence_parallel;
+  return opt;
+}
+
+// `--gpus 128,256,512`: one search per count, the best plan of each, as a table, JSON or
+// an HTML page with the charts (--report).
+void run_scaling(const PlanFlags& f, const std::vector<int>& counts, const models::ModelSpec& model,
+                 const costmodel::ClusterSpec& cluster, const costmodel::SoftwareStack& stack,
+                 const report::TrainingTarget& target) {
+  if (!f.out.empty() || !f.trace.empty() || f.front)
+    input_error("--gpus {}: --out, --trace and --front take one GPU count (a list plans each count)", f.gpus_text);
+  if (f.format != "table" && f.format != "json")
+    input_error("--gpus {}: --format {} is not available for a list of GPU counts (table or json)", f.gpus_text,
+                f.format);
+  report::ScalingView view;
+  view.model = model.name;
+  view.cluster = f.mc.cluster;
+  view.device = cluster.device.name;
+  view.target = target;
+  for (int n : counts) {
+    planner::SearchOptions opt = search_options(f, stack);
+    opt.gpus = n;
+    opt.top_k = 1;
+    planner::SearchResult r = planner::search(model, cluster, opt);
+    report::ScalingPoint pt;
+    pt.gpus = n;
+    pt.candidates = r.candidates_evaluated;
+    if (r.ranked.empty())
+      pt.no_plan_reason = report::no_plan_reason(model, f.mc.cluster, cluster, n, r);
+    else
+      pt.best = planner::to_plan(model, f.mc.cluster, r.ranked.front());
+    view.points.push_back(std::move(pt));
+  }
+  if (std::none_of(view.points.begin(), view.points.end(), [](const auto& p) { return p.best.has_value(); }))
+    throw NoFeasiblePlan(fmt::format("no strategy for {} fits on any of {} GPUs of {}", model.name, f.gpus_text,
+                                     f.mc.cluster));
+  if (!f.report.empty())
+    write_output(f.report,
+                 fmt::format("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>strata scaling: {}</title>"
+                             "</head>\n<body style=\"font-family:sans-serif\">\n<h1>{} on {}: best plan per GPU count"
+                             "</h1>\n<pre>{}</pre>\n{}\n</body></html>\n",
+                             report::svg::escape(model.name), report::svg::escape(model.name),
+                             report::svg::escape(f.mc.cluster), report::svg::escape(report::format_scaling_table(view)),
+                             report::scaling_svg(view)),
+                 "--report");
+  print_stdout(f.format == "json" ? report::scaling_json(view).dump(2) + "\n" : report::format_scaling_table(view));
+}
+
 void run_plan(PlanFlags& f) {
-  check_path_aliasing({{f.out, "--out"}, {f.trace, "--trace"}}, model_cluster_inputs(f.mc));
+  check_path_aliasing({{f.out, "--out"}, {f.trace, "--trace"}, {f.report, "--report"}}, model_cluster_inputs(f.mc));
   if (!f.out.empty()) check_output_path(f.out, "--out");
   if (!f.trace.empty()) check_output_path(f.trace, "--trace");
+  if (!f.report.empty()) check_output_path(f.report, "--report");
 #ifndef NDEBUG
   warn("Debug build: planner timings are not representative");
 #endif
@@ -70,6 +142,16 @@ void run_plan(PlanFlags& f) {
                               : planner::parse_memory_headroom_gib(f.memory_headroom, device_cluster.device.memory_gib);
   const costmodel::ClusterSpec cluster =
       headroom > 0 ? planner::with_memory_headroom(device_cluster, headroom) : device_cluster;
+  if (f.gpus_opt->count() > 0) {
+    const std::vector<int> counts = report::parse_gpu_counts(f.gpus_text, "--gpus");
+    if (counts.size() > 1) {
+      if (f.batch_opt->count() == 0 && !f.mc.model_given()) f.global_batch = kDefaultGlobalBatch;
+      run_scaling(f, counts, model, cluster, stack, report.target);
+      return;
+    }
+    f.gpus = counts.front();
+  }
+  if (!f.report.empty()) input_error("--report is for a list of GPU counts (--gpus 128,256,512)");
   if (!f.mc.model_given()) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
   if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
   if (f.gpus_opt->count() == 0) {
@@ -82,26 +164,7 @@ void run_plan(PlanFlags& f) {
     report.defaults.push_back(fmt::format("global batch {}", kDefaultGlobalBatch));
   }
 
-  planner::SearchOptions opt;
-
-  opt.stack = &stack;
-  opt.gpus = f.gpus;
-  opt.global_batch = f.global_batch;
-  // CSV lists every candidate that fits unless --top limits it.
-  opt.top_k = f.format == "csv" && f.top_opt->count() == 0 ? INT_MAX : f.top;
-  opt.precision = f.mc.precision;
-  if (f.tp > 0) opt.tp = f.tp;
-  if (f.pp > 0) opt.pp = f.pp;
-  if (f.ep > 0) opt.ep = f.ep;
-  if (f.etp > 0) opt.etp = f.etp;
-  if (f.dp > 0) opt.dp = f.dp;
-  if (f.cp > 0) opt.cp = f.cp;
-  if (f.vpp > 0) opt.vpp = f.vpp;
-  if (f.zero >= 0) opt.zero = f.zero;
-  if (f.micro_batch > 0) opt.micro_batch = f.micro_batch;
-  if (!f.recompute.empty()) opt.recompute = planner::recompute_from_string(f.recompute);
-  if (!f.schedule.empty()) opt.schedule = planner::schedule_from_string(f.schedule);
-  if (f.sp_opt->count() > 0) opt.sequence_parallel = f.sequence_parallel;
+  planner::SearchOptions opt = search_options(f, stack);
   std::optional<ProgressBar> bar;
   if (stderr_is_tty()) {
     bar.emplace("candidates");
@@ -147,6 +210,12 @@ void run_plan(PlanFlags& f) {
     return;
   }
   if (!f.out.empty()) write_output(f.out, planner::plan_to_yaml(report.plans.front()), "--out");
+  if (f.front) {
+    if (f.format != "table") input_error("--front prints a table (use --format table)");
+    print_stdout(format_plan_table(report) + "\n" +
+                 report::format_pareto_table(report.plans, report.memory_capacity_gib));
+    return;
+  }
   print_stdout(f.format == "json"   ? format_plan_json(report)
                : f.format == "yaml" ? format_plan_yaml(report)
                : f.format == "csv"  ? format_plan_csv(report)
@@ -167,8 +236,13 @@ void add_plan_command(CLI::App& app) {
   add_model_cluster_flags(*cmd, f.mc);
   add_files_help(*cmd, "--model, --cluster, --profile, --stack (files, or catalog names)",
                  "--out (plan YAML, - for stdout), --trace (Chrome trace JSON, at most 200 MB)");
-  f.gpus_opt = add_positive(*cmd, "--gpus,-g", f.gpus, "number of GPUs to use", INT_MAX)
-                   ->capture_default_str();
+  f.gpus_opt = cmd->add_option("--gpus,-g", f.gpus_text,
+                               fmt::format("number of GPUs to use (default {}), or a list 128,256,512: the best "
+                                           "plan per count with time to train (--train-tokens)", kDefaultGpus));
+  cmd->add_flag("--front", f.front,
+                "also print the step-time vs memory front of every plan that fits (the plans no other beats on both)");
+  cmd->add_option("--report", f.report, "with a list of --gpus: write the scaling view as an HTML page with charts")
+      ->check(non_empty_path());
   f.batch_opt = add_positive<std::int64_t>(*cmd, "--global-batch", f.global_batch,
                                            "sequences per optimizer step (default: 1536 for the "
                                            "default model, else the planner's default)",

@@ -42,6 +42,7 @@ std::vector<std::pair<std::string, std::string>> settings(const SoftwareStack& s
       {"cp_comm_type", costmodel::to_string(s.cp_comm)},
       {"zero_prefetch", b(s.zero_prefetch)},
       {"fp8_params", b(s.fp8_params)},
+      {"moe_dispatcher", s.moe_once_per_node ? "deepep" : "alltoall"},
       {"grad_buffer.zero", b(s.grad_buffer_zero)},
       {"grad_buffer.nan_check", b(s.grad_buffer_nan_check)},
       {"grad_buffer.scale", b(s.grad_buffer_scale)},

@@ -106,9 +106,19 @@ struct DispatchTime {
   double fwd_s = 0, bwd_s = 0;  // collectives only (permutes are compute, see permute bytes)
 };
 // The exchange of `op` (dispatch before expert_up, combine after expert_down), forward and
-// backward: all-to-all on `ep_group`, all-gather / reduce-scatter on `etp_group`.
+// backward: all-to-all on `ep_group`, all-gather / reduce-scatter on `etp_group`. With a
+// once-per-node dispatcher (layout.once_per_node, `moe` given) over an ep group that spans
+// nodes, the all-to-all is two legs that DeepEP's normal kernels run together: a token goes
+// once over RDMA to each node it needs, to the GPU of its own index there, which forwards it
+// over NVLink to the GPUs holding its experts ("asymmetric-domain bandwidth forwarding",
+// deepseek-ai/DeepEP docs/legacy.md, the V1 kernels Megatron-Core's flex dispatcher calls;
+// README at 0297fc80). Timed as each rank's sends to other nodes
+// (DispatchBytes::inter_node) in an all-to-all of one rank per node, and the forwarding
+// inside each node in an all-to-all of its ranks; the slower leg sets the time (the kernels
+// stream chunks through both at once).
 DispatchTime dispatch_time(const CollectiveCost& coll, const models::Op& op, const ExpertLayout& layout,
-                           const PlacedGroup& ep_group, const PlacedGroup& etp_group, double act_bytes = 2.0);
+                           const PlacedGroup& ep_group, const PlacedGroup& etp_group, double act_bytes = 2.0,
+                           const models::MoeSpec* moe = nullptr);
 
 // Megatron-Core parallel folding (NVIDIA/Megatron-LM megatron/core/parallel_state.py at
 // d98e8a64ddf34856e74b24714e3bedb2f5a39553, initialize_model_parallel): attention's

@@ -61,7 +61,7 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   r.expect_keys({"name", "description", "framework", "version", "precision", "grad_reduce_dtype",
                  "attention", "fusions", "overlap", "grad_bucket_params", "optimizer",
                  "distributed_optimizer", "kernel_overhead_us", "cp_comm_type", "zero_prefetch",
-                 "grad_buffer", "fp8_params", "supports", "sources"});
+                 "grad_buffer", "fp8_params", "moe_dispatcher", "supports", "sources"});
   SoftwareStack s;
   s.file = source;
   s.name = r.get_string("name");
@@ -113,6 +113,7 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   s.distributed_optimizer = r.get_bool("distributed_optimizer", false);
   s.kernel_overhead_us = r.get_double("kernel_overhead_us", -1.0);
   s.fp8_params = r.get_bool("fp8_params", false);
+  s.moe_once_per_node = r.get_enum("moe_dispatcher", {"alltoall", "deepep"}, "alltoall") == "deepep";
   if (r.has("kernel_overhead_us") && !(s.kernel_overhead_us >= 0 && s.kernel_overhead_us < 1e4))
     r.fail("kernel_overhead_us", fmt::format("{} must be in [0, 10000)", s.kernel_overhead_us));
 

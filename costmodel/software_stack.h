@@ -105,6 +105,12 @@ struct SoftwareStack {
   // fp8_model_init; NeMo fp8_params, Megatron-LM --fp8-param-gather): no 16-bit copy beside
   // the FP8 weight and its transpose (costmodel/memory_model.h).
   bool fp8_params = false;
+  // How MoE tokens reach experts on other ranks (costmodel/expert_dispatch_cost.h):
+  // false = Megatron-Core's alltoall dispatcher, one send per routed copy (the default);
+  // true = a once-per-node dispatcher (DeepEP's internode kernels through Megatron-Core's
+  // flex dispatcher, `moe_dispatcher: deepep`): a token crosses to each node it needs once,
+  // over RDMA, and is forwarded to that node's experts over NVLink.
+  bool moe_once_per_node = false;
   StackSupport supports;
   // How context-parallel ranks exchange K/V (costmodel/context_parallel_cost.h).
   CpCommType cp_comm = CpCommType::P2p;

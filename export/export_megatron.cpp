@@ -103,9 +103,6 @@ void model_flags(FlagWriter& flag, const models::ModelSpec& m, const SoftwareSta
   }
   // Per-head width where it is not hidden / heads (Megatron's kv_channels defaults to it).
   if (m.explicit_head_dim != 0 && !m.mla) flag("--kv-channels", num(m.explicit_head_dim));
-  // Multi-token prediction depths (megatron/training/arguments.py _add_mtp_args; Megatron-Core
-  // places them on the last pipeline stage, as strata's head group).
-  if (m.mtp_layers > 0) flag("--mtp-num-layers", num(m.mtp_layers));
   if (m.mla) {
     // Multi-latent attention (Megatron-LM MLATransformerConfig, megatron/core/transformer/
     // transformer_config.py at d98e8a64): --qk-head-dim is the per-head part without
@@ -158,8 +155,15 @@ void model_flags(FlagWriter& flag, const models::ModelSpec& m, const SoftwareSta
       flag("--moe-pad-expert-input-to-capacity");
     }
     // The exchange and kernels the cost model charges: all-to-all dispatch (Megatron's
-    // default is allgather) and grouped GEMMs over the local experts.
-    flag("--moe-token-dispatcher-type", "alltoall");
+    // default is allgather), or with a once-per-node stack (moe_dispatcher: deepep) the flex
+    // dispatcher on DeepEP's kernels (_add_moe_args at d98e8a64: --moe-token-dispatcher-type
+    // flex with --moe-flex-dispatcher-backend deepep); grouped GEMMs over the local experts.
+    if (stack.moe_once_per_node) {
+      flag("--moe-token-dispatcher-type", "flex");
+      flag("--moe-flex-dispatcher-backend", "deepep");
+    } else {
+      flag("--moe-token-dispatcher-type", "alltoall");
+    }
     flag("--moe-grouped-gemm");
   }
   // Multi-token prediction (DeepSeek-V3's num_nextn_predict_layers): Megatron-LM builds

@@ -211,6 +211,12 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
   in.layers = static_cast<int>(g.groups().size()) - 2;
   in.ub = stack_.overlap_tp_comm && in.sp && in.tp > 1;
   in.el.tp = in.tp, in.el.sequence_parallel = in.sp, in.el.ep = s.ep, in.el.etp = s.etp;
+  // A once-per-node dispatcher's sends depend on the nodes the ep group spans (its placement
+  // is in the table's key); the per-copy all-to-all needs no routing model.
+  if (moe && stack_.moe_once_per_node) {
+    in.el.once_per_node = true;
+    in.el.ep_nodes = pl.ep.nodes_spanned;
+  }
   if (moe) in.el.tokens_factor = costmodel::expert_tokens_factor(*model_.moe);
   GroupCostTable t;
   t.groups.resize(g.groups().size());
@@ -320,11 +326,12 @@ void SimEngine::charge_op(const LayerCostInputs& in, std::size_t gi, std::size_t
   const OpTiming x = op_timing(in, op);
   const costmodel::OpTime& ot = x.ot;
   if (op.ep_comm != models::EpComm::None) {
-    const costmodel::DispatchTime dt = costmodel::dispatch_time(coll_, op, in.el, in.pl.ep, in.pl.etp, act_bytes_);
+    const costmodel::DispatchTime dt = costmodel::dispatch_time(coll_, op, in.el, in.pl.ep, in.pl.etp, act_bytes_,
+                                                                 model_.moe ? &*model_.moe : nullptr);
     c.ep_fwd_s += dt.fwd_s;
     c.ep_bwd_s += dt.bwd_s;
     c.moe_ep_fwd_s += dt.fwd_s;  // re-run when the MoE module is recomputed
-    const double permute = costmodel::dispatch_bytes(op, in.el, act_bytes_).permute;
+    const double permute = costmodel::dispatch_bytes(op, in.el, act_bytes_, model_.moe ? &*model_.moe : nullptr).permute;
     if (mem_bytes_per_s_ > 0) {
       c.fwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;
       c.bwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;

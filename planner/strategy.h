@@ -25,7 +25,7 @@ struct Strategy {
   Recompute recompute = Recompute::None;
   // With recompute selective: the Megatron-Core submodules recomputed (--recompute-modules);
   // none set = the attention core (strata's selective mode). Not searched.
-  costmodel::RecomputeModules recompute_modules;
+  costmodel::RecomputeModules recompute_modules{};
   bool sequence_parallel = false;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   std::string rank_order = "tp-dp-pp";

@@ -87,6 +87,7 @@ double parse_finite_number(const std::string& text) {
 
 std::string format_duration_days(double days) {
   if (!std::isfinite(days)) return "n/a";
+  if (days >= 1000) return fmt::format("{:.0f} days", days);  // not 1.16e+03
   if (days >= 1) return fmt::format("{:.3g} days", days);
   return fmt::format("{:.3g} h", days * 24);
 }
@@ -110,7 +111,8 @@ std::string format_ranged_days(const Ranged& d, bool banded) {
     // The range in the point's unit, so "12.3 days (11.8 - 14.1)" reads at a glance.
     const bool in_days = d.value >= 1;
     const double f = in_days ? 1.0 : 24.0;
-    out += fmt::format(" ({:.3g} - {:.3g})", d.low * f, d.high * f);
+    out += d.value >= 1000 ? fmt::format(" ({:.0f} - {:.0f})", d.low, d.high)
+                           : fmt::format(" ({:.3g} - {:.3g})", d.low * f, d.high * f);
   }
   return out;
 }

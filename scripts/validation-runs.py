@@ -139,7 +139,8 @@ def h100_moe():
             seconds = r["gbs"] * seq / (r["tokens_per_s_per_gpu"] * r["gpus"])
         src = sources[r["src"]]
         cite = src["cite"] + (f"; {r['note']}" if r.get("note") else "")
-        row(out, r["id"], m, st, seconds, cite.replace('"', "'"), stack=src.get("stack"), sweep=r.get("sweep"),
+        row(out, r["id"], m, st, seconds, cite.replace('"', "'"), stack=r.get("stack", src.get("stack")),
+            sweep=r.get("sweep"),
             use=r.get("use", "check"), precision=r.get("precision"))
     head = ("# MoE rows, DGX H100 (written by scripts/validation-runs.py from moe-h100.yaml; see that file for\n"
             "# every source, derivation and what strata cannot express yet). All rows `use: check`; tokens/s/GPU\n"

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "costmodel/collective_cost.h"
 #include "costmodel/expert_dispatch_cost.h"
+#include "test_profiles.h"
 #include "models/model_graph.h"
 #include "models/model_spec.h"
 
@@ -97,6 +99,48 @@ TEST(NodeLimitedRouting, DispatchBytesAcrossNodesPerPlacement) {
   unlimited.groups = 0, unlimited.max_groups_per_token = 0;
   // 16384 x 4.63282 / 8 = 9488.0 bytes
   EXPECT_NEAR(sc::dispatch_bytes(*up, l, 2.0, &unlimited).inter_node, 9488.0, 0.1);
+}
+
+// A once-per-node dispatcher (DeepEP's normal kernels, stack moe_dispatcher: deepep) over
+// an ep group of 8 nodes x 8 ranks: its all-to-all is two legs run together, the sends to
+// other nodes (6503.2 bytes with the limit, above) over one rank per node, and the
+// forwarding of the whole send buffer (16384 bytes) over the 8 ranks of a node; the slower
+// leg sets the time. On the toy cluster (25 GB/s across, 300 GB/s inside) the network leg
+// is the slower one, and the exchange beats the per-copy all-to-all of the 64 ranks.
+TEST(NodeLimitedRouting, OncePerNodeDispatchIsTheSlowerOfItsTwoLegs) {
+  sm::ModelSpec m = sm::parse_model_yaml(
+      "name: r\nlayers: 1\nhidden: 64\nheads: 4\nvocab: 100\nseq_len: 16\nactivation: swiglu\n"
+      "norm: rmsnorm\nmoe: {experts: 256, top_k: 8, expert_ffn: 32, groups: 8, max_groups_per_token: 4}\n",
+      "r.yaml");
+  const sm::ModelGraph g = sm::ModelGraph::build(m, 1);
+  const sm::Op* up = nullptr;
+  for (std::size_t v = 0; v < g.num_ops(); ++v)
+    if (g.op(v).name == "layer1.expert_up") up = &g.op(v);
+  ASSERT_NE(up, nullptr);
+  const sc::CollectiveCost coll(sc::testing::toy_cluster());
+  const sc::PlacedGroup ep{64, 8, 8}, none{1, 1, 1};
+  sc::ExpertLayout per_copy;
+  per_copy.ep = 64, per_copy.ep_nodes = 8;
+  sc::ExpertLayout once = per_copy;
+  once.once_per_node = true;
+  const sc::DispatchTime a = sc::dispatch_time(coll, *up, per_copy, ep, none, 2.0, &*m.moe);
+  const sc::DispatchTime b = sc::dispatch_time(coll, *up, once, ep, none, 2.0, &*m.moe);
+  // The per-copy exchange is the plain all-to-all of the 64 ranks.
+  EXPECT_DOUBLE_EQ(a.fwd_s, coll.time_s(sc::Collective::AllToAll, 16384.0, ep));
+  // Network leg: an all-to-all of 8 ranks (one per node) moves 7/8 of its buffer, so a buffer
+  // of 6503.2 x 8/7 bytes moves exactly the 6503.2 bytes that leave the node.
+  const double rdma = coll.time_s(sc::Collective::AllToAll, 6503.2 * 8.0 / 7.0, sc::PlacedGroup{8, 8, 1});
+  const double nvlink = coll.time_s(sc::Collective::AllToAll, 16384.0, sc::PlacedGroup{8, 1, 8});
+  EXPECT_GT(rdma, nvlink);
+  EXPECT_NEAR(b.fwd_s, rdma, 1e-6 * rdma);
+  EXPECT_DOUBLE_EQ(b.bwd_s, b.fwd_s);
+  EXPECT_LT(b.fwd_s, a.fwd_s);
+  // Inside one node there is no network leg: the same all-to-all either way.
+  sc::ExpertLayout in_node = once;
+  in_node.ep = 8, in_node.ep_nodes = 1;
+  const sc::PlacedGroup node{8, 1, 8};
+  EXPECT_DOUBLE_EQ(sc::dispatch_time(coll, *up, in_node, node, none, 2.0, &*m.moe).fwd_s,
+                   coll.time_s(sc::Collective::AllToAll, 16384.0, node));
 }
 
 }  // namespace

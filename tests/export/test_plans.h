@@ -71,7 +71,11 @@ inline planner::Plan mixtral_plan() {
 // DeepSeek-V3 (catalog: MLA, 1 shared expert, 3 dense blocks first, sigmoid router): tp 2 x
 // pp 8 x dp 32 = 512 GPUs, ep 64, 61 blocks over 8 stages (uneven), full recompute.
 inline planner::Plan deepseek_plan() {
-  planner::Plan p = moe_plan(models::load_model("deepseek-v3"), 32, 2, 8, 1, 1024, 64, 1);
+  // The main model alone: the catalog's DeepSeek-V3 trains one multi-token-prediction depth
+  // as published, which TorchTitan and Megatron-DeepSpeed refuse (moe_export_test adds it).
+  models::ModelSpec m = models::load_model("deepseek-v3");
+  m.mtp_layers = 0;
+  planner::Plan p = moe_plan(m, 32, 2, 8, 1, 1024, 64, 1);
   p.strategy.zero = 1;
   p.strategy.recompute = planner::Recompute::Full;
   return p;

@@ -77,4 +77,52 @@ TEST(PlanMemoryHeadroom, BadValuesAreOneErrorLine) {
   }
 }
 
+// --gpus with a list: one search per count; each row is that count's best plan, the
+// same as planning the count alone (the first rank of its table).
+TEST(PlanScaling, EachCountsRowIsThatCountsBestPlan) {
+  const std::vector<std::string> base = {"plan", "--model", "gpt2-124m", "--cluster", "dgx-a100"};
+  const RunResult r = run_strata(with(base, {"--gpus", "8,16", "--format", "json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string n : {"8", "16"}) {
+    SCOPED_TRACE(n);
+    const RunResult one = run_strata(with(base, {"--gpus", n, "--out", "-", "--format", "json"}));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    // The single plan's iteration_s appears in the list's JSON for that count.
+    const std::string key = "\"iteration_s\": ";
+    const auto at = one.out.find(key);
+    ASSERT_NE(at, std::string::npos) << one.out;
+    const std::string value = one.out.substr(at + key.size(), one.out.find_first_of(",\n", at + key.size()) - at - key.size());
+    EXPECT_NE(r.out.find("\"gpus\": " + n), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(key + value), std::string::npos) << value << "\n" << r.out;
+  }
+  const RunResult table = run_strata(with(base, {"--gpus", "8,16", "--train-tokens", "1B"}));
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("8 -> 16 GPUs (2x the GPUs) keeps"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("GPU-hours"), std::string::npos) << table.out;
+}
+
+TEST(PlanScaling, BadListsAndFlagsThatTakeOneCountAreOneErrorLine) {
+  const std::vector<std::string> base = {"plan", "--model", "gpt2-124m", "--cluster", "dgx-a100"};
+  for (const auto& extra : std::vector<std::vector<std::string>>{{"--gpus", "8,,16"},
+                                                                  {"--gpus", "8,8"},
+                                                                  {"--gpus", "8,x"},
+                                                                  {"--gpus", "8,16", "--out", "p.yaml"},
+                                                                  {"--gpus", "8,16", "--format", "csv"},
+                                                                  {"--gpus", "8", "--report", "r.html"}}) {
+    SCOPED_TRACE(extra.back());
+    const RunResult r = run_strata(with(base, extra));
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.error_lines().size(), 1u) << r.err;
+  }
+}
+
+TEST(PlanFront, ListsOnlyPlansNoOtherBeatsOnTimeAndMemory) {
+  const RunResult r = run_strata(with(kPlan, {"--front"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto at = r.out.find("# step time vs memory: the ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  // The front's last row is the fastest plan: "+0.0%" slower than itself.
+  EXPECT_NE(r.out.find("+0.0%", at), std::string::npos) << r.out;
+}
+
 }  // namespace
