@@ -29,6 +29,7 @@ struct CalibrationRequest {
   std::string format = "table";        // report: table | json
   std::string name;                    // profile name; empty: from `out`
   double sustain_s = 0;                // seconds of GEMM load before the GEMM rows (TimingOptions)
+  double max_gemm_seconds = 0;         // bound on the GEMM shapes' time (GemmSweepOptions::budget_s); 0: none
 };
 
 // The caller's side of the procedure.

@@ -338,6 +338,7 @@ Measurements measure(const CalibrationRequest& f, const CalibrationOutput& io, c
   kp::GemmSweepOptions gopt;
   gopt.dtypes = plan.dtypes;
   gopt.timing = m.gemm_timing;
+  gopt.budget_s = f.max_gemm_seconds;
   m.gemms = kp::run_gemm_sweep(*d.runner, plan.problems, gopt, m.world.get(), progress.phase("gemm"));
   d.runner.reset();
 

@@ -3,6 +3,7 @@
 // shapes and timing of every table), the nccl-tests style report (or JSON), the profile
 // YAML with the measured op_table and block_table, handed to the caller; the rows that
 // failed validation are said on stderr.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -49,7 +50,8 @@ void record_provenance(const CalibrationRequest& f, const SweepPlan& plan, Measu
                               f.max_bytes.empty() ? "" : " --max-bytes " + f.max_bytes,
                               f.max_gemm_dim > 0 ? fmt::format(" --max-gemm-dim {}", f.max_gemm_dim) : "",
                               f.dtypes.empty() ? "" : " --dtypes " + join(f.dtypes, ","),
-                              f.sustain_s > 0 ? fmt::format(" --sustain {:g}", f.sustain_s) : "")});
+                              f.sustain_s > 0 ? fmt::format(" --sustain {:g}", f.sustain_s) : "",
+                              f.max_gemm_seconds > 0 ? fmt::format(" --max-gemm-seconds {:g}", f.max_gemm_seconds) : "")});
   info.provenance.push_back(
       {"method", "validate-then-time: each GEMM is checked against a double-precision reference and each "
                  "collective against a closed form before timing; warm-up, then timed repetitions after "
@@ -57,10 +59,20 @@ void record_provenance(const CalibrationRequest& f, const SweepPlan& plan, Measu
                  "time = median over repetitions of the slowest rank"});
   info.gemm_provenance = {
       {"shapes", fmt::format("square 128..{}{}", plan.max_dim,
-                             model_names.empty() ? "" : fmt::format("; sharded fwd/dgrad/wgrad of {} at tp {}, micro-batch {}",
+                             model_names.empty() ? "" : fmt::format("; sharded fwd/dgrad/wgrad of {} at tp {} (routed experts at ep x etp / tp per-expert tokens), micro-batch {}",
                                                                     join(model_names, ", "), join(tps, ","), f.micro_batch))},
       {"timing", kp::describe(m.gemm_timing)},
       {"concurrency", fmt::format("all {} rank(s) run the same GEMM at once", ctx.ranks)}};
+  // A run bounded by --max-gemm-seconds says how much of the sweep it covered.
+  const auto unmeasured = std::count_if(m.gemms.begin(), m.gemms.end(), [](const kp::GemmRecord& r) {
+    return r.error.rfind("skipped: the sweep's", 0) == 0;
+  });
+  if (unmeasured > 0)
+    info.gemm_provenance.push_back(
+        {"bounded", fmt::format("--max-gemm-seconds {:g}: {} of {} shapes measured, the rest (the largest "
+                                "FLOPs last in the sweep order) not started",
+                                f.max_gemm_seconds, m.gemms.size() - static_cast<std::size_t>(unmeasured),
+                                m.gemms.size())});
   info.collective_provenance = {
       {"transport", ctx.transport},
       {"sizes", fmt::format("8 B .. {}, powers of two, fp32", kp::human_bytes(plan.max_bytes))},

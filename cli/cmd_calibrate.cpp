@@ -124,6 +124,11 @@ void add_calibrate_command(CLI::App& app) {
                   "clocks a device holds under sustained load (power and thermal limits) as in training; "
                   "e.g. 60 on a GPU (default 0: none)")
       ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--max-gemm-seconds", flags->max_gemm_seconds,
+                  "Stop starting GEMM shapes after this many seconds (after --sustain): the profile keeps every "
+                  "shape measured by then and says how many were skipped, so a bounded run (a lent GPU's "
+                  "time) loses nothing (default 0: no bound)")
+      ->check(CLI::Range(0.0, 86400.0));
   auto runs = std::make_shared<FromRunsFlags>();
   cmd->add_option("--from-runs", runs->runs,
                   "Fit the training-loss parameters to the measured runs in this file instead of measuring "
@@ -145,6 +150,7 @@ void add_calibrate_command(CLI::App& app) {
   cmd->callback([flags, runs] {
     // CLI11's Range lets nan through (every comparison with it is false): refuse it by name.
     const std::pair<const char*, double> reals[] = {{"--sustain", flags->sustain_s},
+                                                    {"--max-gemm-seconds", flags->max_gemm_seconds},
                                                     {"--row-sigma", runs->row_sigma}};
     for (const auto& [flag, v] : reals)
       if (!std::isfinite(v)) input_error("{} ({}) must be a finite number", flag, v);

@@ -309,9 +309,14 @@ step_calibrate() {
   # shapes of the validation rows. DEVICE_CHECK_CALIBRATE_TIMEOUT_S bounds it (default 200).
   local -a cal_args
   read -r -a cal_args <<<"${DEVICE_CHECK_CALIBRATE_ARGS:---quick --model gpt2-124m --tp-degrees 1 --micro-batch 8}"
-  run_step "calibrate cuda ${cal_args[*]} --sustain ${DEVICE_CHECK_SUSTAIN_S:-20}" "$log" \
-    "${DEVICE_CHECK_CALIBRATE_TIMEOUT_S:-200}" "${K[@]}" "$B/strata" calibrate --backend cuda "${cal_args[@]}" \
-    --sustain "${DEVICE_CHECK_SUSTAIN_S:-20}" --out "$OUT/h200-measured.yaml"
+  # The GEMM shapes stop before the step's timeout (leaving a minute for the collectives and
+  # the write), so a sweep larger than the lease still returns every row it measured.
+  local cal_timeout=${DEVICE_CHECK_CALIBRATE_TIMEOUT_S:-200} sustain=${DEVICE_CHECK_SUSTAIN_S:-20}
+  local gemm_budget=$((cal_timeout - sustain - 60))
+  ((gemm_budget < 30)) && gemm_budget=30
+  run_step "calibrate cuda ${cal_args[*]} --sustain $sustain --max-gemm-seconds $gemm_budget" "$log" \
+    "$cal_timeout" "${K[@]}" "$B/strata" calibrate --backend cuda "${cal_args[@]}" \
+    --sustain "$sustain" --max-gemm-seconds "$gemm_budget" --out "$OUT/h200-measured.yaml"
   if [[ -s $OUT/h200-measured.yaml ]]; then
     run_step "simulate with measured" "$log" 30 "${K[@]}" "$B/strata" simulate --model gpt2-124m \
       --cluster h200-node --profile "$OUT/h200-measured.yaml" --dp 1 --tp 1 --pp 1 --micro-batch 8 --global-batch 8

@@ -57,6 +57,8 @@ std::vector<GemmRecord> run_gemm_sweep(GemmRunner& runner, const std::vector<Gem
   std::vector<GemmRecord> out;
   const std::size_t total = problems.size() * options.dtypes.size();
   std::size_t done = 0;
+  const auto start = std::chrono::steady_clock::now();
+  bool over_budget = false;
   for (GemmDType dtype : options.dtypes) {
     for (const GemmProblem& p : problems) {
       GemmRecord rec;
@@ -68,6 +70,16 @@ std::vector<GemmRecord> run_gemm_sweep(GemmRunner& runner, const std::vector<Gem
       const std::string label = fmt::format("gemm {}x{}x{} {}", p.m, p.n, p.k, to_string(dtype));
       if (progress) progress(done, total, label);
       ++done;
+      // Every rank decides on the slowest rank's clock, so all stop at the same shape.
+      if (!over_budget && options.budget_s > 0) {
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        over_budget = max_over_ranks(sync, elapsed) > options.budget_s;
+      }
+      if (over_budget) {
+        rec.error = fmt::format("skipped: the sweep's {:g} s were spent", options.budget_s);
+        out.push_back(rec);
+        continue;
+      }
       if (operand_gib(p, dtype) > options.max_operand_gib) {
         rec.error = fmt::format("skipped: operands need {:.1f} GiB (> {:.1f} GiB per rank)",
                                 operand_gib(p, dtype), options.max_operand_gib);

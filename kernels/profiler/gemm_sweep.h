@@ -42,6 +42,10 @@ struct GemmSweepOptions {
   std::vector<GemmDType> dtypes{GemmDType::Fp32};
   TimingOptions timing{};
   double max_operand_gib = 8.0;  // skip problems whose A+B+C exceed this per rank
+  // Seconds the shapes may take (after the sustained load); the shapes not started by then
+  // are recorded as skipped, so a bounded run still returns every row it measured.
+  // 0: no bound.
+  double budget_s = 0;
 };
 
 // done, total, label ("gemm 1024x768x768 fp32").

@@ -149,3 +149,26 @@ TEST(CalibrateCli, SustainRunsTheLoadFirstAndRecordsIt) {
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("error: "), std::string::npos) << bad.err;
 }
+
+// --max-gemm-seconds: a run bounded in time (a lent GPU's minutes) keeps every GEMM row it
+// measured, says in the profile how much of the sweep it covered, and still writes the
+// other tables; without the bound the same sweep measures more shapes.
+TEST(CalibrateCli, MaxGemmSecondsKeepsWhatWasMeasuredAndSaysSo) {
+  const std::string all = temp_path("unbounded.yaml"), some = temp_path("bounded.yaml");
+  const std::string args = "--backend cpu --quick --model tiny --tp-degrees 1 --max-gemm-dim 512 --max-bytes 1K --out ";
+  ASSERT_EQ(run(args + all).code, 0);
+  Result r = run(args + some + " --max-gemm-seconds 0.01");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto full = strata::costmodel::parse_device_profile(strata::read_file(all), all);
+  const auto part = strata::costmodel::parse_device_profile(strata::read_file(some), some);
+  EXPECT_GE(part.gemm_table.size(), 1u);
+  EXPECT_LT(part.gemm_table.size(), full.gemm_table.size());
+  EXPECT_FALSE(part.collective_table.empty());
+  const std::string text = strata::read_file(some);
+  EXPECT_NE(text.find("--max-gemm-seconds 0.01: "), std::string::npos) << text;
+  EXPECT_EQ(strata::read_file(all).find("--max-gemm-seconds"), std::string::npos);
+  Result bad = run("--backend cpu --quick --max-gemm-seconds -1 --out " + temp_path("bad.yaml"));
+  EXPECT_EQ(bad.code, 2);
+  std::filesystem::remove(all);
+  std::filesystem::remove(some);
+}
