@@ -1,6 +1,7 @@
 // Node-limited (group-limited) routing and the bytes of the expert dispatch that cross
 // nodes, per placement, by hand (costmodel/expert_dispatch_cost.h token_routing).
 #include <cmath>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
 
@@ -73,18 +74,26 @@ TEST(NodeLimitedRouting, GroupsAcrossOrWithinNodes) {
   EXPECT_THROW(sc::token_routing(deepseek_routing(false), 3), strata::InputError);  // 3 does not divide 256
 }
 
-TEST(NodeLimitedRouting, DispatchBytesAcrossNodesPerPlacement) {
-  // One DeepSeek-V3-shaped MoE layer, 1 sequence of 16 tokens, h 64: the dispatch sends
-  // 16 x 8 copies x 64 x 2 bytes = 16384 bytes (tp 1).
+// One DeepSeek-V3-shaped MoE layer (256 experts, top 8, 8 groups of which 4 per token), 1
+// sequence of 16 tokens, h 64: the dispatch sends 16 x 8 copies x 64 x 2 bytes = 16384 bytes
+// (tp 1). The graph is kept alive beside the op it holds.
+struct DeepSeekLayer {
   sm::ModelSpec m = sm::parse_model_yaml(
       "name: r\nlayers: 1\nhidden: 64\nheads: 4\nvocab: 100\nseq_len: 16\nactivation: swiglu\n"
       "norm: rmsnorm\nmoe: {experts: 256, top_k: 8, expert_ffn: 32, groups: 8, max_groups_per_token: 4}\n",
       "r.yaml");
-  const sm::ModelGraph g = sm::ModelGraph::build(m, 1);
-  const sm::Op* up = nullptr;
-  for (std::size_t v = 0; v < g.num_ops(); ++v)
-    if (g.op(v).name == "layer1.expert_up") up = &g.op(v);
-  ASSERT_NE(up, nullptr);
+  sm::ModelGraph g = sm::ModelGraph::build(m, 1);
+  const sm::Op& up() const {
+    for (std::size_t v = 0; v < g.num_ops(); ++v)
+      if (g.op(v).name == "layer1.expert_up") return g.op(v);
+    throw std::runtime_error("no layer1.expert_up");
+  }
+};
+
+TEST(NodeLimitedRouting, DispatchBytesAcrossNodesPerPlacement) {
+  const DeepSeekLayer d;
+  const sm::ModelSpec& m = d.m;
+  const sm::Op* up = &d.up();
   sc::ExpertLayout l;
   l.ep = 8, l.ep_nodes = 1;  // ep inside one node
   EXPECT_EQ(sc::dispatch_bytes(*up, l, 2.0, &*m.moe).all_to_all, 16384.0);
@@ -108,15 +117,9 @@ TEST(NodeLimitedRouting, DispatchBytesAcrossNodesPerPlacement) {
 // leg sets the time. On the toy cluster (25 GB/s across, 300 GB/s inside) the network leg
 // is the slower one, and the exchange beats the per-copy all-to-all of the 64 ranks.
 TEST(NodeLimitedRouting, OncePerNodeDispatchIsTheSlowerOfItsTwoLegs) {
-  sm::ModelSpec m = sm::parse_model_yaml(
-      "name: r\nlayers: 1\nhidden: 64\nheads: 4\nvocab: 100\nseq_len: 16\nactivation: swiglu\n"
-      "norm: rmsnorm\nmoe: {experts: 256, top_k: 8, expert_ffn: 32, groups: 8, max_groups_per_token: 4}\n",
-      "r.yaml");
-  const sm::ModelGraph g = sm::ModelGraph::build(m, 1);
-  const sm::Op* up = nullptr;
-  for (std::size_t v = 0; v < g.num_ops(); ++v)
-    if (g.op(v).name == "layer1.expert_up") up = &g.op(v);
-  ASSERT_NE(up, nullptr);
+  const DeepSeekLayer d;
+  const sm::ModelSpec& m = d.m;
+  const sm::Op* up = &d.up();
   const sc::CollectiveCost coll(sc::testing::toy_cluster());
   const sc::PlacedGroup ep{64, 8, 8}, none{1, 1, 1};
   sc::ExpertLayout per_copy;
