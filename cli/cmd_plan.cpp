@@ -20,7 +20,6 @@
 #include "report/no_plan_reason.h"
 #include "report/report_notes.h"
 #include "report/scaling_view.h"
-#include "report/svg_chart.h"
 #include "planner/plan.h"
 #include "planner/search.h"
 #include "planner/simulator.h"
@@ -110,14 +109,7 @@ void run_scaling(const PlanFlags& f, const std::vector<int>& counts, const model
     throw NoFeasiblePlan(fmt::format("no strategy for {} fits on any of {} GPUs of {}", model.name, f.gpus_text,
                                      f.mc.cluster));
   if (!f.report.empty())
-    write_output(f.report,
-                 fmt::format("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>strata scaling: {}</title>"
-                             "</head>\n<body style=\"font-family:sans-serif\">\n<h1>{} on {}: best plan per GPU count"
-                             "</h1>\n<pre>{}</pre>\n{}\n</body></html>\n",
-                             report::svg::escape(model.name), report::svg::escape(model.name),
-                             report::svg::escape(f.mc.cluster), report::svg::escape(report::format_scaling_table(view)),
-                             report::scaling_svg(view)),
-                 "--report");
+    write_output(f.report, report::scaling_html(view), "--report");
   print_stdout(f.format == "json" ? report::scaling_json(view).dump(2) + "\n" : report::format_scaling_table(view));
 }
 

@@ -140,7 +140,7 @@ DispatchTime dispatch_time(const CollectiveCost& coll, const models::Op& op, con
                            const PlacedGroup& ep_group, const PlacedGroup& etp_group, double act_bytes,
                            const models::MoeSpec* moe) {
   const DispatchBytes b = dispatch_bytes(op, l, act_bytes, moe);
-  double a2a = b.all_to_all > 0 ? coll.time_s(Collective::AllToAll, b.all_to_all, ep_group) : 0.0;
+  double a2a = 0;
   const int nodes = ep_group.nodes_spanned, per_node = ep_group.ranks_per_node_in_group;
   if (l.once_per_node && nodes > 1 && b.inter_node > 0) {
     // An all-to-all of n ranks moves (n - 1) / n of its buffer: scale so the one-rank-per-
@@ -150,10 +150,13 @@ DispatchTime dispatch_time(const CollectiveCost& coll, const models::Op& op, con
     const double nvlink =
         per_node > 1 ? coll.time_s(Collective::AllToAll, b.all_to_all, PlacedGroup{per_node, 1, per_node}) : 0.0;
     a2a = std::max(rdma, nvlink);
+  } else if (b.all_to_all > 0) {
+    a2a = coll.time_s(Collective::AllToAll, b.all_to_all, ep_group);
   }
   const double ag = b.etp_gather > 0 ? coll.time_s(Collective::AllGather, b.etp_gather, etp_group) : 0.0;
   const double rs = b.etp_gather > 0 ? coll.time_s(Collective::ReduceScatter, b.etp_gather, etp_group) : 0.0;
   DispatchTime t;
+  t.permute_bytes = b.permute;
   switch (op.ep_comm) {
     case models::EpComm::DispatchForwardCombineBackward:
       t.fwd_s = a2a + ag;  // forward: all-to-all out, all-gather over etp

@@ -103,7 +103,8 @@ DispatchBytes dispatch_bytes(const models::Op& op, const ExpertLayout& layout, d
                              const models::MoeSpec* moe = nullptr);
 
 struct DispatchTime {
-  double fwd_s = 0, bwd_s = 0;  // collectives only (permutes are compute, see permute bytes)
+  double fwd_s = 0, bwd_s = 0;  // collectives only (permutes are compute, see permute_bytes)
+  double permute_bytes = 0;     // DispatchBytes::permute of the same exchange, each way
 };
 // The exchange of `op` (dispatch before expert_up, combine after expert_down), forward and
 // backward: all-to-all on `ep_group`, all-gather / reduce-scatter on `etp_group`. With a

@@ -331,7 +331,7 @@ void SimEngine::charge_op(const LayerCostInputs& in, std::size_t gi, std::size_t
     c.ep_fwd_s += dt.fwd_s;
     c.ep_bwd_s += dt.bwd_s;
     c.moe_ep_fwd_s += dt.fwd_s;  // re-run when the MoE module is recomputed
-    const double permute = costmodel::dispatch_bytes(op, in.el, act_bytes_, model_.moe ? &*model_.moe : nullptr).permute;
+    const double permute = dt.permute_bytes;
     if (mem_bytes_per_s_ > 0) {
       c.fwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;
       c.bwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;

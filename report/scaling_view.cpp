@@ -169,6 +169,14 @@ std::string scaling_svg(const ScalingView& v) {
   return svg::grouped_bar_chart(step) + "\n" + svg::grouped_bar_chart(total);
 }
 
+std::string scaling_html(const ScalingView& v) {
+  return fmt::format("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>strata scaling: {}</title>"
+                     "</head>\n<body style=\"font-family:sans-serif\">\n<h1>{} on {}: best plan per GPU count"
+                     "</h1>\n<pre>{}</pre>\n{}\n</body></html>\n",
+                     svg::escape(v.model), svg::escape(v.model), svg::escape(v.cluster),
+                     svg::escape(format_scaling_table(v)), scaling_svg(v));
+}
+
 std::vector<std::size_t> pareto_front(const std::vector<planner::Plan>& plans) {
   std::vector<std::size_t> order(plans.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -42,6 +42,8 @@ nlohmann::ordered_json scaling_json(const ScalingView& view);
 // Two SVG bar charts for the report: step time, and days (or GPU-hours without a target)
 // per GPU count.
 std::string scaling_svg(const ScalingView& view);
+// A self-contained HTML page (`plan --gpus ... --report`): the table and the two charts.
+std::string scaling_html(const ScalingView& view);
 
 // The plans no other plan beats on both step time and peak memory (ties kept once), by
 // ascending memory: indices into `plans`.

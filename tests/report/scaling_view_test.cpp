@@ -78,6 +78,10 @@ TEST(ScalingView, TargetAddsDaysGpuHoursAndCost) {
   const std::string svg = scaling_svg(v);
   EXPECT_NE(svg.find("16 GPUs"), std::string::npos);
   EXPECT_NE(svg.find("days"), std::string::npos);
+  const std::string html = scaling_html(v);
+  EXPECT_EQ(html.rfind("<!doctype html>", 0), 0u);
+  EXPECT_NE(html.find(svg), std::string::npos);
+  EXPECT_NE(html.find("gpt2-124m on dgx-a100"), std::string::npos);
 }
 
 }  // namespace
