@@ -336,7 +336,7 @@ void PipelineWalk::run(ScheduleKind kind, int pp, int m, int vpp, const std::vec
   }
   const int m1 = steady_microbatches(pp), m2 = m1 + pp;
   walk(kind, pp, m1, vpp, fwd, bwd, link);
-  const std::vector<double> end1 = compute_end, idle1 = idle;
+  const std::vector<double> end1 = compute_end;
   const std::vector<int> peak1 = peak_chunks;
   std::vector<double> chain1(static_cast<std::size_t>(pp));
   for (int s = 0; s < pp; ++s) chain1[static_cast<std::size_t>(s)] = chain_p2p(s);
