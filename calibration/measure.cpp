@@ -147,7 +147,7 @@ Device cpu_device(const CalibrationRequest& f, Measurements& m) {
   const int cores = std::max(1, std::min(threads, cpu.logical_cpus > 0 ? cpu.logical_cpus : 1));
   const double peak_tflops = cores * cpu.peak_gflops_per_core() / 1000.0;
   m.ctx.transport = "mpi";
-  m.ctx.device = cpu.model_name;
+  m.ctx.device = cpu.host_line();  // model, cores, SIMD, caches: what the numbers were measured on
   m.ctx.blas_threads = threads;
   m.ctx.peak = cpu.peak_derivation(cores);
   m.libs = {{"blas", kernels::blas_version()}, {"mpi", kernels::mpi_library_version()}};

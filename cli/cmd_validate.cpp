@@ -19,6 +19,8 @@
 #include "common/errors.h"
 #include "costmodel/cluster_spec.h"
 #include "costmodel/device_profile.h"
+#include "kernels/cpu/blas_library.h"
+#include "kernels/cpu/cpu_info.h"
 #include "report/report_notes.h"
 #include "validation/validate_plans.h"
 #include "validation/validate_report.h"
@@ -56,6 +58,8 @@ void run_validate(ValidateFlags& f) {
   // the report's runs and a MeasuredSteps in place of run_plans; new_report and
   // finish_report stay as they are.
   ValidateReport report = new_report(o, model.name, plans);
+  report.host = kernels::read_cpu_info().host_line();
+  report.blas = kernels::blas_version();
   const MeasuredSteps measured = run_plans(o, strata, plans, cluster, stack, report, warn_line);
   finish_report(report, measured, o, warn_line);
   print_stdout(f.format == "json" ? validate_json(report) : validate_table(report));

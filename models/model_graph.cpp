@@ -474,28 +474,18 @@ std::vector<std::size_t> ModelGraph::topological_order() const {
   return {rev.rbegin(), rev.rend()};
 }
 
-double ModelGraph::total_params() const {
-  double p = 0;
-  for (const auto& g : groups_) p += g.params;
-  return p;
+namespace {
+// The model's totals are sums of one field over every layer group.
+double sum_over_groups(const std::vector<LayerGroup>& groups, double LayerGroup::*field) {
+  double sum = 0;
+  for (const auto& g : groups) sum += g.*field;
+  return sum;
 }
+}  // namespace
 
-double ModelGraph::active_params() const {
-  double p = 0;
-  for (const auto& g : groups_) p += g.active_params;
-  return p;
-}
-
-double ModelGraph::total_flops_fwd() const {
-  double f = 0;
-  for (const auto& g : groups_) f += g.flops_fwd;
-  return f;
-}
-
-double ModelGraph::total_flops_bwd() const {
-  double f = 0;
-  for (const auto& g : groups_) f += g.flops_bwd;
-  return f;
-}
+double ModelGraph::total_params() const { return sum_over_groups(groups_, &LayerGroup::params); }
+double ModelGraph::active_params() const { return sum_over_groups(groups_, &LayerGroup::active_params); }
+double ModelGraph::total_flops_fwd() const { return sum_over_groups(groups_, &LayerGroup::flops_fwd); }
+double ModelGraph::total_flops_bwd() const { return sum_over_groups(groups_, &LayerGroup::flops_bwd); }
 
 }  // namespace strata::models

@@ -137,7 +137,22 @@ std::string header_lines(const PlanReport& r) {
   out += fmt::format("# memory per GPU: {:g} GiB ({:g} GiB reserved for workspace{})\n", r.memory_capacity_gib,
                      r.reserve_gib,
                      r.headroom_gib > 0 ? fmt::format(", {:g} GiB headroom kept free", r.headroom_gib) : "");
-  for (const auto& n : r.notes) out += fmt::format("# note: {}\n", one_line(r.explain ? n : short_note(n)));
+  // Without --explain the header keeps to what a reader must see before trusting the table:
+  // the first note (the stack the numbers rest on), every warning, and any number that is
+  // only a datasheet's; the rest (kernel sources, memory rules) is one --explain away.
+  std::size_t held_back = 0;
+  for (std::size_t i = 0; i < r.notes.size(); ++i) {
+    const std::string& n = r.notes[i];
+    const std::string brief = short_note(n);  // the sources in parentheses are not the caveat
+    const bool must_see = i == 0 || n.rfind("warning:", 0) == 0 || brief.find("datasheet") != std::string::npos;
+    if (r.explain || must_see)
+      out += fmt::format("# note: {}\n", one_line(r.explain ? n : brief));
+    else
+      ++held_back;
+  }
+  if (held_back > 0)
+    out += fmt::format("# note: {} more note{} (kernel sources, collectives, memory rules): --explain prints them\n",
+                       held_back, held_back == 1 ? "" : "s");
   return out;
 }
 

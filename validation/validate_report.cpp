@@ -52,6 +52,9 @@ std::string validate_table(const ValidateReport& r) {
   std::string out = fmt::format("strata validate: {} on {}, {} ranks, {} steps{} (median after {} warm-up)\n\n",
                                 r.model, r.cluster, r.ranks, r.steps,
                                 r.repeat > 1 ? fmt::format(" x {} runs", r.repeat) : "", r.warmup);
+  if (!r.host.empty()) out += fmt::format("host: {}\n", r.host);
+  if (!r.blas.empty()) out += fmt::format("BLAS: {}\n", r.blas);
+  if (!r.host.empty() || !r.blas.empty()) out += "\n";
   if (r.recalibrated)
     out += "predictions: from a quick calibration of this machine before each round (median over rounds)\n\n";
   std::size_t name_w = 4, label_w = 8;
@@ -130,7 +133,8 @@ std::string validate_json(const ValidateReport& r) {
                {"predicted_fastest_gap_pct", number_or_null(s.predicted_fastest_gap_pct)},
                {"predicted_fastest_within_5pct", s.predicted_fastest_within_5pct}};
   json out{{"schema_version", 1}, {"command", "validate"}, {"model", r.model},     {"cluster", r.cluster},
-           {"ranks", r.ranks},    {"steps", r.steps},        {"warmup_steps", r.warmup}, {"repeat", r.repeat}, {"recalibrated", r.recalibrated}, {"host_cores", r.host_cores}, {"plans", plans},
+           {"ranks", r.ranks},    {"steps", r.steps},        {"warmup_steps", r.warmup}, {"repeat", r.repeat}, {"recalibrated", r.recalibrated}, {"host_cores", r.host_cores},
+           {"host", r.host},      {"blas", r.blas},           {"plans", plans},
            {"summary", summary}};
   return out.dump(2) + "\n";
 }

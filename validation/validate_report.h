@@ -47,6 +47,10 @@ struct ValidateReport {
   int repeat = 1;                  // runs per plan
   bool recalibrated = false;       // predictions from a calibration before each round
   int host_cores = 0;              // for reading host_load_1m (0: unknown)
+  // The machine the plans ran on, detected at run time by the command (CPU model, cores,
+  // SIMD, caches, memory) and the BLAS kernel the ranks used; "" when not known.
+  std::string host;
+  std::string blas;
   std::vector<PlanRun> runs;
   ValidateSummary summary;
 };
@@ -55,7 +59,7 @@ ValidateSummary summarize(const std::vector<PlanRun>& runs);
 
 // Aligned text table + summary lines.
 std::string validate_table(const ValidateReport& r);
-// {"schema_version":1,"command":"validate","model","cluster","ranks","steps","warmup_steps","repeat","host_cores",
+// {"schema_version":1,"command":"validate","model","cluster","ranks","steps","warmup_steps","repeat","host_cores","host","blas",
 //  "recalibrated",
 //  "plans":[{"name","strategy","predicted_step_s","round_predicted_s","measured_step_s","abs_error_pct",
 //            "predicted_compute_s","measured_gemm_s","host_load_1m","status","exit_code","error",

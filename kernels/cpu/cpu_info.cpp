@@ -1,5 +1,6 @@
 #include "kernels/cpu/cpu_info.h"
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -92,6 +93,37 @@ CpuInfo parse_cpu_info(const std::string& cpuinfo_text, const std::string& memin
   return info;
 }
 
-CpuInfo read_cpu_info() { return parse_cpu_info(slurp("/proc/cpuinfo"), slurp("/proc/meminfo")); }
+std::string CpuInfo::host_line() const {
+  std::string s = fmt::format("{} (family {} model {}), {} logical CPU{}, {}", model_name, family, model,
+                              logical_cpus, logical_cpus == 1 ? "" : "s", simd);
+  if (l1d_kib > 0 || l2_kib > 0 || l3_kib > 0)
+    s += fmt::format(", caches L1d {} KiB / L2 {} KiB / L3 {} KiB", l1d_kib, l2_kib, l3_kib);
+  if (memory_gib > 0) s += fmt::format(", {:.1f} GiB", memory_gib);
+  return s;
+}
+
+void read_cpu_caches(CpuInfo& info, const std::string& cache_dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(cache_dir, ec)) {
+    if (entry.path().filename().string().rfind("index", 0) != 0) continue;
+    const std::string dir = entry.path().string();
+    const std::string type = trim(slurp((dir + "/type").c_str()));
+    if (type != "Data" && type != "Unified") continue;
+    const int level = std::atoi(slurp((dir + "/level").c_str()).c_str());
+    const std::string size = trim(slurp((dir + "/size").c_str()));
+    int kib = std::atoi(size.c_str());
+    if (!size.empty() && size.back() == 'M') kib *= 1024;
+    if (kib <= 0) continue;
+    if (level == 1) info.l1d_kib = kib;
+    else if (level == 2) info.l2_kib = kib;
+    else if (level == 3) info.l3_kib = kib;
+  }
+}
+
+CpuInfo read_cpu_info() {
+  CpuInfo info = parse_cpu_info(slurp("/proc/cpuinfo"), slurp("/proc/meminfo"));
+  read_cpu_caches(info, "/sys/devices/system/cpu/cpu0/cache");
+  return info;
+}
 
 }  // namespace strata::kernels

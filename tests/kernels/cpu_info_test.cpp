@@ -4,6 +4,11 @@
 
 #include "kernels/cpu/cpu_info.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 namespace strata::kernels {
 namespace {
 
@@ -51,6 +56,39 @@ TEST(CpuInfo, DerivationStatesTheProduct) {
                           "MemTotal:       24683568 kB\nMemFree: 1 kB\n");
   EXPECT_EQ(c.peak_derivation(2), "2 cores x 2.500 GHz x 32 FP32 FLOP/cycle (avx2+fma, /proc/cpuinfo) = 160.0 GFLOP/s");
   EXPECT_NEAR(c.memory_gib, 24683568.0 / 1048576.0, 1e-9);
+}
+
+// A recorded sysfs cache folder: the instruction cache is not a data cache, sizes come in
+// K or M, and the host line names every level it found.
+TEST(CpuInfo, ReadsDataCachesFromSysfs) {
+  const auto dir = std::filesystem::temp_directory_path() / ("strata-cache-" + std::to_string(::getpid()));
+  auto put = [&](const std::string& index, const std::string& level, const std::string& type,
+                 const std::string& size) {
+    std::filesystem::create_directories(dir / index);
+    std::ofstream(dir / index / "level") << level << "\n";
+    std::ofstream(dir / index / "type") << type << "\n";
+    std::ofstream(dir / index / "size") << size << "\n";
+  };
+  put("index0", "1", "Data", "48K");
+  put("index1", "1", "Instruction", "32K");
+  put("index2", "2", "Unified", "1024K");
+  put("index3", "3", "Unified", "32M");
+  CpuInfo c = parse_cpu_info(cpuinfo("AuthenticAMD", 25, "AMD EPYC 9654", "2596.000", "avx2 fma"));
+  read_cpu_caches(c, dir.string());
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(c.l1d_kib, 48);
+  EXPECT_EQ(c.l2_kib, 1024);
+  EXPECT_EQ(c.l3_kib, 32768);
+  EXPECT_EQ(c.host_line(),
+            "AMD EPYC 9654 (family 25 model 17), 2 logical CPUs, avx2+fma, caches L1d 48 KiB / L2 1024 KiB / "
+            "L3 32768 KiB");
+}
+
+TEST(CpuInfo, MissingCacheFolderLeavesCachesUnknown) {
+  CpuInfo c = parse_cpu_info(cpuinfo("GenuineIntel", 6, "Xeon", "2000.000", "avx2 fma", 1));
+  read_cpu_caches(c, "/nonexistent/strata/cache");
+  EXPECT_EQ(c.l2_kib, 0);
+  EXPECT_EQ(c.host_line(), "Xeon (family 6 model 17), 1 logical CPU, avx2+fma");
 }
 
 TEST(CpuInfo, ReadsThisMachine) {

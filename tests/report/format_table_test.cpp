@@ -42,6 +42,25 @@ TEST(FormatDuration, PicksAReadableUnit) {
   EXPECT_EQ(duration_cell(0.0), "0 s");
 }
 
+// The header's notes: by default the first note, every warning and datasheet caveats, and a
+// count of the rest; --explain prints every note in full.
+TEST(FormatPlanTable, ShortHeaderKeepsFirstNoteWarningsAndCountsTheRest) {
+  auto r = testing::make_report();
+  r.notes = {"stack s: attention cudnn", "compute dtype bf16", "GEMM times: datasheet roofline",
+             "collectives: alpha-beta model", "warning: MFU above every published run", "memory: rules"};
+  const std::string out = format_plan_table(r);
+  for (const char* kept : {"# note: stack s: attention cudnn", "# note: GEMM times: datasheet roofline",
+                           "# note: warning: MFU above every published run",
+                           "# note: 3 more notes (kernel sources, collectives, memory rules): --explain"})
+    EXPECT_NE(out.find(kept), std::string::npos) << kept << "\n" << out;
+  for (const char* held : {"compute dtype bf16", "alpha-beta", "memory: rules"})
+    EXPECT_EQ(out.find(held), std::string::npos) << held;
+  r.explain = true;
+  const std::string full = format_plan_table(r);
+  for (const auto& n : r.notes) EXPECT_NE(full.find("# note: " + n), std::string::npos) << n;
+  EXPECT_EQ(full.find("more note"), std::string::npos);
+}
+
 TEST(FormatPlanTable, HasHeaderRankedRowsAndTheReasonTheBestWon) {
   auto r = testing::make_report();
   std::string out = format_plan_table(r);
