@@ -1,6 +1,7 @@
 #include "costmodel/prediction_band.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 #include <utility>
 
@@ -106,10 +107,14 @@ PredictionBand prediction_band(const std::string& stack, const std::string& devi
   b.high = std::max(1.0, 1.0 / (1.0 + u.err_min));
   b.basis = fmt::format("{} on {}: {} published rows ({}), MAPE {:.1f}%, max {:.1f}%, mean {:+.1f}%", stack, device,
                         u.rows, sets, 100 * sum_abs / u.rows, 100 * u.max_abs, 100 * sum_signed / u.rows);
+  // Counts print whole (1048576, not 1.04858e+06); sizes in billions keep their decimals.
+  auto plain_number = [](double v) {
+    return v == std::floor(v) && std::fabs(v) < 1e15 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v);
+  };
   auto outside = [&](const char* what, double x, double lo, double hi) {
     if (x < lo * 0.999 || x > hi * 1.001)
-      b.warnings.push_back(fmt::format("{} {:g} is outside the validated range {:g}..{:g} of {}",
-                                       what, x, lo, hi, sets));
+      b.warnings.push_back(fmt::format("{} {} is outside the validated range {}..{} of {}", what,
+                                       plain_number(x), plain_number(lo), plain_number(hi), sets));
   };
   outside("model size (B params)", params_b, u.params_b_min, u.params_b_max);
   outside("GPU count", static_cast<double>(gpus), static_cast<double>(u.gpus_min),

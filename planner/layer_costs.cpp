@@ -41,6 +41,7 @@
 #include "costmodel/userbuffers_gemm.h"
 #include "planner/detail/group_times.h"
 #include "planner/detail/sim_engine.h"
+#include "planner/stack_support.h"
 
 namespace strata::planner::detail {
 
@@ -56,7 +57,12 @@ costmodel::SoftwareStack resolve_stack(const costmodel::SoftwareStack* stack,
                                        const std::string& precision) {
   costmodel::SoftwareStack s =
       stack ? *stack : costmodel::load_software_stack(costmodel::default_software_stack_name(device));
-  if (!precision.empty()) s.precision = costmodel::dtype_from_string(precision);
+  if (!precision.empty()) {
+    Strategy asks;  // the stack's own precision decides what it can run (an fp32 stack: fp32 only)
+    asks.precision = precision;
+    if (const std::string why = stack_refusal(asks, s); !why.empty()) throw InputError(why);
+    s.precision = costmodel::dtype_from_string(precision);
+  }
   return s;
 }
 

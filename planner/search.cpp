@@ -489,6 +489,7 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     pinned.cp = options.cp.value_or(1);
     pinned.ep = options.ep.value_or(1);
     pinned.etp = options.etp.value_or(1);
+    pinned.precision = options.precision;
     if (const std::string why = stack_refusal(pinned, stack); !why.empty()) throw InputError(why);
   }
 

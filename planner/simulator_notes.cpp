@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "costmodel/op_cost.h"
 #include "costmodel/prediction_band.h"
 #include "planner/detail/sim_engine.h"
 
@@ -82,6 +83,24 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
                           measured_ops.empty() ? "" : "otherwise: ", dev.attention_efficiency * 100,
                           dev.memory_efficiency * 100, dev.memory_bandwidth_gbps,
                           dev.source.measured() || dev.efficiency_source.measured() ? "measured" : "datasheet"));
+  // MFU counts QK^T and AV over the whole s x s matrix (Korthikanti et al. 2022, Eq. 7; the
+  // PaLM appendix B count), while a causal flash kernel runs only its lower half: at long
+  // sequences MFU then overstates what the GPUs execute, past what attention's efficiency allows.
+  if (stack_.flash_like()) {
+    double attention = 0, all = 0;
+    for (const auto& c : t.groups) {
+      attention += 3 * c.attn_flops_fwd;  // forward + backward (2x) in the model-FLOP count
+      all += c.flops_fwd + c.flops_bwd;
+    }
+    const double share = all > 0 ? attention / all : 0;
+    if (share > 1.0 / 3.0)
+      n.push_back(fmt::format(
+          "warning: attention's s x s FLOPs are {:.0f}% of the model FLOPs at sequence {}; MFU counts them in "
+          "full (Korthikanti et al. 2022), the causal kernel runs {:.0f}% of them, so the GPUs execute {:.2f}x "
+          "the FLOPs MFU counts",
+          100 * share, model_.seq_len, 100 * costmodel::kCausalAttentionFraction,
+          1 - share * (1 - costmodel::kCausalAttentionFraction)));
+  }
   auto link_text = [&](const costmodel::LinkSpec& l) {
     std::string t = fmt::format("{:.4g} GB/s", l.bandwidth_gbps);
     if (l.efficiency != 1.0) {

@@ -191,5 +191,52 @@ TEST(Simulator, Fp8OnADeviceWithoutAnFp8PeakIsOneClearError) {
 // group and micro-batch); its reduce-scatters may hide behind the backward. No end-of-
 // iteration reduction and no parameter all-gather after the step.
 
+// MFU counts attention's whole s x s matrix while a causal flash kernel runs half of it: where
+// attention dominates the model FLOPs the simulator says so, with the executed/counted ratio;
+// at a short sequence (attention a small share) it stays quiet.
+TEST(Simulator, WarnsWhenMfuCountsAttentionFlopsTheCausalKernelSkips) {
+  auto model = synthetic_model();
+  const auto cluster = flops_only_cluster();
+  const auto stack = flash_stack_without_overheads();
+  SimulateOptions o;
+  o.stack = &stack;
+  auto attention_warning = [&](std::int64_t seq) {
+    model.seq_len = seq;
+    for (const auto& n : simulate(model, cluster, strategy(1, 1, 1, 1, 4), o).prediction.notes)
+      if (n.find("attention's s x s FLOPs") != std::string::npos) return n;
+    return std::string();
+  };
+  EXPECT_EQ(attention_warning(128), "");
+  const std::string w = attention_warning(1 << 16);
+  ASSERT_NE(w, "");
+  EXPECT_EQ(w.rfind("warning:", 0), 0u) << w;
+  EXPECT_NE(w.find("at sequence 65536"), std::string::npos) << w;
+  // The executed/counted ratio lies between 0.5 (all attention) and 1 (none).
+  const auto at = w.find("execute ");
+  ASSERT_NE(at, std::string::npos);
+  const double ratio = std::stod(w.substr(at + 8));
+  EXPECT_GT(ratio, 0.5);
+  EXPECT_LT(ratio, 5.0 / 6.0);  // the warning fires past a third of the FLOPs in attention
+}
+
+// An fp32 stack (the CPU runtime's) cannot be asked for 16-bit GEMMs: simulate and search
+// refuse by name instead of predicting at a peak the training never runs at.
+TEST(Simulator, Fp32StackRefusesA16BitPrecision) {
+  const auto model = synthetic_model();
+  const auto cluster = flops_only_cluster();
+  const auto cpu = costmodel::load_software_stack("strata-cpu");
+  SimulateOptions o;
+  o.stack = &cpu;
+  Strategy s = strategy(1, 1, 1, 1, 4);
+  EXPECT_NO_THROW(simulate(model, cluster, s, o));
+  s.precision = "bf16";
+  try {
+    simulate(model, cluster, s, o);
+    FAIL() << "bf16 on an fp32 stack was simulated";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot run precision bf16"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace strata::planner
