@@ -143,7 +143,8 @@ void train(const TrainOptions& o) {
   // Before MPI: flags and the plan (the same on every rank).
   runtime::TrainJob job;
   job.cfg = make_config(o);
-  if (!job.cfg.checkpoint_dir.empty()) job.cfg.run_id = runtime::new_run_id();
+  // Names the run in its metrics lines and checkpoints (a resumed run keeps its first id).
+  job.cfg.run_id = runtime::new_run_id();
   job.plan = prefixed("--plan", [&] { return planner::load_plan(o.plan); });
   planner::require_valid(job.plan.strategy, job.plan.model);
   if (job.plan.strategy.precision == "fp8")

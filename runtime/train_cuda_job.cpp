@@ -28,7 +28,7 @@ void run_cuda_training_job(const TrainJob& job, const std::string& gemm_dtype, d
   CudaTraining run(plan, cfg, gemm_dtype);
   run.set_peak_flops(peak_flops);
   std::optional<MetricsFile> metrics;
-  if (!job.metrics_path.empty()) metrics.emplace(job.metrics_path, false);
+  if (!job.metrics_path.empty()) metrics.emplace(job.metrics_path, job.cfg.run_id, std::nullopt);
   const planner::Strategy& s = plan.strategy;
   fmt::print("strata train --backend cuda: model {} (layers {}, hidden {}, heads {}, vocab {}, seq {})\n",
              plan.model.name, plan.model.layers, plan.model.hidden, plan.model.heads, plan.model.vocab,

@@ -191,8 +191,8 @@ void run_training_job(const TrainJob& job) {
     if (!root || job.metrics_path.empty()) return;
     // After --resume the metrics continue from the checkpoint's step: lines of steps the
     // previous job ran past its last checkpoint are dropped, so no step appears twice.
-    if (cfg.resume) trim_metrics(job.metrics_path, resumed_at);
-    metrics.emplace(job.metrics_path, cfg.resume);
+    metrics.emplace(job.metrics_path, trainer->run_id(),
+                    cfg.resume ? std::optional<std::int64_t>(resumed_at) : std::nullopt);
   }));
   if (root) print_job_header(job, *trainer, grid);
 

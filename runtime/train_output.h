@@ -5,7 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
+#include <optional>
 #include <string>
 
 #include "runtime/train_config.h"
@@ -15,25 +15,33 @@ namespace strata::runtime {
 
 // One metrics line: step, loss, step_s, tokens_per_s, predicted_step_s (DESIGN.md), plus
 // grad_norm, lr, gemm_s and dp_wait_s (the DP gradient reduction left after the backward
-// pass). Ends in a newline.
-std::string metrics_line(const StepStats& s, double predicted_step_s);
+// pass), and "run" (the job's run id) when `run_id` is not empty. Ends in a newline.
+std::string metrics_line(const StepStats& s, double predicted_step_s, const std::string& run_id = "");
 
-// Keeps the lines of the metrics file at `path` whose step is <= `step` (a line that does
-// not parse, such as one cut off by a killed job, is dropped too) and prints how many went.
-// Only a regular file is rewritten (atomically); a missing one is left alone.
-void trim_metrics(const std::string& path, std::int64_t step);
+// The lines of a metrics file's `text` whose step is <= `step`; a line that does not parse,
+// such as one cut off by a killed job, is dropped too. `dropped` counts what went.
+std::string metrics_up_to(const std::string& text, std::int64_t step, std::size_t& dropped);
 
-// The --metrics file of a job: opened (truncated, or appended to after --resume) when it
-// is made, one metrics_line per write, flushed at once so a killed job keeps its steps.
-// Errors are InputErrors naming --metrics and the path.
+// The --metrics file of a job, written by this job alone: it is locked (flock, exclusive,
+// not waiting) before anything in it changes, so a second job on the same file stops with
+// an error instead of interleaving its lines or truncating the first job's. Then it is
+// emptied, or after --resume cut to the steps up to `resume_step` (metrics_up_to; what was
+// dropped is printed), and each write appends one metrics_line, at once, so a killed job
+// keeps its steps. The lock lasts as long as the object. Errors are InputErrors naming
+// --metrics and the path.
 class MetricsFile {
  public:
-  MetricsFile(const std::string& path, bool append);
+  MetricsFile(const std::string& path, std::string run_id, std::optional<std::int64_t> resume_step);
+  ~MetricsFile();
+  MetricsFile(const MetricsFile&) = delete;
+  MetricsFile& operator=(const MetricsFile&) = delete;
   void write(const StepStats& s, double predicted_step_s);
 
  private:
+  void write_all(const std::string& bytes);
   std::string path_;
-  std::ofstream out_;
+  std::string run_id_;
+  int fd_ = -1;
 };
 
 // "synthetic", "token file PATH" or "text file PATH".

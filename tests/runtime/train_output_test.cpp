@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/atomic_file.h"
+#include "common/errors.h"
 #include "common/json_text.h"
 
 namespace strata::runtime {
@@ -37,25 +39,67 @@ TEST(TrainOutput, MetricsLineHoldsTheKeysValidateReads) {
     EXPECT_TRUE(j.contains(key)) << key;
 }
 
-TEST(TrainOutput, TrimKeepsTheStepsUpToTheCheckpointAndDropsACutOffLine) {
-  const fs::path path = fs::temp_directory_path() / ("strata_trim_" + std::to_string(::getpid()) + ".jsonl");
+fs::path temp_metrics(const char* tag) {
+  return fs::temp_directory_path() / (std::string("strata_") + tag + "_" + std::to_string(::getpid()) + ".jsonl");
+}
+
+TEST(TrainOutput, ResumeKeepsTheStepsUpToTheCheckpointAndDropsACutOffLine) {
+  const fs::path path = temp_metrics("trim");
   const std::string kept = metrics_of(1) + metrics_of(2);
   {
     std::ofstream out(path);
     out << kept << metrics_of(3) << "not json\n" << R"({"step": 4, "loss")";  // killed mid-line
   }
   ::testing::internal::CaptureStdout();
-  trim_metrics(path.string(), 2);
+  { MetricsFile m(path.string(), "r1", 2); }
   const std::string said = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(read_file(path.string()), kept);
   EXPECT_NE(said.find("dropped 3 lines after step 2"), std::string::npos) << said;
   // Nothing past the step: the file is left as it is and nothing is said.
   ::testing::internal::CaptureStdout();
-  trim_metrics(path.string(), 2);
+  { MetricsFile m(path.string(), "r1", 2); }
   EXPECT_EQ(::testing::internal::GetCapturedStdout(), "");
+  EXPECT_EQ(read_file(path.string()), kept);
+  // Lines out of order (not a prefix): the kept ones are rewritten.
+  {
+    std::ofstream out(path);
+    out << metrics_of(5) << metrics_of(1);
+  }
+  ::testing::internal::CaptureStdout();
+  { MetricsFile m(path.string(), "r1", 2); }
+  ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(read_file(path.string()), metrics_of(1));
   fs::remove(path);
-  trim_metrics(path.string(), 2);  // a missing file is no error
-  EXPECT_FALSE(fs::exists(path));
+}
+
+TEST(TrainOutput, ASecondJobOnTheSameMetricsFileIsRefusedAndTheFirstKeepsItsLines) {
+  const fs::path path = temp_metrics("lock");
+  StepStats s;
+  s.step = 1;
+  MetricsFile first(path.string(), "run-a", std::nullopt);
+  first.write(s, 0.1);
+  try {
+    MetricsFile second(path.string(), "run-b", std::nullopt);
+    ADD_FAILURE() << "a second writer was let in";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("being written by another `strata train` job"), std::string::npos)
+        << e.what();
+  }
+  s.step = 2;
+  first.write(s, 0.1);
+  const std::string text = read_file(path.string());
+  ASSERT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;
+  for (std::size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+    EXPECT_EQ(parse_json(text.substr(at, nl - at))["run"], "run-a");
+  fs::remove(path);
+}
+
+TEST(TrainOutput, AFreshJobEmptiesTheFileOnlyAfterTakingTheLock) {
+  const fs::path path = temp_metrics("fresh");
+  { std::ofstream(path) << "old line\n"; }
+  { MetricsFile m(path.string(), "r", std::nullopt); }
+  EXPECT_EQ(read_file(path.string()), "");
+  fs::remove(path);
 }
 
 TEST(TrainOutput, NamesTheDataAndTheBytes) {
