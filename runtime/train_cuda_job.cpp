@@ -25,6 +25,7 @@ void run_cuda_training_job(const TrainJob& job, const std::string& gemm_dtype, d
   if (!job.grad_norms_path.empty()) input_error("--debug-grad-norms is for --backend cpu");
   const planner::Plan& plan = job.plan;
   const TrainConfig& cfg = job.cfg;
+  if (!job.plan_note.empty()) fmt::print("note: --plan {}: {}\n", job.plan_path, job.plan_note);
   CudaTraining run(plan, cfg, gemm_dtype);
   run.set_peak_flops(peak_flops);
   std::optional<MetricsFile> metrics;

@@ -166,6 +166,10 @@ void run_training_job(const TrainJob& job) {
   kernels::mpi_init_once(nullptr, nullptr);
   ProcessGrid grid(rank_grid, s.ep, s.etp);  // InputError on every rank if the world size differs
   const bool root = grid.world_rank() == 0;
+  if (root && !job.plan_note.empty()) {
+    fmt::print("note: --plan {}: {}\n", job.plan_path, job.plan_note);
+    std::fflush(stdout);
+  }
   // Memory pre-flight: every rank checks its own host (ranks sharing it counted once).
   throw_if_any_rank_failed(grid.world(), capture_error([&] {
     check_plan_memory(plan, job.plan_path, ranks_on_this_host(), host_memory_gib(), job.device_reserve_gib);

@@ -21,6 +21,7 @@ namespace strata::runtime {
 struct TrainJob {
   planner::Plan plan;
   std::string plan_path;          // named in the memory pre-flight's messages
+  std::string plan_note;          // printed in the job header (e.g. a stale stored prediction)
   TrainConfig cfg;
   std::string metrics_path;       // one JSON line per step (train_output.h); empty: none
   std::int64_t log_every = 1;     // a step line every K steps, and at the last

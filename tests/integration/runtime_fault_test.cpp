@@ -323,7 +323,7 @@ struct SafetyCase {
   int ranks;                        // 1: dp1 plan, 2: dp2 plan
   std::vector<std::string> args;    // after `train --plan P`; "{dir}" is the test folder
   std::string mentions;             // the one error line names this
-  std::pair<std::string, std::string> plan_edit = {};
+  std::vector<std::pair<std::string, std::string>> plan_edits = {};
   bool prior_run = false;           // a first run writes {dir}/ck/step_00000001 before
   std::vector<std::string> present = {}, absent = {};  // under {dir} after the run
 };
@@ -338,7 +338,7 @@ TEST_P(TrainingSafety, RefusedWithOneErrorLineAndNoBadCheckpoint) {
   Layout l = c.ranks == 2 ? dp2() : Layout{};
   if (c.ranks == 1) l.name = "one";
   const std::string plan = write_plan(l, dir);
-  if (!c.plan_edit.first.empty()) edit_file(plan, c.plan_edit.first, c.plan_edit.second);
+  for (const auto& [from, to] : c.plan_edits) edit_file(plan, from, to);
   if (c.prior_run) {
     const RunResult first = mpirun_strata(c.ranks, {"train", "--plan", write_plan(l, dir), "--steps", "1",
                                                     "--checkpoint-dir", (dir / "ck").string()});
@@ -380,10 +380,19 @@ INSTANTIATE_TEST_SUITE_P(
         {"parameters_overflow_dp2", 2,
          {"--lr", "1e39", "--steps", "3", "--checkpoint-dir", "{dir}/ck", "--checkpoint-every", "1"},
          "non-finite parameters", {}, false, {}, {"ck/step_00000001"}},
+        // The model in the plan edited after planning (hidden 64 -> 16384: ~217 GiB per
+        // rank): the pre-flight recomputes from the model, not the stored prediction.
         {"plan_does_not_fit_memory", 2, {"--steps", "1"}, "fits_memory: false",
-         {"fits_memory: true", "fits_memory: false"}},
+         {{"  hidden: 64", "  hidden: 16384"}}},
+        // Fits an 80 GB A100 (about 70 GiB per rank), not two ranks on a CI host.
         {"plan_over_host_memory", 2, {"--steps", "1"}, "physical memory",
-         {"peak_memory_gib: 0", "peak_memory_gib: 1000000"}},
+         {{"  hidden: 64", "  hidden: 9216"}, {"cluster: local-cpu", "cluster: dgx-a100"}}},
+        // A stored prediction that was never true is replaced, not trusted: this one
+        // claims the plan does not fit, the recompute says it does, so training starts and
+        // fails at the injected step 2 (proving it got past the pre-flight).
+        {"stale_stored_prediction_is_recomputed", 1, {"--steps", "3", "--debug-throw-at-step", "2"},
+         "failure injected before step 2",
+         {{"fits_memory: true", "fits_memory: false"}}},
         {"fresh_run_into_another_runs_folder", 2, {"--steps", "2", "--checkpoint-dir", "{dir}/ck"},
          "holds the checkpoints of another run", {}, true, {"ck/step_00000001/manifest.json"},
          {"ck/step_00000002"}},
