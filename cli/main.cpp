@@ -18,6 +18,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/integer_flags.h"
 #include "common/errors.h"
 #include "kernels/cpu/mpi_communicator.h"
 #include "kernels/profiler/build_info.h"
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
     strata::cli::add_validate_command(app);
     strata::cli::add_compare_command(app);
     strata::cli::add_export_command(app);
+    strata::cli::check_integer_flags(app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -319,6 +319,17 @@ std::vector<BadInput> cases() {
       {"validate_mpirun_missing", {"validate", "--mpirun", "{dir}/no-mpirun"}, 2, {"--mpirun", "no-mpirun"}},
       {"validate_no_plan_ran", {"validate", "--strata", "/bin/false", "--steps", "3", "--warmup", "1", "--top", "1"},
        2, {"none of the", "plans ran"}},
+      // Integers beyond 64 bits are refused, not saturated; unsigned flags refuse negatives.
+      {"train_steps_beyond_64_bits", {"train", "--plan", "p.yaml", "--steps", "99999999999999999999"}, 2,
+       {"--steps", "99999999999999999999", "64-bit"}},
+      {"train_seed_beyond_64_bits", {"train", "--plan", "p.yaml", "--seed", "18446744073709551616"}, 2,
+       {"--seed", "18446744073709551616", "64-bit"}},
+      {"train_seed_negative", {"train", "--plan", "p.yaml", "--seed", "-1"}, 2, {"--seed", "-1", "0 to"}},
+      {"plan_global_batch_beyond_64_bits", {"plan", "--model", "tiny", "--global-batch", "-99999999999999999999"}, 2,
+       {"--global-batch", "-99999999999999999999"}},
+      // Leading zeros are decimal (CLI11 alone reads 010 as octal 8).
+      {"plan_gpus_leading_zero_is_decimal", {"plan", "--model", "tiny", "--cluster", "local-cpu", "--gpus", "010"},
+       2, {"--gpus (10)"}},
       // Nothing fits.
       {"no_strategy_fits_memory", {"plan", "--model", "llama3-405b", "--cluster", "dgx-a100", "--gpus", "1"},
        3, {"memory", "GiB"}},
