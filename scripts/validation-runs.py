@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Writes bench/validation/runs/{a100,h100,h100-moe}.yaml, the dev sets in the runs-file format that
+"""Writes bench/validation/runs/{a100,h100,h100-moe,torchtitan}.yaml, the dev sets in the runs-file format that
 `strata calibrate --from-runs` and `strata validate --runs` read (calibration/measured_runs.h),
 from the published sets beside them (bench/validation/*.yaml). Run from the repository root
 after changing a published set; the outputs are committed. Throughputs become seconds per
-iteration with the FLOP formula each source states; nothing is fitted here.
-    python3 scripts/validation-runs.py [--mcore-layouts FILE] [--only a100|h100|gemm|h100-moe]
---only: write that one set (h100-moe needs no layouts file; `h100` without --mcore-layouts would
+iteration with the FLOP formula each source states (the TorchTitan rows keep their tokens/s per GPU,
+which strata converts by tokens per step); nothing is fitted here.
+    python3 scripts/validation-runs.py [--mcore-layouts FILE] [--only a100|h100|gemm|h100-moe|torchtitan]
+--only: write that one set (h100-moe and torchtitan need no layouts file; `h100` without --mcore-layouts would
 drop the Megatron-Core rows, so regenerate it only with that file).
 --mcore-layouts: the layouts strata's search chose for the Megatron-Core rows, whose micro-batch,
 vpp, SP and recompute the source leaves unknown (strata_bench_prediction_error_mcore output)."""
@@ -150,6 +151,43 @@ def h100_moe():
             "defaults: {cluster: dgx-h100}\nruns:\n")
     open("bench/validation/runs/h100-moe.yaml", "w").write(head + "\n".join(out) + "\n")
 
+def torchtitan():
+    """bench/validation/runs/torchtitan.yaml from torchtitan-h100.yaml and torchtitan-a100.yaml:
+    TorchTitan's published tokens/s per GPU kept as measured.tokens_per_s_per_gpu (strata converts:
+    gbs x seq / (tps x gpus)); rows marked `runs: false` stay in the source files only; every row
+    `use: check`."""
+    cites = {"tt24": "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md (820504e2), torchtitan 9dec370",
+             "tp25": "pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (2887250b), torchtitan 820504e2",
+             "ta24": "pytorch/torchtitan docs/performance.md (157a12c5), 64 A100, torchtitan 1ea476e9"}
+    out = []
+    for f in ("torchtitan-h100.yaml", "torchtitan-a100.yaml"):
+        d = yaml.safe_load(open("bench/validation/" + f))
+        for r in d["runs"]:
+            if r.get("runs") is False: continue
+            m = dict(d["models"][r["model"]])
+            if r["seq"] != m["seq_len"]: m["name"] = f"{m['name']}-s{r['seq']}"
+            m["seq_len"] = r["seq"]
+            m["tied_embeddings"] = str(m["tied_embeddings"]).lower()
+            st = strat(r["tp"], r["pp"], r["dp"], r["lbs"], r["gbs"], 1, r["recompute"], r["tp"] > 1, 3, r["cp"])
+            cite = cites[r["src"]] + (f" Table {r['table']}" if "table" in r else "") + f" ({f})"
+            x = {"id": r["id"], "model": flow(m)}
+            if d["cluster"] != "dgx-h100": x["cluster"] = d["cluster"]
+            x["stack"] = "torchtitan-2024-compile" if r["compile"] else "torchtitan-2024"
+            x["strategy"] = flow(st)
+            if r["precision"] != "bf16": x["precision"] = r["precision"]
+            x["measured"] = flow({"tokens_per_s_per_gpu": r["tps"]})
+            x["source"] = f'"{cite}"'
+            x["use"] = "check"
+            out.append("  - " + flow(x))
+    head = ("# TorchTitan (PyTorch FSDP2) rows (written by scripts/validation-runs.py from torchtitan-h100.yaml\n"
+            "# and torchtitan-a100.yaml; see those files for every source, setting and mapping). All rows\n"
+            "# `use: check`. Published tokens/s per GPU kept as measured; strata converts to gbs x seq / (tps x gpus).\n"
+            "# The H100 rows ran on 96 GB HBM2e H100s at 500 W; dgx-h100 (80 GB HBM3, 700 W) is the nearest\n"
+            "# catalog cluster. The A100 rows' hosts are unstated; dgx-a100 assumed. Selective AC rows:\n"
+            "# TorchTitan's per-op policy mapped to strata's selective.\n"
+            "defaults: {cluster: dgx-h100}\nruns:\n")
+    open("bench/validation/runs/torchtitan.yaml", "w").write(head + "\n".join(out) + "\n")
+
 def gemm_measured_variant(profile):
     """The H100 rows again, on DGX H100 nodes whose device carries the sustained GEMM table
     measured on an H200 (same GH100 die, same clocks and tensor peaks): what the runs say
@@ -190,3 +228,4 @@ if only in (None, "a100"): a100()
 if only in (None, "h100"): h100(layouts)
 if only in (None, "gemm"): gemm_measured_variant("costmodel/hardware/profiles/h200-sxm-141gb-measured.yaml")
 if only in (None, "h100-moe"): h100_moe()
+if only in (None, "torchtitan"): torchtitan()

@@ -187,6 +187,22 @@ TEST(MeasuredRuns, BadRunsFilesAreOneClearError) {
   EXPECT_NEAR(a[0].measured_s, 64.0 * 8192 / (32768.0 * 8), 1e-9);
 }
 
+// The TorchTitan dev set (bench/validation/runs/torchtitan.yaml, H100 and A100 rows) loads on its
+// stacks: every row a check, FSDP as zero 3, TorchTitan's tokens/s per GPU back to seconds per step.
+TEST(MeasuredRuns, TorchTitanDevSetLoads) {
+  const auto runs =
+      cal::load_measured_runs(std::string(STRATA_SOURCE_DIR) + "/bench/validation/runs/torchtitan.yaml");
+  ASSERT_EQ(runs.size(), 21u);
+  for (const auto& r : runs) {
+    EXPECT_FALSE(r.fit) << r.id;
+    EXPECT_EQ(r.strategy.zero, 3) << r.id;
+    EXPECT_EQ(r.stack.name.rfind("torchtitan-2024", 0), 0u) << r.id;
+  }
+  // Table 1, FSDP: 16 sequences of 8192 tokens on 8 GPUs at 5,762 tokens/s per GPU.
+  EXPECT_EQ(runs[0].id, "TT-8B-8-fsdp");
+  EXPECT_NEAR(runs[0].measured_s, 16.0 * 8192 / (5762.0 * 8), 1e-9);
+}
+
 TEST(KendallTau, OrderAgreementIgnoringTies) {
   EXPECT_DOUBLE_EQ(cal::kendall_tau({1, 2, 3}, {10, 20, 30}), 1.0);
   EXPECT_DOUBLE_EQ(cal::kendall_tau({1, 2, 3}, {30, 20, 10}), -1.0);

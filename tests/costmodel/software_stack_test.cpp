@@ -34,7 +34,8 @@ sm::Op attention_op(double b, double heads, double s, double d) {
 
 TEST(SoftwareStack, EveryCatalogStackParsesAndCitesEverySetting) {
   const auto names = sc::software_stack_catalog_names();
-  for (const char* want : {"megatron-2021", "megatron-2022", "mcore-2024", "nemo-2024", "nemo-2024-perf", "strata-cpu"})
+  for (const char* want : {"megatron-2021", "megatron-2022", "mcore-2024", "mcore-2024-deepep", "nemo-2024",
+                           "nemo-2024-perf", "strata-cpu", "torchtitan-2024", "torchtitan-2024-compile"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   for (const auto& n : names) {
     const sc::SoftwareStack s = sc::load_software_stack(n);
@@ -55,6 +56,45 @@ TEST(SoftwareStack, CatalogFactsThatThePredictionsRestOn) {
   EXPECT_TRUE(mc.overlap_tp_comm);
   EXPECT_EQ(mc.p2p, sc::P2pMode::AsyncInterleaved);
   EXPECT_EQ(sc::default_software_stack_name(sc::testing::toy_device()), "nemo-2024");
+}
+
+// TorchTitan (FSDP2): bf16 gathers, fp32 reduce-scatters, SDPA flash, K/V all-gathered under
+// context parallelism, gradients clipped (norm read + scale) but never zero-filled, no TP
+// overlap; the compile variant differs only in the fused elementwise kernels.
+TEST(SoftwareStack, TorchTitanStacksDescribeFsdp2) {
+  const auto eager = sc::load_software_stack("torchtitan-2024");
+  const auto comp = sc::load_software_stack("torchtitan-2024-compile");
+  for (const auto* s : {&eager, &comp}) {
+    EXPECT_EQ(s->precision, DType::Bf16);
+    EXPECT_EQ(s->grad_reduce_dtype, DType::Fp32);
+    EXPECT_EQ(s->attention, sc::AttentionKernel::Flash2);
+    EXPECT_EQ(s->attention_dropout, 0.0);
+    EXPECT_EQ(s->cp_comm, sc::CpCommType::AllGather);
+    EXPECT_TRUE(s->zero_prefetch);
+    EXPECT_TRUE(s->overlap_grad_reduce);
+    EXPECT_FALSE(s->overlap_param_gather);
+    EXPECT_FALSE(s->overlap_tp_comm);
+    EXPECT_FALSE(s->grad_buffer_zero);
+    EXPECT_TRUE(s->grad_buffer_nan_check);
+    EXPECT_TRUE(s->grad_buffer_scale);
+    EXPECT_FALSE(s->supports.experts);
+    EXPECT_EQ(s->supports.max_zero, 3);
+    EXPECT_FALSE(s->fused_cross_entropy);
+    EXPECT_EQ(sc::grad_bucket_params(*s, 64), 25'000'000.0);
+    // Every key the files set has its source, and so has kernel_overhead_us's absence.
+    for (const char* key : {"precision", "grad_reduce_dtype", "attention.kernel", "attention.softmax_fused",
+                            "attention.dropout", "fusions.bias_gelu", "fusions.bias_dropout_add", "fusions.layernorm",
+                            "fusions.grad_accumulation", "fusions.cross_entropy", "overlap.tp_comm",
+                            "overlap.tp_comm_sms", "overlap.tp_backward", "overlap.grad_reduce", "overlap.param_gather",
+                            "overlap.p2p", "cp_comm_type", "grad_bucket_params", "optimizer", "distributed_optimizer",
+                            "zero_prefetch", "grad_buffer", "fp8_params", "moe_dispatcher", "supports",
+                            "kernel_overhead_us"})
+      EXPECT_TRUE(s->sources.count(key)) << s->name << " has no source for " << key;
+  }
+  EXPECT_FALSE(eager.fused_layernorm);
+  EXPECT_FALSE(eager.fused_bias_gelu);
+  EXPECT_TRUE(comp.fused_layernorm);
+  EXPECT_TRUE(comp.fused_bias_gelu);
 }
 
 TEST(SoftwareStack, BadStacksAreRefusedByName) {
