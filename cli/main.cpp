@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/integer_flags.h"
 #include "common/errors.h"
+#include "common/stop_signals.h"
 #include "kernels/cpu/mpi_communicator.h"
 #include "kernels/profiler/build_info.h"
 
@@ -145,6 +146,8 @@ int main(int argc, char** argv) {
   } catch (const strata::ReportedByAnotherRank& e) {
     std::fflush(stdout);
     return e.code();
+  } catch (const strata::Stopped& e) {
+    return report("", e.what(), 128 + e.signal());
   } catch (const strata::DeviceError& e) {
     return report("device: ", e.what(), strata::kExitInternal);
   } catch (const std::bad_alloc&) {

@@ -18,6 +18,7 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
+#include "common/stop_signals.h"
 #include "costmodel/device_profile.h"
 #include "planner/simulator.h"
 #include "report/report_data.h"
@@ -198,6 +199,7 @@ void recalibrate_round(const ValidateOptions& f, int round, const std::string& d
 void measure_plan(const ValidateOptions& f, int round, std::size_t i, const std::string& dir,
                   const std::string& strata, const std::vector<PlanToRun>& plans,
                   ValidateReport& report, MeasuredSteps& m) {
+  throw_if_stopped();
   PlanRun& r = report.runs[i];
   if (r.status != "ok") return;  // a plan that failed once is not retried
   fmt::print(stderr, "{}[{}/{}] {} ({}): ", f.repeat > 1 ? fmt::format("round {}/{} ", round + 1, f.repeat) : "",
@@ -271,6 +273,9 @@ MeasuredSteps run_plans(const ValidateOptions& f, const std::string& strata,
                         const costmodel::SoftwareStack& stack, ValidateReport& report,
                         const Warn& warn) {
   warn_if_busy(warn);
+  // Ctrl-C or SIGTERM: the running job's process group is ended, the temporary folder
+  // removed (below), and main exits 128 + signal.
+  const StopSignals stop_signals;
   const std::string dir = make_work_dir(f.keep_dir);
   MeasuredSteps m;
   m.step_s.resize(plans.size());
@@ -283,6 +288,10 @@ MeasuredSteps run_plans(const ValidateOptions& f, const std::string& strata,
       for (std::size_t i = 0; i < plans.size(); ++i)
         measure_plan(f, round, i, dir, strata, plans, report, m);
     }
+  } catch (const Stopped&) {
+    fmt::print(stderr, "stopped\n");  // ends the plan's progress line
+    if (f.keep_dir.empty()) fs::remove_all(dir);
+    throw;
   } catch (...) {
     if (f.keep_dir.empty()) fs::remove_all(dir);
     throw;

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.h"
+#include "common/stop_signals.h"
 
 extern char** environ;
 
@@ -110,8 +111,10 @@ ProcessResult run_process(const std::vector<std::string>& argv,
     if (w < 0 && errno != EINTR) throw DeviceError(fmt::format("waitpid failed: {}", std::strerror(errno)));
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
-    if (!term_sent && elapsed > timeout_s) {
-      result.timed_out = true;
+    // A SIGINT/SIGTERM to strata (common/stop_signals.h) ends the child's group as a
+    // timeout does: the group is ours, the terminal's signal reached only strata.
+    if (!term_sent && (elapsed > timeout_s || stop_signal() != 0)) {
+      result.timed_out = stop_signal() == 0;
       kill(-pid, SIGTERM);
       term_sent = true;
       term_time = now;
@@ -123,7 +126,8 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
   // Stragglers of the group (none when mpirun cleaned up) must not outlive the run.
-  if (result.timed_out) kill(-pid, SIGKILL);
+  if (term_sent) kill(-pid, SIGKILL);
+  throw_if_stopped();
 
   std::ifstream log(log_path, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());

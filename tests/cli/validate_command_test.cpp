@@ -4,8 +4,13 @@
 // checked exactly without the runtime's cost.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 
@@ -181,6 +186,36 @@ TEST_F(ValidateCommand, RejectsTooFewStepsForTheWarmup) {
   auto r = strata::testing::run_strata({"validate", "--steps", "2", "--warmup", "2", "--strata", fake_}, 60);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--steps (2) must be greater than --warmup (2)"), std::string::npos) << r.err;
+}
+
+// A SIGTERM (or Ctrl-C) to validate ends the job it is running, children included (they
+// run in their own process group, which a terminal's signal does not reach), removes the
+// temporary folder and exits 128 + 15 with one error line. The stand-in mpirun starts a
+// long child, then signals validate (its parent) itself.
+TEST_F(ValidateCommand, ASignalEndsTheRunningJobAndRemovesTheTemporaryFolder) {
+  const fs::path tmp = dir_ / "tmp";
+  fs::create_directories(tmp);
+  const std::string mpirun = (dir_ / "fake-mpirun").string();
+  const fs::path child_pid = dir_ / "child.pid";
+  std::ofstream(mpirun) << "#!/bin/sh\nsleep 300 &\necho $! > " << child_pid.string()
+                        << "\nkill -TERM $PPID\nwait\n";
+  fs::permissions(mpirun, fs::perms::owner_all);
+  const auto r = strata::testing::run_strata({"validate", "--model", "tiny", "--global-batch", "64", "--steps", "3",
+                                              "--top", "1", "--mpirun", mpirun, "--strata", fake_},
+                                             120, "", {"TMPDIR=" + tmp.string()});
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
+  EXPECT_NE(r.error_lines()[0].find("stopped by SIGTERM"), std::string::npos) << r.err;
+  ASSERT_TRUE(fs::exists(child_pid));
+  const pid_t child = std::stoi(strata::testing::read_all(child_pid.string()));
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = ::kill(child, 0) != 0 && errno == ESRCH;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone) << "the job's child " << child << " outlived validate";
+  EXPECT_TRUE(fs::is_empty(tmp)) << "the temporary folder was left in " << tmp;
 }
 
 }  // namespace
