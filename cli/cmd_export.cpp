@@ -92,14 +92,19 @@ std::string patched_script(const ExportFlags& f, const planner::Plan& plan,
                    "launcher (nodes x GPUs per node) is left as written",
                    diff, plan.strategy.gpus(), plan.strategy.dp, plan.strategy.tp, plan.strategy.pp,
                    plan.strategy.cp));
-  return patch.text;
+  // The last line names the tool, so a later export may replace this file (cli/output.h).
+  std::string text = patch.text;
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  return text + "# parallel flags set by strata export --plan " + one_line(f.plan) + "\n";
 }
 
 void run_export(const ExportFlags& f) {
   check_path_aliasing({{f.out, "--out"}},
                       {{f.plan, "--plan"}, {f.stack, "--stack"}, {f.from, "--from"}});
-  check_output_path(f.out, "--out");
   const ExportTarget target = export_target_from_string(f.to);
+  // A DeepSpeed config is JSON without comments: its own key marks a file it may replace.
+  const char* own_marker = target == ExportTarget::DeepSpeed ? "\"train_micro_batch_size_per_gpu\"" : nullptr;
+  check_output_path(f.out, "--out", own_marker);
   const planner::Plan plan = prefixed("--plan", [&] { return planner::load_plan(f.plan); });
   // An FP8 plan needs FP8 tensor cores, as the simulator requires (an A100 has none): a
   // hand-edited plan file could carry fp8 onto such a cluster.
@@ -123,7 +128,7 @@ void run_export(const ExportFlags& f) {
     write_output(f.out, patched_script(f, plan, export_stack(f, plan), opt), "--out");
     return;
   }
-  write_output(f.out, export_plan(plan, export_stack(f, plan), target, opt), "--out");
+  write_output(f.out, export_plan(plan, export_stack(f, plan), target, opt), "--out", own_marker);
   // A JSON config holds no comments: what DeepSpeed needs in model code goes to stderr.
   if (target == ExportTarget::DeepSpeed) {
     if (const std::string note = exports::deepspeed_model_code_note(plan); !note.empty())

@@ -72,6 +72,7 @@ runtime::TrainConfig make_config(const TrainOptions& o) {
   // Before anything is opened: --metrics over the plan or the corpus would destroy it.
   check_path_aliasing({{o.metrics, "--metrics"}, {o.grad_norms, "--debug-grad-norms"}},
                       {{o.plan, "--plan"}, {o.data, "--data"}, {o.text, "--text"}});
+  if (!o.resume) check_replaceable(o.metrics, "--metrics");  // a fresh job empties it
   if (o.warmup_steps < 0) input_error("--warmup-steps ({}) must be >= 0", o.warmup_steps);
   if (o.decay_steps && *o.decay_steps < 0) input_error("--decay-steps ({}) must be >= 0", *o.decay_steps);
   const std::pair<const char*, const std::string*> paths[] = {{"--metrics", &o.metrics},

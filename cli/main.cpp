@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "cli/integer_flags.h"
+#include "cli/output.h"
 #include "common/errors.h"
 #include "common/stop_signals.h"
 #include "kernels/cpu/mpi_communicator.h"
@@ -126,6 +127,9 @@ int main(int argc, char** argv) {
     strata::cli::add_compare_command(app);
     strata::cli::add_export_command(app);
     strata::cli::check_integer_flags(app);
+    for (CLI::App* sub : app.get_subcommands({}))
+      sub->add_flag_callback("--force", [] { strata::cli::set_force_overwrite(true); },
+                             "replace an existing output file that is not a strata output");
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

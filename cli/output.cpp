@@ -15,7 +15,31 @@
 
 namespace strata::cli {
 
-void check_output_path(const std::string& path, const char* flag) {
+namespace {
+bool g_force_overwrite = false;
+}  // namespace
+
+void set_force_overwrite(bool force) { g_force_overwrite = force; }
+
+void check_replaceable(const std::string& path, const char* flag, const char* own_marker) {
+  if (g_force_overwrite || path.empty() || is_stdio(path)) return;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) || std::filesystem::file_size(path, ec) == 0 || ec) return;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return;  // unreadable: the write itself will say why
+  std::string head(64 * 1024, '\0');
+  head.resize(std::fread(head.data(), 1, head.size(), f));
+  std::fclose(f);
+  // strata's JSON documents (compare, validate, plan --format json) carry a schema_version.
+  if (head.find("strata") != std::string::npos || head.find("\"schema_version\"") != std::string::npos) return;
+  if (own_marker && head.find(own_marker) != std::string::npos) return;
+  if (std::string(flag) == "--metrics" && head.rfind("{\"step\":", 0) == 0) return;
+  input_error("{} {}: the file exists and is not a strata output (no \"strata\" in its first 64 KiB); "
+              "pass --force to replace it, or choose another path",
+              flag, path);
+}
+
+void check_output_path(const std::string& path, const char* flag, const char* own_marker) {
   if (path.empty())
     input_error("{}: expected a file path or - for stdout, got an empty string", flag);
   if (is_stdio(path)) return;
@@ -24,6 +48,7 @@ void check_output_path(const std::string& path, const char* flag) {
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", flag, e.what()));
   }
+  check_replaceable(path, flag, own_marker);
 }
 
 namespace aliasing {  // named, not anonymous: the unity build joins the cli sources
@@ -111,11 +136,13 @@ void check_path_aliasing(const std::vector<PathFlag>& outputs, const std::vector
   }
 }
 
-void write_output(const std::string& path, const std::string& contents, const char* flag) {
+void write_output(const std::string& path, const std::string& contents, const char* flag,
+                  const char* own_marker) {
   if (is_stdio(path)) {
     print_stdout(contents);
     return;
   }
+  check_replaceable(path, flag, own_marker);
   try {
     write_file_atomic(path, contents);
   } catch (const InputError& e) {

@@ -23,10 +23,23 @@ struct PathFlag {
 void check_path_aliasing(const std::vector<PathFlag>& outputs, const std::vector<PathFlag>& inputs);
 
 // Fails early (before a long search) when `path` cannot be written: its folder is
-// missing or not writable, or it is a folder. `flag` names the option in the error.
-void check_output_path(const std::string& path, const char* flag);
-// "-" writes to stdout; otherwise write_file_atomic. Errors name the flag.
-void write_output(const std::string& path, const std::string& contents, const char* flag);
+// missing or not writable, or it is a folder, or check_replaceable refuses it. `flag`
+// names the option in the error.
+void check_output_path(const std::string& path, const char* flag, const char* own_marker = nullptr);
+// An existing non-empty file is replaced only when it is strata's own kind of output
+// ("strata" in its first 64 KiB: every plan, profile, report, trace, export and CSV
+// strata writes names itself; its JSON documents carry "schema_version"; a metrics file
+// starts with a {"step": ...} line),
+// or when --force was given: a typo in an output path must not destroy a user's file.
+// `own_marker`: text that marks the command's own kind where a format cannot name strata
+// (a DeepSpeed JSON config holds no comments).
+void check_replaceable(const std::string& path, const char* flag, const char* own_marker = nullptr);
+// --force on the command line (every command has it).
+void set_force_overwrite(bool force);
+// "-" writes to stdout; otherwise check_replaceable, then write_file_atomic. Errors name
+// the flag.
+void write_output(const std::string& path, const std::string& contents, const char* flag,
+                  const char* own_marker = nullptr);
 // Writes to stdout and flushes; a failed write (disk full, closed pipe) is an InputError.
 void print_stdout(const std::string& text);
 // Warnings and progress go to stderr ("warning: ..." lines).

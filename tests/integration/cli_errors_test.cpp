@@ -327,6 +327,15 @@ std::vector<BadInput> cases() {
       {"train_seed_negative", {"train", "--plan", "p.yaml", "--seed", "-1"}, 2, {"--seed", "-1", "0 to"}},
       {"plan_global_batch_beyond_64_bits", {"plan", "--model", "tiny", "--global-batch", "-99999999999999999999"}, 2,
        {"--global-batch", "-99999999999999999999"}},
+      // An existing file that strata did not write is not replaced without --force.
+      {"plan_out_over_a_users_file",
+       {"plan", "--model", "tiny", "--cluster", "local-cpu", "--gpus", "2", "--global-batch", "8", "--out",
+        "{dir}/notes.txt"},
+       2, {"--out", "notes.txt", "not a strata output", "--force"}, {{"notes.txt", "my notes\n"}}},
+      {"compare_report_over_a_users_file",
+       {"compare", "--model", "tiny", "--cluster", "local-cpu", "--gpus", "2", "--global-batch", "8", "--report",
+        "{dir}/thesis.md"},
+       2, {"--report", "thesis.md", "not a strata output"}, {{"thesis.md", "# Chapter 1\n"}}},
       // Leading zeros are decimal (CLI11 alone reads 010 as octal 8).
       {"plan_gpus_leading_zero_is_decimal", {"plan", "--model", "tiny", "--cluster", "local-cpu", "--gpus", "010"},
        2, {"--gpus (10)"}},
