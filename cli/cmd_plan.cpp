@@ -15,6 +15,7 @@
 #include "cli/options.h"
 #include "cli/output.h"
 #include "report/plan_report.h"
+#include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/progress_bar.h"
 #include "report/no_plan_reason.h"
@@ -23,6 +24,11 @@
 #include "planner/plan.h"
 #include "planner/search.h"
 #include "planner/simulator.h"
+#include "planner/stack_support.h"
+#include "export/import_deepspeed.h"
+#include "export/import_megatron.h"
+#include "export/imported_job.h"
+#include "report/report_data.h"
 
 namespace strata::cli {
 
@@ -46,6 +52,7 @@ struct PlanFlags {
   bool sequence_parallel = false;
   std::string memory_headroom;  // planner/memory_headroom.h
   bool explain = false;
+  std::string from, job_file;  // --from megatron|deepspeed FILE: search around the user's job
   CLI::Option* gpus_opt = nullptr;
   CLI::Option* headroom_opt = nullptr;
   CLI::Option* top_opt = nullptr;
@@ -113,8 +120,81 @@ void run_scaling(const PlanFlags& f, const std::vector<int>& counts, const model
   print_stdout(f.format == "json" ? report::scaling_json(view).dump(2) + "\n" : report::format_scaling_table(view));
 }
 
+// --from megatron|deepspeed FILE: the user's job. Its model (DeepSpeed: --model), world
+// size (or --gpus), global batch, sequence length, precision and stack settings become the
+// search's; its own layout (DeepSpeed: tp, ep, etp from the flags) is predicted beside the
+// plans. The layout flags stay search restrictions.
+exports::ImportedJob import_plan_job(PlanFlags& f) {
+  if (f.from.empty()) input_error("a job file needs --from megatron|deepspeed");
+  if (f.job_file.empty()) input_error("--from {} needs the job file (strata plan --from {} FILE)", f.from, f.from);
+  if (f.batch_opt->count() > 0) input_error("--global-batch conflicts with --from {}: the job file sets it", f.from);
+  int world = 0;
+  if (f.gpus_opt->count() > 0) {
+    const std::vector<int> counts = report::parse_gpu_counts(f.gpus_text, "--gpus");
+    if (counts.size() != 1) input_error("--from {} plans one job: give --gpus one count", f.from);
+    world = counts.front();
+  }
+  const std::string text = prefixed("--from", [&] { return read_file(f.job_file); });
+  exports::ImportedJob job = f.from == "megatron" ? exports::import_megatron_args(text, f.job_file)
+                                                  : exports::import_deepspeed_config(text, f.job_file);
+  if (job.model_read && f.mc.model_given())
+    input_error("--model conflicts with --from megatron: the command line sets the model shape");
+  if (!job.model_read && !f.mc.model_given())
+    input_error("--from deepspeed needs --model (a DeepSpeed config holds no model shape)");
+  if (f.from == "deepspeed") {  // model code there: the restrictions, else 1
+    job.strategy.tp = std::max(f.tp, 1);
+    job.strategy.ep = std::max(f.ep, 1);
+    job.strategy.etp = std::max(f.etp, 1);
+  }
+  exports::resolve_world_size(job, world, f.job_file);
+  f.gpus = job.strategy.gpus();
+  f.gpus_text = std::to_string(f.gpus);
+  f.global_batch = job.strategy.global_batch;
+  if (f.mc.precision.empty()) f.mc.precision = job.strategy.precision;
+  return job;
+}
+
+// The user's own layout predicted like the plans, and the line that compares it with the
+// first plan: "your job from job.sh, tp8 pp8 dp4 ...: 12.3 s per step, MFU 41%; the first
+// plan is 1.250x faster", or why it could not be predicted or does not fit.
+std::string predict_imported_job(const PlanFlags& f, const exports::ImportedJob& job, const models::ModelSpec& model,
+                                 const costmodel::ClusterSpec& cluster, const costmodel::SoftwareStack& stack,
+                                 PlanReport& report) {
+  planner::SimulateOptions so;
+  so.stack = &stack;
+  so.stage_layers = job.stage_layers;
+  planner::SimulationResult sim;
+  try {
+    sim = planner::simulate(model, cluster, job.strategy, so);
+  } catch (const InputError& e) {
+    return fmt::format("your job from {}, {}: not predicted: {}", f.job_file, report::strategy_label(job.strategy),
+                       e.what());
+  }
+  planner::Plan plan;
+  plan.model = model;
+  plan.cluster = f.mc.cluster;
+  plan.strategy = job.strategy;
+  plan.stage_layers = sim.stage_layers;
+  plan.prediction = sim.prediction;
+  report.imported_job = plan;
+  report.imported_job_source = f.job_file;
+  const planner::Prediction& p = sim.prediction;
+  const std::string head = fmt::format("your job from {}, {}: {:.4g} s per step, MFU {:.1f}%", f.job_file,
+                                       report::strategy_label(job.strategy), p.iteration_s, 100 * p.mfu);
+  if (!p.fits_memory)
+    return fmt::format("{}, but it does not fit memory (peak {:.1f} GiB per GPU)", head, p.peak_memory_gib);
+  const double ratio = p.iteration_s / report.plans.front().prediction.iteration_s;
+  return fmt::format("{}; the first plan is {}", head,
+                     ratio >= 1.0005 ? fmt::format("{:.3f}x faster", ratio)
+                     : ratio <= 0.9995
+                         ? fmt::format("{:.3f}x slower (your layout beats every searched one)", 1 / ratio)
+                         : std::string("as fast"));
+}
+
 void run_plan(PlanFlags& f) {
-  check_path_aliasing({{f.out, "--out"}, {f.trace, "--trace"}, {f.report, "--report"}}, model_cluster_inputs(f.mc));
+  std::vector<PathFlag> inputs = model_cluster_inputs(f.mc);
+  inputs.push_back({f.job_file, "--from"});
+  check_path_aliasing({{f.out, "--out"}, {f.trace, "--trace"}, {f.report, "--report"}}, inputs);
   if (!f.out.empty()) check_output_path(f.out, "--out");
   if (!f.trace.empty()) check_output_path(f.trace, "--trace");
   if (!f.report.empty()) check_output_path(f.report, "--report");
@@ -125,9 +205,24 @@ void run_plan(PlanFlags& f) {
   PlanReport report;
   report.command = "plan";
   report.target = load_train_target(f.tt);
-  const models::ModelSpec model = load_model_flag(f.mc, &report.defaults);
+  std::optional<exports::ImportedJob> job;
+  if (!f.from.empty() || !f.job_file.empty()) job = import_plan_job(f);
+  const models::ModelSpec model =
+      job && job->model_read ? (f.mc.seq > 0 ? models::with_seq_len(job->model, f.mc.seq) : job->model)
+                             : load_model_flag(f.mc, &report.defaults);
   const costmodel::ClusterSpec device_cluster = load_cluster_flag(f.mc);
-  const costmodel::SoftwareStack stack = load_stack_flag(f.mc, device_cluster);
+  costmodel::SoftwareStack base_stack = load_stack_flag(f.mc, device_cluster);
+  if (job) {
+    // As simulate --from: a job that needs a newer framework than the device's default stack.
+    if (const std::string why = f.mc.stack.empty() ? planner::stack_refusal(job->strategy, base_stack) : "";
+        !why.empty()) {
+      base_stack = costmodel::load_software_stack(costmodel::default_software_stack_name(costmodel::DeviceProfile{}));
+      report.notes.push_back(fmt::format("the device's default stack cannot run this job ({}); using {}",
+                                         why, base_stack.name));
+    }
+    base_stack = exports::apply_overrides(base_stack, job->stack);
+  }
+  const costmodel::SoftwareStack stack = base_stack;
   // The planner plans with the headroom taken off each device; the report shows the device.
   const double headroom = f.headroom_opt->count() == 0
                               ? 0
@@ -144,14 +239,14 @@ void run_plan(PlanFlags& f) {
     f.gpus = counts.front();
   }
   if (!f.report.empty()) input_error("--report is for a list of GPU counts (--gpus 128,256,512)");
-  if (!f.mc.model_given()) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
+  if (!f.mc.model_given() && !job) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
   if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
-  if (f.gpus_opt->count() == 0) {
+  if (f.gpus_opt->count() == 0 && !job) {
     if (f.mc.cluster_given() || cluster.total_gpus() < kDefaultGpus)
       f.gpus = static_cast<int>(std::min<long long>(cluster.total_gpus(), INT_MAX));
     report.defaults.push_back(fmt::format("{} GPUs", f.gpus));
   }
-  if (f.batch_opt->count() == 0 && !f.mc.model_given()) {
+  if (f.batch_opt->count() == 0 && !f.mc.model_given() && !job) {
     f.global_batch = kDefaultGlobalBatch;
     report.defaults.push_back(fmt::format("global batch {}", kDefaultGlobalBatch));
   }
@@ -183,6 +278,13 @@ void run_plan(PlanFlags& f) {
   report.invalid = result.invalid;
   report.search_s = result.search_s;
   for (const auto& c : result.ranked) report.plans.push_back(planner::to_plan(model, f.mc.cluster, c));
+  if (job) {
+    report.notes.insert(report.notes.begin(), predict_imported_job(f, *job, model, cluster, stack, report));
+    report.notes.insert(report.notes.begin() + 1,
+                        fmt::format("job read from {} ({}): model {}, {} GPUs, global batch {}; stack {} with the "
+                                    "job's settings",
+                                    f.job_file, f.from, model.name, f.gpus, f.global_batch, stack.name));
+  }
 
   // Files first, so a failure to write one is reported before anything is printed.
   if (!f.trace.empty()) {
@@ -226,7 +328,13 @@ void add_plan_command(CLI::App& app) {
       "llama2-70b --cluster dgx-h100 --gpus 256 --global-batch 1024 --top 5",
       kDefaultModel, kDefaultCluster, kDefaultGpus, kDefaultGlobalBatch));
   add_model_cluster_flags(*cmd, f.mc);
-  add_files_help(*cmd, "--model, --cluster, --profile, --stack (files, or catalog names)",
+  cmd->add_option("--from", f.from,
+                  "search around your job: megatron (a file of pretrain_gpt.py arguments, torchrun prefix "
+                  "allowed) or deepspeed (config JSON, with --model); its model, GPUs, batch and stack "
+                  "settings are the search's, and its own layout is predicted beside the plans")
+      ->check(CLI::IsMember({"megatron", "deepspeed"}));
+  cmd->add_option("job_file", f.job_file, "the file --from reads")->check(non_empty_path());
+  add_files_help(*cmd, "--model, --cluster, --profile, --stack (files, or catalog names), the --from job file",
                  "--out (plan YAML, - for stdout), --trace (Chrome trace JSON, at most 200 MB)");
   f.gpus_opt = cmd->add_option("--gpus,-g", f.gpus_text,
                                fmt::format("number of GPUs to use (default {}), or a list 128,256,512: the best "

@@ -5,8 +5,12 @@
 
 #include <fmt/format.h>
 
+#include <yaml-cpp/yaml.h>
+
+#include "common/atomic_file.h"
 #include "common/errors.h"
 #include "costmodel/device_profile.h"
+#include "planner/plan.h"
 #include "planner/strategy.h"
 #include "planner/trace_bounds.h"
 
@@ -53,8 +57,26 @@ CatalogCommand add_catalog_command(CLI::App& app, const std::string& name, const
   return c;
 }
 
+namespace {
+bool is_plan_file(const std::string& path) {
+  if (!(path.ends_with(".yaml") || path.ends_with(".yml"))) return false;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  try {
+    const YAML::Node n = YAML::Load(read_file(path));
+    return n.IsMap() && n["model"] && n["model"].IsMap() && n["strategy"] && n["strategy"].IsMap();
+  } catch (const std::exception&) {
+    return false;  // not YAML: load_model says why
+  }
+}
+}  // namespace
+
+models::ModelSpec load_model_or_plan(const std::string& name_or_path) {
+  return is_plan_file(name_or_path) ? planner::load_plan(name_or_path).model : models::load_model(name_or_path);
+}
+
 models::ModelSpec load_model_flag(const ModelClusterFlags& f, std::vector<std::string>* defaults) {
-  models::ModelSpec m = prefixed("--model", [&] { return models::load_model(f.model); });
+  models::ModelSpec m = prefixed("--model", [&] { return load_model_or_plan(f.model); });
   if (f.seq > 0) return prefixed("--seq", [&] { return models::with_seq_len(m, f.seq); });
   std::error_code ec;
   const bool hf_config = (f.model.size() >= 5 && f.model.ends_with(".json")) ||

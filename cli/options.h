@@ -50,8 +50,12 @@ std::vector<PathFlag> model_cluster_inputs(const ModelClusterFlags& flags);
 // not the sequence it is trained on. 4096 is Llama 2's pre-training context (Touvron et al.
 // 2023, "Llama 2", sec. 2.2); a user-visible default, stated in the output.
 inline constexpr std::int64_t kDefaultHfTrainingSeq = 4096;
-// --model (+ --seq). A config.json without --seq trains at min(max_position_embeddings,
-// kDefaultHfTrainingSeq); `defaults` (optional) then gets a line saying so.
+// A catalog name, a model YAML, a Hugging Face config.json (or its folder), or a plan file
+// (from plan --out or simulate --out: its model, so a plan can be re-planned elsewhere).
+models::ModelSpec load_model_or_plan(const std::string& name_or_path);
+// --model (+ --seq), read by load_model_or_plan. A config.json without --seq trains at
+// min(max_position_embeddings, kDefaultHfTrainingSeq); `defaults` (optional) then gets a
+// line saying so.
 models::ModelSpec load_model_flag(const ModelClusterFlags& flags,
                                   std::vector<std::string>* defaults = nullptr);
 costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& flags);

@@ -58,6 +58,11 @@ std::string format_plan_json(const PlanReport& r) {
     plans.push_back(std::move(j));
   }
   out["plans"] = std::move(plans);
+  if (r.imported_job) {
+    json job = plan_json(*r.imported_job);
+    job["source"] = r.imported_job_source;
+    out["job"] = std::move(job);
+  }
   return dump(out);
 }
 

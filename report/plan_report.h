@@ -2,6 +2,7 @@
 // files fill it; format_table / format_json / format_yaml render it (lesson 11).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct PlanReport {
   bool explain = false;               // tables print the notes in full (--explain), else short_note
   std::vector<planner::Plan> plans;   // best first (simulate: exactly one)
   TrainingTarget target;              // --train-tokens (+ --goodput, --gpu-hour-price)
+  // plan --from: the user's own job (its layout, predicted like the plans) and its file.
+  std::optional<planner::Plan> imported_job;
+  std::string imported_job_source;
 
   // Search statistics (plan only).
   bool searched = false;

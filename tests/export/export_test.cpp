@@ -264,6 +264,69 @@ TEST(SimulateFrom, PredictsTheJobOfAMegatronCommandLineAndRefusesByName) {
   fs::remove_all(dir);
 }
 
+// plan --from megatron: the search takes the job's model, world size and batch; the job's
+// own layout comes back as "job", predicted as `simulate --from` predicts it, and the
+// note compares it with the first plan (which is never slower unless the job's layout is
+// outside the searched space).
+TEST(PlanFrom, SearchesTheImportedJobAndComparesItsOwnLayout) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("strata_plan_from_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  Plan p = make_plan(llama(8), 2, 2, 2, 2, 1, 32);  // GQA, interleaved: 8 GPUs
+  p.strategy.zero = 1;
+  p.strategy.sequence_parallel = true;
+  const auto stack = strata::costmodel::load_software_stack("mcore-2024");
+  const std::string args = (dir / "args.sh").string();
+  strata::write_file_atomic(args, export_megatron(p, stack));
+  CmdResult plan = run_strata("plan --from megatron '" + args + "' --cluster dgx-a100 --top 3 --format json", dir);
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  const auto j = strata::parse_json(plan.out);
+  EXPECT_EQ(j["gpus"], 8);
+  EXPECT_EQ(j["global_batch"], 32);
+  ASSERT_TRUE(j.contains("job")) << plan.out;
+  EXPECT_EQ(j["job"]["strategy"]["tp"], 2);
+  EXPECT_EQ(j["job"]["strategy"]["pp"], 2);
+  EXPECT_EQ(j["job"]["strategy"]["vpp"], 2);
+  EXPECT_EQ(j["job"]["strategy"]["dp"], 2);
+  CmdResult sim = run_strata("simulate --from megatron '" + args + "' --cluster dgx-a100 --format json", dir);
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  EXPECT_EQ(j["job"]["prediction"]["iteration_s"], strata::parse_json(sim.out)["prediction"]["iteration_s"]);
+  for (const auto& plan_j : j["plans"]) {
+    EXPECT_EQ(plan_j["strategy"]["global_batch"], 32);
+    EXPECT_EQ(plan_j["gpus"], 8);
+  }
+  const double job_s = j["job"]["prediction"]["iteration_s"], best_s = j["plans"][0]["prediction"]["iteration_s"];
+  EXPECT_LE(best_s, job_s * 1.0005) << "the job's layout is in the searched space";
+  ASSERT_FALSE(j["notes"].empty());
+  EXPECT_EQ(j["notes"][0].get<std::string>().rfind("your job from " + args, 0), 0u) << j["notes"][0];
+  // The table shows the comparison among the short notes.
+  CmdResult table = run_strata("plan --from megatron '" + args + "' --cluster dgx-a100 --top 1", dir);
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("# note: your job from"), std::string::npos) << table.out;
+  // The job file sets the batch and the world size: conflicts are refused by name.
+  for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--global-batch 64", "--global-batch conflicts with --from megatron"},
+           {"--gpus 16", "disagrees"},
+           {"--gpus 8,16", "one count"},
+           {"--model llama2-7b", "--model conflicts with --from megatron"}}) {
+    CmdResult bad = run_strata("plan --from megatron '" + args + "' --cluster dgx-a100 " + flags, dir);
+    EXPECT_EQ(bad.code, 2) << flags;
+    EXPECT_NE(bad.err.find(says), std::string::npos) << flags << ": " << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  }
+  // DeepSpeed: --model completes the job.
+  const std::string ds = (dir / "ds.json").string();
+  strata::write_file_atomic(ds, export_deepspeed(p, stack));
+  CmdResult d = run_strata("plan --from deepspeed '" + ds + "' --model llama2-7b --tp 2 --cluster dgx-a100 "
+                           "--format json --top 1", dir);
+  ASSERT_EQ(d.code, 0) << d.err;
+  const auto dj = strata::parse_json(d.out);
+  EXPECT_EQ(dj["job"]["strategy"]["tp"], 2);
+  EXPECT_EQ(dj["job"]["strategy"]["pp"], 2);
+  EXPECT_EQ(dj["plans"][0]["strategy"]["tp"], 2) << "--tp stays a search restriction";
+  fs::remove_all(dir);
+}
+
 TEST(SimulateFrom, AContextParallelZero3PlanPredictsTheSameStepAfterAMegatronExport) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("strata_from_cp_test_" + std::to_string(::getpid()));

@@ -121,6 +121,25 @@ TEST(CliPlan, OutWritesAPlanFileThatLoadsBack) {
   EXPECT_EQ(files, 2);
 }
 
+// A plan file is accepted wherever a model is: its model re-planned on another cluster
+// is the catalog model it was planned for.
+TEST(CliPlan, APlanFileServesAsTheModel) {
+  TempDir d("strata_cli_plan_as_model");
+  expect_clean_success(run_strata({"simulate", "--model", "llama2-7b", "--cluster", "dgx-a100", "--tp", "2", "--dp",
+                                   "4", "--global-batch", "64", "--out", d / "plan.yaml"}));
+  const auto from_plan = run_strata({"models", "show", d / "plan.yaml", "--format", "json"});
+  const auto catalog = run_strata({"models", "show", "llama2-7b", "--format", "json"});
+  expect_clean_success(from_plan);
+  expect_clean_success(catalog);
+  EXPECT_EQ(strata::parse_json(from_plan.out), strata::parse_json(catalog.out));
+  const auto replanned = run_strata({"plan", "--model", d / "plan.yaml", "--cluster", "dgx-h100", "--gpus", "16",
+                                     "--global-batch", "64", "--format", "json", "--top", "1"});
+  const auto direct = run_strata({"plan", "--model", "llama2-7b", "--cluster", "dgx-h100", "--gpus", "16",
+                                  "--global-batch", "64", "--format", "json", "--top", "1"});
+  expect_clean_success(replanned);
+  EXPECT_EQ(strata::parse_json(replanned.out)["plans"], strata::parse_json(direct.out)["plans"]);
+}
+
 TEST(CliPlan, OutDashWritesThePlanFileToStdout) {
   TempDir d("strata_cli_plan_dash");
   auto r = run_strata({"plan", "--model", "gpt2-124m", "--gpus", "4", "--out", "-"});
