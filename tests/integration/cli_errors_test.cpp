@@ -336,6 +336,16 @@ std::vector<BadInput> cases() {
        {"compare", "--model", "tiny", "--cluster", "local-cpu", "--gpus", "2", "--global-batch", "8", "--report",
         "{dir}/thesis.md"},
        2, {"--report", "thesis.md", "not a strata output"}, {{"thesis.md", "# Chapter 1\n"}}},
+      // The H100/H200 default stack (NeMo 24.09-24.12 on Megatron-Core core_r0.9.0) has no
+      // ZeRO-2/3: asked for, it is refused naming the stack (stacks with FSDP can run it).
+      {"simulate_zero3_under_nemo_2024_perf",
+       {"simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--dp", "8", "--zero", "3", "--global-batch",
+        "64"},
+       2, {"nemo-2024-perf", "ZeRO stage 3", "at most 1"}},
+      {"plan_zero2_under_nemo_2024_perf",
+       {"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--zero", "2", "--global-batch",
+        "64"},
+       2, {"nemo-2024-perf", "ZeRO stage 2"}},
       // Leading zeros are decimal (CLI11 alone reads 010 as octal 8).
       {"plan_gpus_leading_zero_is_decimal", {"plan", "--model", "tiny", "--cluster", "local-cpu", "--gpus", "010"},
        2, {"--gpus (10)"}},

@@ -113,7 +113,8 @@ TEST_P(OutputPathCli, WritesThroughOrRefusesAndKeepsTheTarget) {
       break;
     }
     case Target::kSymlink:
-      std::ofstream(dir / "real.file") << "old";
+      // An earlier strata output (a file strata did not write is refused without --force).
+      std::ofstream(dir / "real.file") << "# old strata output\n";
       fs::create_symlink("real.file", out);
       written = dir / "real.file";
       break;
