@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -73,6 +74,24 @@ TEST(CliPlan, NoArgumentsPrintsTheDefaultTable) {
       ++rows;
   EXPECT_EQ(rows, 10) << r.out;
   std::cerr << "[ info ] strata plan (no args) ran in " << r.wall_s << " s\n";
+}
+
+// The README's quick-start transcript is what `strata plan` prints today: every line the
+// same except the search's wall time ("in 0.173 s"), which varies from run to run.
+TEST(CliPlan, TheReadmeTranscriptMatchesTheDefaultPlan) {
+  const std::string readme = strata::testing::read_all(STRATA_README);
+  const std::string head = "```\n# strata plan: model gpt3-175b";
+  const auto start = readme.find(head);
+  ASSERT_NE(start, std::string::npos) << "README has no quick-start transcript";
+  const auto end = readme.find("```\n", start + 4);
+  ASSERT_NE(end, std::string::npos);
+  const auto without_time = [](std::string text) {
+    return std::regex_replace(text, std::regex(R"(candidates in [0-9.]+ s)"), "candidates in T s");
+  };
+  auto r = run_strata({"plan"}, 300);
+  expect_clean_success(r);
+  EXPECT_EQ(without_time(readme.substr(start + 4, end - start - 4)), without_time(r.out))
+      << "update the README's transcript with the output of `strata plan`";
 }
 
 TEST(CliPlan, JsonHasDesignKeysAndPlansBestFirst) {
