@@ -12,6 +12,7 @@
 #include "common/checked_math.h"
 #include "common/errors.h"
 #include "export/export_formats.h"
+#include "export/launch_script.h"
 #include "export/megatron_flags.h"
 #include "export/megatron_layer_pattern.h"
 #include "export/safe_text.h"
@@ -212,8 +213,9 @@ std::map<std::string, std::string> read_flags(const std::vector<std::string>& wo
     }
     const auto it = megatron_modelled_flags().find(flag);
     if (it == megatron_modelled_flags().end()) {
-      // Skip a value word for flags that take one.
-      if (!inline_value && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) ++i;
+      // Skip its values: every word up to the next flag (list flags such as
+      // --rampup-batch-size 16 16 5859375 or a weighted --data-path take several).
+      while (!inline_value && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) ++i;
       if (megatron_operational_flag(flag)) job.ignored.push_back(flag);
       else refused.push_back(flag);
       continue;
@@ -396,10 +398,19 @@ void MegatronArgsReader::read_model_shape() {
   if (has("--max-position-embeddings") && get_int("--max-position-embeddings") < m.seq_len)
     input_error("{}: --max-position-embeddings ({}) is smaller than --seq-length ({})", source,
                 get_int("--max-position-embeddings"), m.seq_len);
-  if (!has("--vocab-size"))
+  // A fixed vocabulary needs no file: GPT-2's byte-level BPE has 50257 tokens (Radford et
+  // al. 2019; the vocab_size of Hugging Face's gpt2 config), named by --tokenizer-type
+  // GPT2BPETokenizer or by the --vocab-file / --merge-file pair only that tokenizer reads.
+  const auto ignored = [&](const char* flag) {
+    return std::find(job.ignored.begin(), job.ignored.end(), flag) != job.ignored.end();
+  };
+  const bool gpt2_bpe = has("--tokenizer-type") ? v.at("--tokenizer-type") == "GPT2BPETokenizer"
+                                                : ignored("--vocab-file") && ignored("--merge-file");
+  if (has("--vocab-size")) m.vocab = get_int("--vocab-size");
+  else if (gpt2_bpe) m.vocab = 50257;
+  else
     input_error("{}: --vocab-size is missing: strata cannot read tokenizer files; add "
                 "--vocab-size <the tokenizer's vocabulary size>", source);
-  m.vocab = get_int("--vocab-size");
   if (has("--swiglu")) m.activation = models::Activation::SwiGlu;
   if (has("--normalization")) {
     const std::string& n = v.at("--normalization");
@@ -663,7 +674,7 @@ void MegatronArgsReader::read_recompute() {
 }  // namespace
 
 ImportedJob import_megatron_args(const std::string& text, const std::string& source) {
-  const std::vector<std::string> words = shell_words(text, source);
+  const std::vector<std::string> words = shell_words(expand_launch_script(text, source), source);
   ImportedJob job;
   const std::size_t args = read_launcher(words, job, source);
   const std::map<std::string, std::string> v = read_flags(words, args, job, source);

@@ -86,6 +86,11 @@ bool megatron_operational_flag(const std::string& f) {
       "--moe-router-topk-scaling-factor", "--moe-router-dtype", "--moe-per-layer-logging",
       // The weight of the MTP loss in the total: no work of its own.
       "--mtp-loss-scaling-factor",
+      // Batch ramp-up (list[list] and str in the argument table): only the first steps run a
+      // smaller batch; the prediction is the steady step at --global-batch-size.
+      "--rampup-batch-size", "--step-batch-size-schedule",
+      // The attention kernel choice of recent Megatron-LM: the stack's attention kernel models it.
+      "--attention-backend",
       // FP8 delayed-scaling hyper-parameters (amax history and margin).
       "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-margin"};
   if (exact.count(f)) return true;

@@ -13,8 +13,8 @@ enum class MegatronFlagKind { Int, Float, Str, Flag };
 // Every flag the import reads, with the kind of its value.
 const std::map<std::string, MegatronFlagKind>& megatron_modelled_flags();
 // Flags that do not change the modelled step: data, checkpoints, logging, the learning-rate
-// schedule and optimizer hyper-parameters, initialisation, seeds. Their value (if any) is
-// the next word unless it starts with "--".
+// schedule and optimizer hyper-parameters, initialisation, seeds, batch ramp-up. Their
+// values (if any) are the words up to the next one starting with "--".
 bool megatron_operational_flag(const std::string& f);
 
 }  // namespace strata::exports

@@ -4,10 +4,14 @@
 // lines; refusals by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/errors.h"
 #include "export/export_formats.h"
 #include "export/import_deepspeed.h"
 #include "export/import_megatron.h"
+#include "export/imported_job.h"
+#include "export/launch_script.h"
 #include "tests/export/test_plans.h"
 
 using namespace strata::exports;
@@ -476,4 +480,77 @@ TEST(ImportMegatron, RefusesMoeMlaAndFp8SettingsStrataDoesNotModelByName) {
             std::string::npos);
   EXPECT_NE(message(base + "--bf16 --fp8-format hybrid --fp8-param-gather").find("--fp8-param-gather"),
             std::string::npos);  // FP8 parameters: not modelled
+}
+
+// A launch script in the style of Megatron-LM's examples/gpt3/train_gpt3_175b_distributed.sh:
+// variables, arithmetic, arguments in bash arrays over several lines, a batch ramp-up with
+// several values, GPT-2 BPE vocabulary and merges files instead of --vocab-size.
+TEST(ImportMegatron, ReadsALaunchScriptWithVariablesArraysAndARampUp) {
+  const std::string script = R"(#!/bin/bash
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+GPUS_PER_NODE=8
+NUM_NODES=64  # 512 GPUs
+WORLD_SIZE=$(($GPUS_PER_NODE*$NUM_NODES))
+CHECKPOINT_PATH=$1
+VOCAB_FILE=$3 #<path>/gpt2-vocab.json
+DISTRIBUTED_ARGS=(
+    --nproc_per_node $GPUS_PER_NODE
+    --nnodes ${NUM_NODES}
+)
+GPT_MODEL_ARGS=(
+    --num-layers 96
+    --hidden-size 12288
+    --num-attention-heads 96
+    --seq-length 2048 --max-position-embeddings 2048
+)
+TRAINING_ARGS=(
+    --micro-batch-size 1
+    --global-batch-size 1536
+    --rampup-batch-size 16 16 5859375
+    --step-batch-size-schedule "0:16 2.4B:320 12B:1536"
+    --fp16
+    --lr 6.0e-5
+)
+MODEL_PARALLEL_ARGS=( --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 )
+DATA_ARGS=(
+    --data-path 0.5 $5_a 0.5 $5_b
+    --vocab-file $VOCAB_FILE
+    --merge-file $4
+)
+torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
+    ${GPT_MODEL_ARGS[@]} \
+    ${TRAINING_ARGS[@]} \
+    ${MODEL_PARALLEL_ARGS[@]} \
+    ${DATA_ARGS[@]} \
+    --save $CHECKPOINT_PATH
+)";
+  ImportedJob job = import_megatron_args(script, "gpt3.sh");
+  EXPECT_EQ(job.world_size, 512);
+  EXPECT_EQ(job.model.layers, 96);
+  EXPECT_EQ(job.model.hidden, 12288);
+  EXPECT_EQ(job.model.heads, 96);
+  EXPECT_EQ(job.model.seq_len, 2048);
+  EXPECT_EQ(job.model.vocab, 50257) << "GPT-2 BPE vocabulary from the vocab/merges pair";
+  EXPECT_EQ(job.strategy.tp, 8);
+  EXPECT_EQ(job.strategy.pp, 16);
+  EXPECT_EQ(job.strategy.global_batch, 1536);
+  for (const char* f : {"--rampup-batch-size", "--step-batch-size-schedule", "--data-path", "--save"})
+    EXPECT_NE(std::find(job.ignored.begin(), job.ignored.end(), f), job.ignored.end()) << f;
+  resolve_world_size(job, 0, "gpt3.sh");
+  EXPECT_EQ(job.strategy.dp, 4);
+  // An explicit --vocab-size wins; another tokenizer without one is still refused by name.
+  EXPECT_EQ(import_megatron_args(script + "  --vocab-size 51200\n", "s").model.vocab, 50257)
+      << "a flag after the command's last line is not part of it";
+  std::string other = script;
+  other.replace(other.find("--merge-file $4"), 15, "--tokenizer-type HuggingFaceTokenizer");
+  try {
+    import_megatron_args(other, "s");
+    ADD_FAILURE() << "a tokenizer file without --vocab-size was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--vocab-size is missing"), std::string::npos) << e.what();
+  }
+  // Arithmetic and arrays only where the script defines them; an array that never closes.
+  EXPECT_EQ(expand_launch_script("N=2\nM=$(($N*4+1))\npython x.py --a $M\n", "s"), "python x.py --a 9\n");
+  EXPECT_EQ(expand_launch_script("python x.py --a $1\n", "s"), "python x.py --a $1\n") << "no assignment: as is";
+  EXPECT_THROW(expand_launch_script("A=(\n--x 1\npython x.py ${A[@]}\n", "s"), InputError);
 }
