@@ -219,10 +219,11 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
                              in.attention_score_bytes, 0, 1, in.recompute_modules);
   const double moe_layer_act =
       spec_.moe ? layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, in.recompute,
-                                         in.attention_score_bytes, spec_.layers, in.etp, in.recompute_modules)
+                                         in.attention_score_bytes, spec_.first_moe_layer(), in.etp,
+                                         in.recompute_modules)
                 : layer_act;
   const double moe_routed_act =
-      spec_.moe ? routed_activation_bytes(spec_, in.micro_batch, in.tp, in.recompute, spec_.layers, in.etp,
+      spec_.moe ? routed_activation_bytes(spec_, in.micro_batch, in.tp, in.recompute, spec_.first_moe_layer(), in.etp,
                                           in.recompute_modules)
                 : 0.0;
 

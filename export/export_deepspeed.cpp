@@ -178,11 +178,11 @@ std::vector<Arg> megatron_deepspeed_args(const Plan& p, const SoftwareStack& pla
   if (m.moe) {
     // Megatron-DeepSpeed's MoE (megatron/arguments.py, megatron/model/transformer.py
     // get_num_experts_per_layer at 4efb479d): block i (1-based) is MoE when i is a multiple
-    // of --expert-interval (default 2), so 1 makes every block sparse; each expert is the
-    // model's MLP (--ffn-hidden-size wide).
+    // of --expert-interval (default 2): strata's moe.layer_step rule, so 1 makes every block
+    // sparse; each expert is the model's MLP (--ffn-hidden-size wide).
     const auto& e = *m.moe;
     flag("--num-experts", num(e.experts));
-    flag("--expert-interval", "1");
+    flag("--expert-interval", num(e.layer_step));
     flag("--topk", num(e.top_k));
     flag("--moe-expert-parallel-size", num(std::int64_t{s.ep}));
     flag("--mlp-type", "standard");
@@ -218,7 +218,8 @@ std::string deepspeed_moe_layer_note(const Plan& p) {
       s.etp > 1 ? "True" : "False",
       e.first_dense_layers > 0
           ? fmt::format(" after the first {} dense blocks", e.first_dense_layers)
-          : std::string());
+          : e.layer_step > 1 ? fmt::format(" on the blocks numbered (from 1) a multiple of {}, the others dense", e.layer_step)
+                             : std::string());
 }
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include "export/export_common.h"
 #include "export/export_formats.h"
 #include "export/launch.h"
+#include "export/megatron_layer_pattern.h"
 #include "export/safe_text.h"
 #include "planner/first_last_stages.h"
 
@@ -15,13 +16,13 @@ namespace strata::exports {
 
 namespace {
 
-// Megatron-LM --moe-layer-freq for leading dense blocks: the Python list pattern its
-// moe_freq_type evaluates (megatron/training/arguments.py _eval_pattern: digits, commas,
-// brackets, parentheses, + and *), e.g. "([0]*3+[1]*58)" for DeepSeek-V3; its length must
-// be --num-layers.
+// Megatron-LM --moe-layer-freq for a model with dense blocks: its list form
+// (megatron/training/arguments.py moe_freq_type / _eval_pattern at d98e8a64: digits, commas,
+// brackets, parentheses, + and *), whose length must be --num-layers; e.g. "([0]*3+[1]*58)"
+// for DeepSeek-V3, "([0]*1+[1]*1)*24" for Llama-4 Maverick. Never the integer form: N makes
+// the first block MoE (export/megatron_layer_pattern.h), strata's layer_step its N-th.
 std::string megatron_moe_layer_freq(const models::ModelSpec& m) {
-  const std::int64_t dense = m.moe->first_dense_layers;
-  return fmt::format("([0]*{}+[1]*{})", dense, m.layers - dense);
+  return moe_layer_freq_pattern({m.moe->first_dense_layers, m.moe->layer_step}, m.layers);
 }
 
 // Megatron-LM places ranks tp-cp-(ep)-dp-pp, or tp-cp-(ep)-pp-dp with --use-tp-pp-dp-mapping;
@@ -132,7 +133,7 @@ void model_flags(FlagWriter& flag, const models::ModelSpec& m, const SoftwareSta
     flag("--moe-ffn-hidden-size", num(e.expert_ffn));
     if (e.shared_experts > 0)
       flag("--moe-shared-expert-intermediate-size", num(e.shared_experts * e.shared_expert_ffn));
-    if (e.first_dense_layers > 0) flag("--moe-layer-freq", megatron_moe_layer_freq(m));
+    if (m.has_dense_layers()) flag("--moe-layer-freq", megatron_moe_layer_freq(m));
     flag("--moe-router-score-function",
          e.router == models::RouterKind::Sigmoid ? "sigmoid" : "softmax");
     // strata's sigmoid router is DeepSeek-V3's, balanced without an auxiliary loss by a

@@ -95,12 +95,22 @@ std::string export_torchtitan(const Plan& p, const SoftwareStack& plan_stack, co
     // The MoE shape is model code in TorchTitan (MoEArgs of the deepseek_v3 / llama4 / qwen3
     // flavors), like the dense shape.
     const auto& e = *p.model.moe;
+    // Dense and MoE layers alternating: the llama4 flavors' interleave_moe_layer_step, layer_id
+    // (0-based) MoE when (layer_id + 1) % step == 0 (torchtitan/models/llama4/model/model.py
+    // TransformerBlock at v0.2.2 = 73a0e697), strata's moe.layer_step rule; their dense layers
+    // are the flavor's FeedForward, whose width must be model.ffn.
     c.push_back(fmt::format("the flavor's MoE must match: {} experts of width {}, top_k {}, {} "
                             "shared expert(s) of width {}, score_func {}, the first {} layers "
-                            "dense{}",
+                            "dense{}{}",
                             e.experts, e.expert_ffn, e.top_k, e.shared_experts,
                             e.shared_experts > 0 ? e.shared_expert_ffn : 0,
                             models::to_string(e.router), e.first_dense_layers,
+                            e.layer_step > 1
+                                ? fmt::format(", interleave_moe_layer_step {} (MoE on the layers numbered "
+                                              "from 1 a multiple of it, the others a dense MLP of width {}; "
+                                              "llama4 flavors)",
+                                              e.layer_step, p.model.ffn)
+                                : std::string(),
                             p.model.mla ? "; multi-latent attention as the deepseek_v3 flavors" : ""));
   }
   std::string out = comment_lines(c);

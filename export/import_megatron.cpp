@@ -328,9 +328,11 @@ void MegatronArgsReader::read_moe(models::ModelSpec& m) {
     e.shared_experts = 1;
     e.shared_expert_ffn = get_int("--moe-shared-expert-intermediate-size");
   }
-  if (has("--moe-layer-freq"))
-    e.first_dense_layers =
-        first_dense_layers_from_moe_layer_freq(v.at("--moe-layer-freq"), m.layers, source);
+  if (has("--moe-layer-freq")) {
+    const MoeLayerLayout layout = moe_layout_from_moe_layer_freq(v.at("--moe-layer-freq"), m.layers, source);
+    e.first_dense_layers = layout.first_dense_layers;
+    e.layer_step = layout.layer_step;
+  }
   const std::string score =
       has("--moe-router-score-function") ? v.at("--moe-router-score-function") : "softmax";
   if (score == "sigmoid") e.router = models::RouterKind::Sigmoid;

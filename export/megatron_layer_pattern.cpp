@@ -139,32 +139,64 @@ std::vector<int> eval_layer_pattern(const std::string& pattern, std::size_t max_
   return v.items;
 }
 
-std::int64_t first_dense_layers_from_moe_layer_freq(const std::string& value, std::int64_t layers,
-                                                    const std::string& source) {
+MoeLayerLayout moe_layout_from_moe_layer_freq(const std::string& value, std::int64_t layers,
+                                              const std::string& source) {
   const char* flag = "--moe-layer-freq";
   if (value.find('[') == std::string::npos) {
     if (value != "1")
-      input_error("{}: {} '{}' is not modelled: strata models every block as MoE after the "
-                  "first dense ones (1, or a list such as ([0]*3+[1]*58))",
+      input_error("{}: {} '{}' is not modelled: Megatron's integer N makes blocks 1, N + 1, 2N + 1, "
+                  "... MoE (counted from 1), while strata models dense blocks first, then every k-th "
+                  "block MoE (1, or a list such as ([0]*3+[1]*58) or ([0]*1+[1]*1)*24)",
                   source, flag, one_line(value));
-    return 0;
+    return {};
   }
   const std::vector<int> pattern =
       eval_layer_pattern(value, static_cast<std::size_t>(layers), flag, source);
   if (static_cast<std::int64_t>(pattern.size()) != layers)
     input_error("{}: {} '{}' has {} entries, --num-layers is {}", source, flag, one_line(value),
                 pattern.size(), layers);
-  std::int64_t dense = 0;
-  while (dense < layers && pattern[static_cast<std::size_t>(dense)] == 0) ++dense;
-  for (std::int64_t i = dense; i < layers; ++i)
-    if (pattern[static_cast<std::size_t>(i)] == 0)
-      input_error("{}: {} '{}': block {} is dense after an MoE block; strata models dense blocks "
-                  "only before the first MoE block",
-                  source, flag, one_line(value), i + 1);
-  if (dense == layers)
+  std::vector<std::int64_t> moe;  // 1-based MoE blocks
+  for (std::int64_t l = 1; l <= layers; ++l)
+    if (pattern[static_cast<std::size_t>(l - 1)] == 1) moe.push_back(l);
+  if (moe.empty())
     input_error("{}: {} '{}' makes every block dense; drop --num-experts for a dense model",
                 source, flag, one_line(value));
-  return dense;
+  // The step is the gap between the first two MoE blocks (one MoE block: a divisor of its
+  // index); the dense prefix ends one step before the first MoE block.
+  std::vector<std::int64_t> steps;
+  if (moe.size() >= 2) steps.push_back(moe[1] - moe[0]);
+  else
+    for (std::int64_t k = moe[0]; k >= 1; --k)
+      if (moe[0] % k == 0) steps.push_back(k);
+  std::int64_t first_bad = 0;
+  for (std::int64_t k : steps) {
+    if (moe[0] % k != 0) continue;
+    const MoeLayerLayout layout{moe[0] - k, k};
+    std::int64_t bad = 0;
+    for (std::int64_t l = 1; l <= layers && bad == 0; ++l)
+      if ((pattern[static_cast<std::size_t>(l - 1)] == 1) != (l > layout.first_dense_layers && l % k == 0))
+        bad = l;
+    if (bad == 0) return layout;
+    if (first_bad == 0) first_bad = bad;
+  }
+  if (first_bad == 0) first_bad = moe[0];
+  input_error("{}: {} '{}': block {} ({}) breaks the layouts strata models: dense blocks first, then "
+              "every k-th block (counted from 1) MoE",
+              source, flag, one_line(value), first_bad,
+              pattern[static_cast<std::size_t>(first_bad - 1)] == 1 ? "MoE" : "dense");
+}
+
+std::string moe_layer_freq_pattern(const MoeLayerLayout& layout, std::int64_t layers) {
+  const std::int64_t d = layout.first_dense_layers, k = layout.layer_step;
+  if (k == 1) return fmt::format("([0]*{}+[1]*{})", d, layers - d);
+  // Whole periods inside the dense prefix stay dense; the periods after it end with their MoE
+  // block; blocks past the last whole period are dense.
+  const std::int64_t dense_periods = d / k, periods = layers / k - dense_periods, tail = layers % k;
+  std::string out;
+  if (dense_periods > 0) out += fmt::format("[0]*{}+", dense_periods * k);
+  out += fmt::format("([0]*{}+[1]*1)*{}", k - 1, periods);
+  if (tail > 0) out += fmt::format("+[0]*{}", tail);
+  return out;
 }
 
 }  // namespace strata::exports

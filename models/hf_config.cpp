@@ -1,6 +1,7 @@
 // parse_hf_config: a HuggingFace config.json read into a ModelSpec, by model_type (the
 // key families of transformers' LlamaConfig, MistralConfig, Qwen2Config, GPT2Config,
-// MixtralConfig, Qwen2MoeConfig / Qwen3MoeConfig, DeepseekV2Config / DeepseekV3Config).
+// MixtralConfig, Qwen2MoeConfig / Qwen3MoeConfig, DeepseekV2Config / DeepseekV3Config,
+// Llama4TextConfig, alone or as the text_config of a Llama4Config).
 #include "models/model_spec.h"
 
 #include <cmath>
@@ -110,7 +111,7 @@ Activation hf_activation(const HfConfig& c, const char* key, const std::string& 
 
 // model_type values strata reads, and the key family each uses. Other architectures are
 // refused by name rather than read through keys that happen to look alike.
-enum class HfFamily { Llama, Gpt2, Mixtral, QwenMoe, DeepSeek };
+enum class HfFamily { Llama, Gpt2, Mixtral, QwenMoe, DeepSeek, Llama4 };
 struct HfType {
   const char* model_type;
   HfFamily family;
@@ -118,7 +119,8 @@ struct HfType {
 constexpr HfType kHfTypes[] = {
     {"llama", HfFamily::Llama},         {"mistral", HfFamily::Llama},       {"qwen2", HfFamily::Llama},
     {"gpt2", HfFamily::Gpt2},           {"mixtral", HfFamily::Mixtral},     {"qwen2_moe", HfFamily::QwenMoe},
-    {"qwen3_moe", HfFamily::QwenMoe},   {"deepseek_v2", HfFamily::DeepSeek}, {"deepseek_v3", HfFamily::DeepSeek}};
+    {"qwen3_moe", HfFamily::QwenMoe},   {"deepseek_v2", HfFamily::DeepSeek}, {"deepseek_v3", HfFamily::DeepSeek},
+    {"llama4_text", HfFamily::Llama4}};
 
 // Keys that make a config a mixture-of-experts or latent-attention model. A config of a
 // dense model_type (or with no model_type) that carries one is refused by name: read as
@@ -154,7 +156,7 @@ void refuse_sparse_keys(const HfConfig& c, const std::string& type) {
     if (c.has(k))
       input_error("{}: config.json key '{}' describes mixture-of-experts or latent attention, which "
                   "{} does not have; strata reads such models by their model_type (mixtral, "
-                  "qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3)",
+                  "qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, llama4)",
                   c.source(), k, type.empty() ? "a config without model_type" : "model_type '" + type + "'");
 }
 
@@ -218,8 +220,9 @@ ModelSpec parse_mixtral(const HfConfig& c) {
 // configuration_qwen3_moe.py): num_experts routed SwiGLU experts of moe_intermediate_size,
 // num_experts_per_tok per token, softmax router; Qwen2-MoE adds one shared expert of
 // shared_expert_intermediate_size (absent or 0 in Qwen3-MoE). A layer is dense when it is
-// in mlp_only_layers or (index + 1) % decoder_sparse_step != 0; strata models leading
-// dense layers only, so decoder_sparse_step must be 1 and mlp_only_layers a prefix 0..k-1.
+// in mlp_only_layers or (index + 1) % decoder_sparse_step != 0: moe.layer_step is
+// decoder_sparse_step (the same rule, models/moe_spec.h), and mlp_only_layers must be a
+// prefix 0..k-1 (moe.first_dense_layers = k).
 ModelSpec parse_qwen_moe(const HfConfig& c, const json& j) {
   ModelSpec m = parse_llama_like(c);
   refuse_if_true(c, "attention_bias", "a bias on the attention projections");
@@ -232,9 +235,7 @@ ModelSpec parse_qwen_moe(const HfConfig& c, const json& j) {
     e.shared_expert_ffn = *sh;
   }
   e.router = RouterKind::Softmax;
-  if (auto step = c.get_int_opt("decoder_sparse_step"); step && *step != 1)
-    input_error("{}: config.json decoder_sparse_step ({}) interleaves dense and MoE layers, which "
-                "strata's model spec cannot express (expected 1)", c.source(), *step);
+  e.layer_step = c.get_int_opt("decoder_sparse_step").value_or(1);
   if (c.has("mlp_only_layers")) {
     const json& v = j.at("mlp_only_layers");
     if (!v.is_array())
@@ -333,6 +334,81 @@ ModelSpec parse_deepseek(const HfConfig& c, bool v3) {
   return m;
 }
 
+// Llama4TextConfig (huggingface/transformers src/transformers/models/llama4/
+// configuration_llama4.py at 008e5743, modeling_llama4.py at 000c33fd): Llama blocks
+// (RMSNorm, RoPE, grouped-query attention, head_dim) whose MLP is, on the layers listed in
+// moe_layers (default: every interleave_moe_layer_step-th layer, 0-based
+// range(step - 1, layers, step)), num_local_experts routed SwiGLU experts of
+// intermediate_size, num_experts_per_tok per token (top-k of the router logits, then a
+// sigmoid of the chosen ones), plus one shared expert of intermediate_size; every other
+// layer has the dense SwiGLU MLP of intermediate_size_mlp. Not in the spec, and left out
+// because they do not change the FLOPs, parameters or bytes strata charges: the
+// parameterless L2 norm of Q and K (use_qk_norm), the layers without RoPE
+// (no_rope_layers), attention temperature tuning, the RoPE scaling of rope_scaling.
+// Chunked attention (attention_chunk_size: tokens attend within their chunk on the RoPE
+// layers) is full causal attention up to one chunk: the sequence is the shorter of
+// max_position_embeddings and attention_chunk_size, so that strata's full-attention cost
+// is the model's; a longer --seq overcounts the chunked layers' attention.
+ModelSpec parse_llama4(const HfConfig& c, const json& j) {
+  ModelSpec m = parse_llama_like(c);
+  refuse_if_true(c, "attention_bias", "a bias on the attention projections");
+  if (auto chunk = c.get_int_opt("attention_chunk_size"); chunk && *chunk > 0 && *chunk < m.seq_len)
+    m.seq_len = *chunk;
+  MoeSpec e;
+  e.experts = c.get_int("num_local_experts");
+  e.top_k = c.get_int("num_experts_per_tok");
+  e.expert_ffn = c.get_int("intermediate_size");
+  e.shared_experts = 1;  // Llama4TextMoe: one shared_expert MLP of intermediate_size
+  e.shared_expert_ffn = e.expert_ffn;
+  e.router = RouterKind::Sigmoid;
+  e.layer_step = c.get_int_opt("interleave_moe_layer_step").value_or(1);  // Llama4TextConfig default 1
+  if (e.layer_step < 1 || e.layer_step > m.layers)
+    input_error("{}: config.json interleave_moe_layer_step ({}) must be in 1 .. num_hidden_layers ({})",
+                c.source(), e.layer_step, m.layers);
+  if (c.has("moe_layers")) {  // an explicit list overrides the step
+    const json& v = j.at("moe_layers");
+    const auto refuse = [&] {
+      input_error("{}: config.json moe_layers {} is not every k-th layer (k - 1, 2k - 1, ... up to "
+                  "num_hidden_layers): other layouts of dense and MoE layers are not expressible in "
+                  "strata's model spec",
+                  c.source(), v.dump());
+    };
+    if (!v.is_array() || v.empty() || !v[0].is_number_integer()) refuse();
+    const std::int64_t step = v[0].get<std::int64_t>() + 1;
+    if (step < 1 || step > m.layers) refuse();
+    std::size_t i = 0;
+    for (std::int64_t l = step - 1; l < m.layers; l += step, ++i)
+      if (i >= v.size() || !v[i].is_number_integer() || v[i].get<std::int64_t>() != l) refuse();
+    if (i != v.size()) refuse();
+    e.layer_step = step;
+  }
+  m.moe = e;
+  // The dense layers' MLP; without dense layers it is not used (the expert width stands in).
+  if (auto mlp = c.get_int_opt("intermediate_size_mlp")) m.ffn = *mlp;
+  else if (m.has_dense_layers())
+    input_error("{}: config.json key 'intermediate_size_mlp' is missing (the dense layers' MLP width; "
+                "interleave_moe_layer_step {} leaves dense layers)", c.source(), e.layer_step);
+  return m;
+}
+
+// A Llama4Config (model_type llama4, Llama4ForConditionalGeneration) nests the text decoder
+// in text_config next to the vision tower (vision_config): strata plans the text decoder,
+// the model that pre-training runs; the vision tower and its projector are not modelled.
+// Keys the outer config carries for the whole model (tie_word_embeddings, _name_or_path)
+// fill in where text_config has none.
+json llama4_text_config(const json& outer, const std::string& source) {
+  if (!outer.contains("text_config") || !outer.at("text_config").is_object())
+    input_error("{}: config.json model_type 'llama4' needs a text_config object (the text decoder)", source);
+  json text = outer.at("text_config");
+  if (text.contains("model_type") && text.at("model_type") != "llama4_text" && text.at("model_type") != "llama4")
+    input_error("{}: config.json text_config.model_type {} is not llama4_text", source,
+                text.at("model_type").dump());
+  text["model_type"] = "llama4_text";
+  for (const char* k : {"tie_word_embeddings", "_name_or_path"})
+    if (!text.contains(k) && outer.contains(k)) text[k] = outer.at(k);
+  return text;
+}
+
 ModelSpec parse_gpt2(const HfConfig& c) {
   ModelSpec m;
   m.hidden = c.get_int("n_embd");
@@ -369,6 +445,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
   if (!j.is_object())
     input_error("{}: expected a JSON object (a HuggingFace config.json), got {}", source,
                 j.type_name());
+  if (j.contains("model_type") && j.at("model_type") == "llama4") j = llama4_text_config(j, source);
   HfConfig c(j, source);
   ModelSpec m;
   refuse_unexpressible(c);
@@ -393,6 +470,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
       case HfFamily::Mixtral: m = parse_mixtral(c); break;
       case HfFamily::QwenMoe: m = parse_qwen_moe(c, j); break;
       case HfFamily::DeepSeek: m = parse_deepseek(c, type == "deepseek_v3"); break;
+      case HfFamily::Llama4: m = parse_llama4(c, j); break;
     }
   } else if (c.has("n_embd")) {
     refuse_sparse_keys(c, "");
@@ -420,7 +498,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
     const std::pair<const char*, std::pair<const char*, const char*>> keys[] = {
         {"layers", {"num_hidden_layers", "n_layer"}}, {"hidden", {"hidden_size", "n_embd"}},
         {"heads", {"num_attention_heads", "n_head"}}, {"kv_heads", {"num_key_value_heads", "n_head"}},
-        {"ffn", {"intermediate_size", "n_inner"}},    {"vocab", {"vocab_size", "vocab_size"}},
+        {"ffn", {c.has("intermediate_size_mlp") ? "intermediate_size_mlp" : "intermediate_size", "n_inner"}},    {"vocab", {"vocab_size", "vocab_size"}},
         {"seq_len", {"max_position_embeddings", "n_positions"}}, {"name", {"_name_or_path", "_name_or_path"}},
         {"head_dim", {"head_dim", "head_dim"}},
         {"moe.experts", {m.mla ? "n_routed_experts" : c.has("num_local_experts") ? "num_local_experts" : "num_experts", ""}},
@@ -429,6 +507,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
         {"moe.shared_experts", {"n_shared_experts", ""}},
         {"moe.shared_expert_ffn", {c.has("shared_expert_intermediate_size") ? "shared_expert_intermediate_size" : "moe_intermediate_size", ""}},
         {"moe.first_dense_layers", {m.mla ? "first_k_dense_replace" : "mlp_only_layers", ""}},
+        {"moe.layer_step", {c.has("interleave_moe_layer_step") ? "interleave_moe_layer_step" : "decoder_sparse_step", ""}},
         {"moe.groups", {"n_group", ""}}, {"moe.max_groups_per_token", {"topk_group", ""}},
         {"mla.q_lora_rank", {"q_lora_rank", ""}}, {"mla.kv_lora_rank", {"kv_lora_rank", ""}},
         {"mla.qk_nope_head_dim", {"qk_nope_head_dim", ""}}, {"mla.qk_rope_head_dim", {"qk_rope_head_dim", ""}},

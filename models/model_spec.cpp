@@ -79,6 +79,14 @@ std::optional<Violation> check_spec(const ModelSpec& m) {
       return Violation{"moe.first_dense_layers",
                        fmt::format("({}) must be in 0 .. model.layers - 1 ({})", e.first_dense_layers,
                                    m.layers - 1)};
+    if (e.layer_step < 1 || e.layer_step > m.layers)
+      return Violation{"moe.layer_step",
+                       fmt::format("({}) must be in 1 .. model.layers ({}) (1 = every block MoE)",
+                                   e.layer_step, m.layers)};
+    if (m.first_moe_layer() == 0)
+      return Violation{"moe.layer_step",
+                       fmt::format("({}) leaves no MoE block after moe.first_dense_layers ({}) in "
+                                   "model.layers ({})", e.layer_step, e.first_dense_layers, m.layers)};
     if (e.groups < 0 || e.groups > e.experts || (e.groups > 0 && e.experts % e.groups != 0))
       return Violation{"moe.groups", fmt::format("({}) must divide moe.experts ({}) (0 = no expert groups)",
                                                  e.groups, e.experts)};
@@ -131,8 +139,8 @@ MlaSpec read_mla(const YamlReader& r) {
 
 MoeSpec read_moe(const YamlReader& r) {
   r.expect_keys({"experts", "top_k", "expert_ffn", "shared_experts", "shared_expert_ffn",
-                 "first_dense_layers", "router", "capacity_factor", "load_imbalance", "groups",
-                 "max_groups_per_token"});
+                 "first_dense_layers", "layer_step", "router", "capacity_factor", "load_imbalance",
+                 "groups", "max_groups_per_token"});
   MoeSpec e;
   e.experts = r.get_int("experts");
   e.top_k = r.get_int("top_k");
@@ -140,6 +148,7 @@ MoeSpec read_moe(const YamlReader& r) {
   e.shared_experts = r.get_int("shared_experts", 0);
   e.shared_expert_ffn = r.get_int("shared_expert_ffn", e.shared_experts > 0 ? e.expert_ffn : 0);
   e.first_dense_layers = r.get_int("first_dense_layers", 0);
+  e.layer_step = r.get_int("layer_step", 1);
   e.router = r.get_enum("router", {"softmax", "sigmoid"}, "softmax") == "softmax" ? RouterKind::Softmax
                                                                                    : RouterKind::Sigmoid;
   if (r.has("capacity_factor")) e.capacity_factor = r.get_positive("capacity_factor");
@@ -291,6 +300,7 @@ std::string to_yaml(const ModelSpec& m) {
     e << YAML::Key << "shared_experts" << YAML::Value << m.moe->shared_experts;
     e << YAML::Key << "shared_expert_ffn" << YAML::Value << m.moe->shared_expert_ffn;
     e << YAML::Key << "first_dense_layers" << YAML::Value << m.moe->first_dense_layers;
+    if (m.moe->layer_step != 1) e << YAML::Key << "layer_step" << YAML::Value << m.moe->layer_step;
     e << YAML::Key << "router" << YAML::Value << to_string(m.moe->router);
     if (m.moe->capacity_factor > 0)
       e << YAML::Key << "capacity_factor" << YAML::Value << YAML::Precision(17) << m.moe->capacity_factor;

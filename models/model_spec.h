@@ -42,7 +42,7 @@ struct ModelSpec {
   std::int64_t explicit_head_dim = 0;  // per-head width where it is not hidden/heads
                                        // (Qwen3, Gemma); 0 = hidden/heads
   std::optional<MlaSpec> mla;          // set: multi-head latent attention
-  std::optional<MoeSpec> moe;          // set: mixture-of-experts MLP (after first_dense_layers)
+  std::optional<MoeSpec> moe;          // set: mixture-of-experts MLP (is_moe_layer)
   // Multi-token-prediction depths trained with the model (DeepSeek-V3's
   // num_nextn_predict_layers, Megatron-LM's --mtp-num-layers; 0 = none). Each depth, as
   // Megatron-Core's MultiTokenPredictionLayer builds it (NVIDIA/Megatron-LM
@@ -61,8 +61,26 @@ struct ModelSpec {
   AttentionKind attention() const {
     return mla ? AttentionKind::Mla : kv_heads == heads ? AttentionKind::Mha : AttentionKind::Gqa;
   }
-  // Block `layer` (1-based) has the mixture-of-experts MLP.
-  bool is_moe_layer(std::int64_t layer) const { return moe && layer > moe->first_dense_layers; }
+  // Block `layer` (1-based) has the mixture-of-experts MLP: past moe.first_dense_layers and a
+  // multiple of moe.layer_step (models/moe_spec.h); every other block the dense MLP of `ffn`.
+  bool is_moe_layer(std::int64_t layer) const {
+    return moe && layer > moe->first_dense_layers && layer % moe->layer_step == 0;
+  }
+  // The blocks with the MoE MLP (0 without moe).
+  std::int64_t moe_layer_count() const {
+    if (!moe || moe->layer_step < 1) return 0;
+    const std::int64_t d = moe->first_dense_layers;
+    return layers / moe->layer_step - (d > 0 ? d / moe->layer_step : 0);
+  }
+  // Whether some block keeps the dense MLP of `ffn` (a dense model: all of them).
+  bool has_dense_layers() const { return !moe || moe_layer_count() < layers; }
+  // The first MoE block (1-based; 0 without moe): what every MoE block looks like.
+  std::int64_t first_moe_layer() const {
+    if (!moe || moe->layer_step < 1) return 0;
+    const std::int64_t step = moe->layer_step;
+    const std::int64_t l = (moe->first_dense_layers / step + 1) * step;
+    return l <= layers ? l : 0;
+  }
   // The block of each multi-token-prediction depth is built like the last block
   // (Megatron-Core get_gpt_mtp_block_spec, megatron/core/models/gpt/gpt_layer_specs.py, takes
   // the spec of the decoder's last layer; DeepSeek-V3: an MoE block).
@@ -97,7 +115,8 @@ void validate(const ModelSpec& spec, const std::string& source);
 // head_dim (default hidden/heads), attention (mha|gqa|mla; checked against kv_heads and
 // mla), mla: {q_lora_rank (0 = none), kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
 // v_head_dim}, moe: {experts, top_k, expert_ffn, shared_experts (default 0),
-// shared_expert_ffn (default expert_ffn), first_dense_layers (default 0),
+// shared_expert_ffn (default expert_ffn), first_dense_layers (default 0), layer_step (default
+// 1: every block past first_dense_layers is MoE; 2: blocks 2, 4, ...),
 // router (softmax|sigmoid, default softmax), capacity_factor (absent = dropless),
 // load_imbalance, groups and max_groups_per_token (default 0: no group limit)},
 // mtp_layers (default 0).

@@ -106,7 +106,7 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
     if (m.hidden > 0 && m.hidden % s.tp != 0)
       add("strategy.tp",
           fmt::format("strategy.tp ({}) must divide model.hidden ({})", s.tp, m.hidden));
-    if (m.ffn > 0 && (!m.moe || m.moe->first_dense_layers > 0) && m.ffn % s.tp != 0)
+    if (m.ffn > 0 && m.has_dense_layers() && m.ffn % s.tp != 0)
       add("strategy.tp", fmt::format("strategy.tp ({}) must divide model.ffn ({})", s.tp, m.ffn));
     if (s.sequence_parallel && s.tp == 1)
       add("strategy.sequence_parallel",

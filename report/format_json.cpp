@@ -118,6 +118,8 @@ json model_json(const ModelRow& r) {
                 {"first_dense_layers", m.moe->first_dense_layers}, {"router", models::to_string(m.moe->router)}};
     if (m.moe->capacity_factor > 0) o["moe"]["capacity_factor"] = m.moe->capacity_factor;
     else o["moe"]["capacity_factor"] = nullptr;  // dropless
+    o["moe"]["layer_step"] = m.moe->layer_step;                      // 1 = every block past the dense ones
+    o["moe"]["moe_layers"] = m.moe_layer_count();
     o["moe"]["groups"] = m.moe->groups;                              // 0 = no group-limited routing
     o["moe"]["max_groups_per_token"] = m.moe->max_groups_per_token;
   }

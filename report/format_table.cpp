@@ -400,7 +400,11 @@ std::string format_models_table(const std::vector<ModelRow>& rows) {
                                       : fmt::format("{:.4g}", r.params_active / 1e9),
                fmt::format("{}/{}{}{}", models::to_string(m.activation), models::to_string(m.norm),
                            m.mla ? "/mla" : "",
-                           m.moe ? fmt::format("/moe {}x{}", m.moe->top_k, m.moe->experts) : "")});
+                           m.moe ? fmt::format("/moe {}x{}{}", m.moe->top_k, m.moe->experts,
+                                               m.moe->layer_step > 1
+                                                   ? fmt::format(" every {}", m.moe->layer_step)
+                                                   : std::string())
+                                 : "")});
   }
   return t.render();
 }

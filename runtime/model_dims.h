@@ -50,8 +50,9 @@ struct ModelDims {
   bool rope() const { return spec.positions == models::Positions::Rope; }
   bool learned_positions() const { return spec.positions == models::Positions::Learned; }
   bool tied() const { return spec.tied_embeddings; }
-  // Block `index` (0-based) has the MoE MLP: past the model's first_dense_layers.
-  bool moe_block(int index) const { return spec.moe && index >= spec.moe->first_dense_layers; }
+  // Block `index` (0-based) has the MoE MLP (models::ModelSpec::is_moe_layer: past the model's
+  // first_dense_layers, every moe.layer_step-th block).
+  bool moe_block(int index) const { return spec.is_moe_layer(static_cast<std::int64_t>(index) + 1); }
   std::size_t experts() const { return spec.moe ? static_cast<std::size_t>(spec.moe->experts) : 0; }
   std::size_t experts_local() const { return experts() / static_cast<std::size_t>(ep); }
   std::size_t expert_begin() const { return experts_local() * static_cast<std::size_t>(ep_rank); }

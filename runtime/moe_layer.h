@@ -1,5 +1,5 @@
-// MoeLayer: the mixture-of-experts MLP of a decoder block past model.moe.first_dense_layers
-// (Mixtral / Qwen-MoE / DeepSeek), on the block's local token rows (Nl, C):
+// MoeLayer: the mixture-of-experts MLP of an MoE decoder block (ModelDims::moe_block)
+// (Mixtral / Qwen-MoE / DeepSeek / Llama-4), on the block's local token rows (Nl, C):
 //
 //   out = sum_j w_j * Expert_{e_j}(x)  +  SharedMlp(x)
 //

@@ -4,8 +4,9 @@
 //   x2  = x  + RowParallel_proj( attention( ColumnParallel_qkv( enter(norm1(x)) ) ) )
 //   out = x2 + RowParallel_down( act( ColumnParallel_up/gate( enter(norm2(x2)) ) ) )
 //
-// Past a mixture-of-experts model's first_dense_layers the MLP is the MoE MLP
-// (runtime/moe_layer.h): out = x2 + moe(norm2(x2)).
+// In a mixture-of-experts model's MoE blocks (ModelDims::moe_block: past first_dense_layers,
+// every moe.layer_step-th block) the MLP is the MoE MLP (runtime/moe_layer.h):
+// out = x2 + moe(norm2(x2)); the other blocks keep the dense MLP of model.ffn.
 //
 // Residual-stream tensors are (Nl, C) token rows (Nl = N / tp with sequence parallelism,
 // else N = micro_batch * seq). Forward and backward are written out (llm.c style).

@@ -141,3 +141,57 @@ TEST(DeepSpeedMoe, MegatronDeepSpeedRefusesMtpAndTheConfigNotesModelCode) {
   EXPECT_NE(export_error(mla, ExportTarget::MegatronDeepSpeed).find("multi-latent attention"),
             std::string::npos);
 }
+
+namespace {
+// Llama 4 Maverick (catalog: dense and MoE blocks alternate, layer_step 2): tp 4 x dp 2, ep 8.
+Plan maverick_plan() { return moe_plan(strata::models::load_model("llama4-maverick"), 2, 4, 1, 1, 64, 8, 1); }
+}  // namespace
+
+TEST(MegatronMoe, InterleavedDenseAndMoeBlocksWriteTheListFormAndReadBack) {
+  const YAML::Node args = table("megatron_args.yaml")["args"];
+  const Plan p = maverick_plan();
+  for (const auto& [flag, value] : megatron_args(p, overlap_stack())) expect_arg_type(args, flag, value);
+  const auto f = arg_map(megatron_args(p, overlap_stack()));
+  // Blocks 2, 4, ..., 48 MoE: Megatron's integer 2 would make blocks 1, 3, ... MoE instead
+  // (i % 2 == 0, 0-based), so the list form.
+  EXPECT_EQ(f.at("--moe-layer-freq"), "([0]*1+[1]*1)*24");
+  EXPECT_EQ(f.at("--ffn-hidden-size"), "16384");
+  EXPECT_EQ(f.at("--moe-ffn-hidden-size"), "8192");
+  EXPECT_EQ(f.at("--moe-shared-expert-intermediate-size"), "8192");
+  EXPECT_EQ(f.at("--num-experts"), "128");
+  const ImportedJob job = import_megatron_args(export_megatron(p, plain_stack()), "job.sh");
+  ASSERT_TRUE(job.model.moe);
+  EXPECT_EQ(job.model.moe->layer_step, 2);
+  EXPECT_EQ(job.model.moe->first_dense_layers, 0);
+  EXPECT_EQ(job.model.ffn, 16384);
+  EXPECT_EQ(job.model.moe_layer_count(), 24);
+  // Every block MoE writes no --moe-layer-freq (Megatron's default 1).
+  EXPECT_EQ(arg_map(megatron_args(mixtral_plan(), overlap_stack())).count("--moe-layer-freq"), 0u);
+}
+
+TEST(DeepSpeedMoe, ExpertIntervalIsTheLayerStepAndMaverickIsRefusedByName) {
+  // Megatron-DeepSpeed: block i (1-based) MoE when i % --expert-interval == 0, strata's rule.
+  Plan p = mixtral_deepspeed_plan();
+  p.model.moe->layer_step = 2;
+  EXPECT_EQ(arg_map(megatron_deepspeed_args(p, overlap_stack())).at("--expert-interval"), "2");
+  EXPECT_NE(deepspeed_model_code_note(p).find("on the blocks numbered (from 1) a multiple of 2, the others dense"), std::string::npos);
+  // Maverick is refused by name: its sigmoid router and shared expert are not DeepSpeed's gate,
+  // and its experts (8192) are narrower than its dense blocks (16384), where each
+  // Megatron-DeepSpeed expert is the model's MLP.
+  EXPECT_NE(export_error(maverick_plan(), ExportTarget::MegatronDeepSpeed).find("routes with a sigmoid (moe.router)"),
+            std::string::npos);
+  p.model.ffn = 2 * p.model.moe->expert_ffn;
+  EXPECT_NE(export_error(p, ExportTarget::MegatronDeepSpeed)
+                .find("has experts 14336 wide (moe.expert_ffn) and a dense MLP 28672 wide"),
+            std::string::npos);
+}
+
+TEST(TorchTitanMoe, InterleavedBlocksNameTheLlama4FlavorStep) {
+  const Plan p = maverick_plan();
+  ASSERT_EQ(export_error(p, ExportTarget::TorchTitan), "no error");
+  EXPECT_NE(export_torchtitan(p, overlap_stack()).find("interleave_moe_layer_step 2 (MoE on the layers numbered from 1 "
+                                                       "a multiple of it, the others a dense MLP of width 16384; "
+                                                       "llama4 flavors)"),
+            std::string::npos);
+  EXPECT_EQ(export_torchtitan(mixtral_plan(), overlap_stack()).find("interleave_moe_layer_step"), std::string::npos);
+}

@@ -415,3 +415,47 @@ TEST(RuntimeParity, MoeZero3ExpertParallel2) {  // dense shards over dp 2, exper
 
 }  // namespace
 }  // namespace strata::testing
+
+// Dense and MoE blocks alternating (moe.layer_step 2, as Llama 4 Maverick): tiny-moe with
+// blocks 2 and 4 MoE, 1 and 3 dense, on 4 ranks (pp 2 puts one of each on every stage,
+// ep 2 exchanges the MoE blocks' tokens) against the one-rank run of the same model.
+namespace strata::testing {
+namespace {
+
+TEST(RuntimeParity, MoeInterleavedDenseBlocksExpertParallel2PipelineParallel2) {
+  const TempDir dir("moe_interleaved");
+  models::ModelSpec m = models::load_model("tiny-moe");
+  m.name = "tiny-moe-step2";
+  m.moe->first_dense_layers = 0;
+  m.moe->layer_step = 2;
+  const std::string model = (dir / "tiny-moe-step2.yaml").string();
+  {
+    std::ofstream out(model);
+    out << models::to_yaml(m);
+  }
+  const TrainRun one = train({.name = "moe_step2_one", .model = model}, dir, kSteps);
+  const TrainRun four =
+      train({.name = "moe_step2_ep2_pp2", .model = model, .dp = 2, .pp = 2, .ep = 2}, dir, kSteps, kSmallBuckets);
+  ASSERT_EQ(one.result.exit_code, 0) << one.result.err << one.result.out;
+  ASSERT_EQ(four.result.exit_code, 0) << four.result.err << four.result.out;
+  ASSERT_EQ(one.steps.size(), static_cast<std::size_t>(kSteps));
+  ASSERT_EQ(four.steps.size(), static_cast<std::size_t>(kSteps));
+  double max_diff = 0;
+  for (std::size_t i = 0; i < one.steps.size(); ++i) {
+    const auto &a = four.steps[i], &b = one.steps[i];
+    max_diff = std::max(max_diff, std::abs(a.loss - b.loss) / std::abs(b.loss));
+    EXPECT_LE(std::abs(a.loss - b.loss), 1e-5 * std::abs(b.loss)) << "step " << a.step;
+    EXPECT_LE(std::abs(a.grad_norm - b.grad_norm), 1e-4 * b.grad_norm) << "step " << a.step;
+  }
+  expect_same_param_grad_norms("moe_step2_ep2_pp2", one.grad_norms, four.grad_norms);
+  // The dense blocks hold no expert weights: their gradient norms name the dense MLP.
+  const auto& params = one.grad_norms.at("params");
+  EXPECT_FALSE(params.contains("blocks.0.moe.router.weight"));
+  EXPECT_TRUE(params.contains("blocks.1.moe.router.weight"));
+  std::printf("[ parity   ] %-26s 4 ranks: max relative loss diff %.1e against one rank\n",
+              "moe_step2_ep2_pp2", max_diff);
+  EXPECT_LT(four.steps.back().loss, four.steps.front().loss);
+}
+
+}  // namespace
+}  // namespace strata::testing

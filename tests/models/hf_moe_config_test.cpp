@@ -223,8 +223,11 @@ TEST(HfMoeConfig, UnmodelledKeysAreRefusedByName) {
                   "moe_layer_freq (2)");
   EXPECT_CONTAINS(message_of([] { parse_hf_config(with_key(deepseek_v3(), "attention_bias", "true"), "c.json"); }),
                   "attention_bias");
-  EXPECT_CONTAINS(message_of([] { parse_hf_config(with_key(kQwen3Moe, "decoder_sparse_step", "2"), "c.json"); }),
-                  "decoder_sparse_step (2)");
+  // decoder_sparse_step interleaves dense and MoE layers: moe.layer_step (interleaved_moe_test).
+  EXPECT_EQ(parse_hf_config(with_key(kQwen3Moe, "decoder_sparse_step", "2"), "c.json").moe->layer_step, 2);
+  EXPECT_CONTAINS(message_of([] { parse_hf_config(with_key(kQwen3Moe, "decoder_sparse_step", "0"), "c.json"); }),
+                  "model.moe.layer_step (0) must be in 1 .. model.layers (48) (1 = every block MoE) "
+                  "(config.json key 'decoder_sparse_step')");
   EXPECT_CONTAINS(message_of([] { parse_hf_config(with_key(kQwen3Moe, "mlp_only_layers", "[1, 3]"), "c.json"); }),
                   "mlp_only_layers");
   EXPECT_CONTAINS(message_of([] { parse_hf_config(with_key(kQwen3Moe, "num_experts_per_tok", "200"), "c.json"); }),

@@ -340,3 +340,52 @@ TEST(MoePlan, EpAndEtpRoundTripThroughPlanFiles) {
 }
 
 }  // namespace strata::planner
+
+namespace strata::planner {
+namespace {
+// Twelve blocks: 1-4 dense, then MoE on the even ones (6, 8, 10, 12; 5, 7, 9, 11 dense). The
+// experts are wide and the dense MLP narrow, so an MoE block costs several dense ones.
+models::ModelSpec interleaved(std::int64_t step = 2) {
+  models::ModelSpec m = models::parse_model_yaml(
+      "name: interleaved\nlayers: 12\nhidden: 512\nheads: 8\nffn: 512\nvocab: 1024\nseq_len: 512\n"
+      "activation: swiglu\nnorm: rmsnorm\ntied_embeddings: false\n"
+      "moe: {experts: 8, top_k: 4, expert_ffn: 2048, shared_experts: 1, shared_expert_ffn: 2048, "
+      "first_dense_layers: 4, layer_step: 2}\n",
+      "interleaved.yaml");
+  m.moe->layer_step = step;
+  return m;
+}
+}  // namespace
+
+TEST(MoeStagePartition, MoeBlocksCostMoreThanDenseOnes) {
+  // pp 2: the MoE blocks (6, 8, 10, 12) sit in the second half, so an even 6 + 6 split loads
+  // the second stage with all four; the partitioner, reading each block's cost, gives the
+  // first stage more blocks and the iteration is shorter than with the even split.
+  const models::ModelSpec m = interleaved();
+  ASSERT_EQ(m.moe_layer_count(), 4);
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
+  const Strategy s = layout(4, 1, 2, 4, 1);
+  const SimulationResult balanced = simulate(m, c, s);
+  const std::vector<std::int64_t> blocks = blocks_per_stage(balanced.stage_layers, m);
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_GT(blocks[0], blocks[1]) << blocks[0] << " + " << blocks[1];
+  SimulateOptions even;
+  even.stage_layers = even_stage_layers(m, 2, 1);
+  ASSERT_EQ(blocks_per_stage(even.stage_layers, m), (std::vector<std::int64_t>{6, 6}));
+  EXPECT_LT(balanced.prediction.iteration_s, simulate(m, c, s, even).prediction.iteration_s);
+}
+
+TEST(MoeSimulator, EveryOtherBlockMoeCostsLessThanEveryBlock) {
+  // The same shape with every block past the dense ones MoE (step 1: 8 MoE blocks) against
+  // step 2 (4 MoE blocks): slower, more memory, more expert parameters.
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
+  const Strategy s = layout(8, 1, 1, 8, 1);
+  const Prediction step2 = simulate(interleaved(2), c, s).prediction;
+  const Prediction step1 = simulate(interleaved(1), c, s).prediction;
+  EXPECT_LT(step2.iteration_s, step1.iteration_s);
+  EXPECT_LT(step2.peak_memory_gib, step1.peak_memory_gib);
+  EXPECT_LT(step2.breakdown_s.ep_comm, step1.breakdown_s.ep_comm);
+  EXPECT_LT(models::model_flops_per_iteration(interleaved(2), 1), models::model_flops_per_iteration(interleaved(1), 1));
+}
+
+}  // namespace strata::planner

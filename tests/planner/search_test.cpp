@@ -401,6 +401,8 @@ INSTANTIATE_TEST_SUITE_P(
         // (tp, pp, dp); and a small one where many fit and more are walked.
         PruneCase{"deepseek-v3", "dgx-h100", 2048, 512, 10},
         PruneCase{"qwen1.5-moe-a2.7b", "dgx-h100", 64, 256, 10},
+        // Dense and MoE blocks alternating (moe.layer_step 2): blocks of two costs and sizes.
+        PruneCase{"llama4-maverick", "dgx-h100", 256, 512, 10},
         // Nothing fits: the closest candidate is the same.
         PruneCase{"gpt3-175b", "dgx-a100", 8, 16, 10}));
 

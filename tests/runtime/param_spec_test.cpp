@@ -3,8 +3,10 @@
 #include "runtime/param_spec.h"
 
 #include <gtest/gtest.h>
+#include <string>
 
 #include "model_test_util.h"
+#include "models/model_stats.h"
 #include "runtime/model_chunk.h"
 
 namespace strata::runtime {
@@ -98,6 +100,39 @@ TEST(ModelDims, RejectsSplitsThatDoNotDivide) {
   spec = testing::small_gpt();
   spec.seq_len = 5;
   EXPECT_THROW(make_model_dims(spec, 1, 2, 0, true, planner::Recompute::None), InputError);
+}
+
+}  // namespace
+}  // namespace strata::runtime
+
+namespace strata::runtime {
+namespace {
+
+// Dense and MoE blocks alternating (moe.layer_step 2): blocks 2 and 4 (1-based) build the
+// MoE MLP, 1 and 3 the dense one of model.ffn; the blocks' parameters are the cost model's.
+TEST(ModelDims, InterleavedMoeBlocksBuildTheirOwnMlp) {
+  models::ModelSpec m = testing::small_moe();
+  m.layers = 4;
+  m.moe->first_dense_layers = 0;
+  m.moe->layer_step = 2;
+  models::validate(m, "test");
+  const ModelDims d = make_model_dims(m, 1, 1, 0, false, planner::Recompute::None);
+  EXPECT_FALSE(d.moe_block(0));
+  EXPECT_TRUE(d.moe_block(1));
+  EXPECT_FALSE(d.moe_block(2));
+  EXPECT_TRUE(d.moe_block(3));
+  const auto specs = ModelChunk<double>::param_specs(d, testing::whole_model(4));
+  std::vector<double> block(4, 0.0);
+  int expert_tensors_in_dense_blocks = 0;
+  for (const ParamSpec& s : specs) {
+    if (s.name.rfind("blocks.", 0) != 0) continue;
+    const int b = std::stoi(s.name.substr(7));
+    block[static_cast<std::size_t>(b)] += static_cast<double>(s.rows * s.cols);
+    if (s.expert && b % 2 == 0) ++expert_tensors_in_dense_blocks;
+  }
+  EXPECT_EQ(expert_tensors_in_dense_blocks, 0);
+  for (int b = 0; b < 4; ++b) EXPECT_EQ(block[static_cast<std::size_t>(b)], models::layer_params(m, b + 1)) << b;
+  EXPECT_GT(block[1], block[0]);
 }
 
 }  // namespace
