@@ -197,18 +197,32 @@ MegatronRoundTrip megatron_round_trip(const std::string& simulate_flags, const s
   out.again = strata::parse_json(again.out);
   return out;
 }
+// The job the --from tests read: a GQA Llama, interleaved (tp 2, pp 2, vpp 2, dp 2), ZeRO-1
+// and SP on 8 GPUs, global batch 32, its Megatron-LM command under mcore-2024 (+ `extra`)
+// written to <dir>/args.sh.
+struct MegatronJob {
+  Plan plan;
+  strata::costmodel::SoftwareStack stack;
+  std::string args;
+};
+MegatronJob write_megatron_job(const std::filesystem::path& dir, const std::string& extra) {
+  std::filesystem::create_directories(dir);
+  MegatronJob job{make_plan(llama(8), 2, 2, 2, 2, 1, 32), strata::costmodel::load_software_stack("mcore-2024"),
+                  (dir / "args.sh").string()};
+  job.plan.strategy.zero = 1;
+  job.plan.strategy.sequence_parallel = true;
+  strata::write_file_atomic(job.args, export_megatron(job.plan, job.stack) + extra);
+  return job;
+}
 }  // namespace
 
 TEST(SimulateFrom, PredictsTheJobOfAMegatronCommandLineAndRefusesByName) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("strata_from_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  Plan p = make_plan(llama(8), 2, 2, 2, 2, 1, 32);  // GQA, interleaved: 8 GPUs
-  p.strategy.zero = 1;
-  p.strategy.sequence_parallel = true;
-  const auto stack = strata::costmodel::load_software_stack("mcore-2024");
-  const std::string args = (dir / "args.sh").string();
-  strata::write_file_atomic(args, export_megatron(p, stack) + "  --lr 1e-4\n");
+  const MegatronJob job = write_megatron_job(dir, "  --lr 1e-4\n");
+  const Plan& p = job.plan;
+  const auto& stack = job.stack;
+  const std::string& args = job.args;
   // One more flag on a line of its own: the import reads the file as one command.
   CmdResult r = run_strata("simulate --from megatron '" + args + "' --cluster dgx-a100 --format json", dir);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -271,13 +285,10 @@ TEST(SimulateFrom, PredictsTheJobOfAMegatronCommandLineAndRefusesByName) {
 TEST(PlanFrom, SearchesTheImportedJobAndComparesItsOwnLayout) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("strata_plan_from_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  Plan p = make_plan(llama(8), 2, 2, 2, 2, 1, 32);  // GQA, interleaved: 8 GPUs
-  p.strategy.zero = 1;
-  p.strategy.sequence_parallel = true;
-  const auto stack = strata::costmodel::load_software_stack("mcore-2024");
-  const std::string args = (dir / "args.sh").string();
-  strata::write_file_atomic(args, export_megatron(p, stack));
+  const MegatronJob job = write_megatron_job(dir, "");
+  const Plan& p = job.plan;
+  const auto& stack = job.stack;
+  const std::string& args = job.args;
   CmdResult plan = run_strata("plan --from megatron '" + args + "' --cluster dgx-a100 --top 3 --format json", dir);
   ASSERT_EQ(plan.code, 0) << plan.err;
   const auto j = strata::parse_json(plan.out);
