@@ -118,8 +118,16 @@ void add_timelines(const models::ModelSpec& model, const costmodel::ClusterSpec&
 // Each measured run beside the first compared strategy equal to its plan.
 void match_measured(const CompareOptions& o, ReportData& data, const WarnLine& warn) {
   data.measured_origin = o.measured_path;
-  std::size_t matched = 0;
+  std::size_t matched = 0, other_model = 0;
   for (const auto& r : o.measured->runs) {
+    // A plan that ran another model (validate --plans FILE keeps each file's model) is no
+    // measurement of this report's model, whatever its layout.
+    if (!r.model.empty() && r.model != data.model) {
+      warn(fmt::format("--measured {}: plan '{}' ran model {}, not {}: left out", o.measured_path, r.name, r.model,
+                       data.model));
+      ++other_model;
+      continue;
+    }
     for (auto& e : data.entries)
       if (e.strategy == r.strategy && !e.measured) {
         e.measured = r.measured;
@@ -127,9 +135,9 @@ void match_measured(const CompareOptions& o, ReportData& data, const WarnLine& w
         break;
       }
   }
-  if (matched < o.measured->runs.size())
+  if (matched + other_model < o.measured->runs.size())
     warn(fmt::format("{} of {} measured plans in {} match none of the compared strategies",
-                     o.measured->runs.size() - matched, o.measured->runs.size(), o.measured_path));
+                     o.measured->runs.size() - matched - other_model, o.measured->runs.size(), o.measured_path));
 }
 
 }  // namespace

@@ -125,6 +125,7 @@ MeasuredFile parse_measured_json(const std::string& text, const std::string& sou
     if (!p.is_object()) input_error("{}: expected an object", where);
     MeasuredRun r;
     r.name = p.value("name", "");
+    r.model = p.value("model", "");
     r.strategy = strategy_from_json(p.contains("strategy") ? p["strategy"] : json(), where + ".strategy");
     r.measured.status = get_key<std::string>(p, "status", where);
     r.measured.error = p.value("error", "");

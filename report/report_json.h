@@ -25,6 +25,7 @@ nlohmann::json prediction_to_json(const planner::Prediction& p);
 // What `strata validate --format json` wrote, for `strata compare --measured`.
 struct MeasuredRun {
   std::string name;
+  std::string model;  // the model the plan ran; "" in files written before plans named it
   planner::Strategy strategy;
   MeasuredStep measured;
 };

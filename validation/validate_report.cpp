@@ -108,6 +108,7 @@ std::string validate_json(const ValidateReport& r) {
   for (const auto& p : r.runs) {
     const bool ok = p.status == "ok";
     plans.push_back(json{{"name", p.name},
+                         {"model", p.model},
                          {"strategy", strategy_to_json(p.strategy)},
                          {"predicted_step_s", number_or_null(p.predicted_s)},
                          {"round_predicted_s", p.round_predicted_s},

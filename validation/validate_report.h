@@ -12,6 +12,7 @@ namespace strata::validation {
 
 struct PlanRun {
   std::string name;             // "top 1", "baseline dp", "plans/a.yaml"
+  std::string model;            // the model the plan ran (a --plans file may hold another)
   planner::Strategy strategy;
   double predicted_s = 0;       // simulator's iteration time (median over rounds when recalibrated)
   std::vector<double> round_predicted_s;  // per round, when recalibrated

@@ -259,6 +259,7 @@ ValidateReport new_report(const ValidateOptions& f, const std::string& model_nam
   for (const auto& p : plans) {
     PlanRun r;
     r.name = p.name;
+    r.model = p.plan.model.name;
     r.strategy = p.plan.strategy;
     r.predicted_s = p.plan.prediction.iteration_s;
     r.predicted_compute_s = p.plan.prediction.breakdown_s.compute;

@@ -102,6 +102,16 @@ TEST_F(ValidateCommand, ReportsFailedPlansAndMediansAfterWarmup) {
   EXPECT_NE(c.out.find("| measured | error |"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("| 40 ms |"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("| failed |"), std::string::npos) << c.out;
+
+  // Each plan names the model it ran; one that ran another model is left out, by name.
+  for (const auto& p : plans) EXPECT_EQ(p["model"], "tiny") << p.dump();
+  json other = j;
+  other["plans"][0]["model"] = "gpt2-124m";
+  std::ofstream(vpath, std::ios::trunc) << other.dump();
+  auto o = strata::testing::run_strata(
+      {"compare", "--model", "tiny", "--cluster", "local-cpu", "--measured", vpath, "--format", "md"}, 120);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("ran model gpt2-124m, not tiny: left out"), std::string::npos) << o.err;
 }
 
 TEST_F(ValidateCommand, RepeatPoolsTheStepsOfEveryRun) {
