@@ -278,10 +278,10 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     auto sharded = [&](int stage) {
       return in.zero >= stage ? dense / dp + m.expert_params / edp : m.params;
     };
-    m.weights_bytes = 2.0 * sharded(3);
+    m.weights_bytes = in.weight_bytes * sharded(3);
     // ZeRO-3 gathers a layer's whole (TP-rank) parameters before using it and prefetches
-    // the next: two groups' unsharded bf16 parameters live at once.
-    if (in.zero >= 3 && dp > 1) m.weights_bytes += 2.0 * 2.0 * largest_group[static_cast<std::size_t>(p)];
+    // the next: two groups' unsharded parameters live at once.
+    if (in.zero >= 3 && dp > 1) m.weights_bytes += 2.0 * in.weight_bytes * largest_group[static_cast<std::size_t>(p)];
     if (in.fp8_weights && !in.fp8_params)
       m.weights_bytes += kFp8WeightCopyBytes * (fp8_rank[static_cast<std::size_t>(p)] / (in.zero >= 3 ? dp : 1.0) +
                                                 fp8_expert_rank[static_cast<std::size_t>(p)] / (in.zero >= 3 ? edp : 1.0));
@@ -293,15 +293,15 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     // group's full gradient lives at a time (the runtime's gathered-gradient buffer,
     // tests/integration/runtime_memory_test.cpp; FSDP's unsharded gradient of the unit).
     if (in.zero >= 2 && dp > 1) m.grads_bytes += in.grad_buffer_bytes * largest_group[static_cast<std::size_t>(p)];
-    m.optimizer_bytes = 12.0 * sharded(1);
+    m.optimizer_bytes = in.optimizer_state_bytes * sharded(1);
     // The routed experts' part of the weights, gradients and optimizer state.
     const double expert_shard1 = in.zero >= 1 ? m.expert_params / edp : m.expert_params;
     const double expert_shard2 = in.zero >= 2 ? m.expert_params / edp : m.expert_params;
     const double expert_shard3 = in.zero >= 3 ? m.expert_params / edp : m.expert_params;
-    m.expert_weights_bytes = 2.0 * expert_shard3;
+    m.expert_weights_bytes = in.weight_bytes * expert_shard3;
     m.expert_grads_optimizer_bytes = in.grad_buffer_bytes * expert_shard2 +
                                      optimizer_grad_copy_bytes(in.grad_buffer_bytes) * expert_shard1 +
-                                     12.0 * expert_shard1;
+                                     in.optimizer_state_bytes * expert_shard1;
 
     long long flight;
     if (!in.in_flight.empty()) {

@@ -3,7 +3,8 @@
 //
 // Weights, gradients, optimizer (mixed-precision Adam, 18 bytes/param):
 //   2 (bf16 weights) + 4 (fp32 gradient accumulation buffer) + 12 (fp32 master
-//   weights, Adam m, Adam v). The gradient buffer holds the stack's grad_reduce_dtype
+//   weights, Adam m, Adam v); an fp32 run holds 4 + 4 + 8 = 16 (weights stepped in place,
+//   MemoryInputs::weight_bytes / optimizer_state_bytes). The gradient buffer holds the stack's grad_reduce_dtype
 //   (MemoryInputs::grad_buffer_bytes): Megatron-Core's DDP allocates it in fp32 with
 //   grad_reduce_in_fp32, else in the parameters' dtype. A buffer narrower than fp32 adds
 //   the fp32 copy the mixed-precision optimizer makes of the gradients it steps (Megatron's
@@ -112,6 +113,12 @@ struct MemoryInputs {
   bool sequence_parallel = false;
   double attention_score_bytes = kUnfusedScoreBytes;  // see kUnfusedScoreBytes
   double grad_buffer_bytes = 4.0;     // per parameter: the gradient reduction dtype's size (2 or 4)
+  // Per parameter: the weights in the training dtype (2 in mixed precision, 4 in fp32/tf32)
+  // and the optimizer state (fp32 master weights + Adam m and v = 12 in mixed precision;
+  // m and v only = 8 when the weights are fp32 and stepped in place, as strata's CPU runtime
+  // does: runtime/adamw.h).
+  double weight_bytes = 2.0;
+  double optimizer_state_bytes = 12.0;
   // FP8 recipe (costmodel/fp8_linear.h): the FP8 copies of the linear layers' weights,
   // kFp8WeightCopyBytes per weight, sharded like the weights (tp; dp x cp under ZeRO-3).
   bool fp8_weights = false;

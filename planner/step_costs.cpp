@@ -232,6 +232,11 @@ std::vector<costmodel::StageMemory> SimEngine::memory(const Strategy& s, const G
   mem_in_.sequence_parallel = s.sequence_parallel;
   mem_in_.attention_score_bytes = score_bytes(stack_);
   mem_in_.grad_buffer_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
+  // fp32 (or tf32) training steps its 4-byte weights in place: no 16-bit copy, no master
+  // weights (costmodel/memory_model.h).
+  const bool fp32_weights = costmodel::dtype_bytes(dtype_) == 4;
+  mem_in_.weight_bytes = fp32_weights ? 4.0 : 2.0;
+  mem_in_.optimizer_state_bytes = fp32_weights ? 8.0 : 12.0;
   mem_in_.fp8_weights = fp8_;
   mem_in_.fp8_params = fp8_ && stack_.fp8_params;
   mem_in_.stage_layers = sl;

@@ -238,5 +238,24 @@ TEST(Simulator, Fp32StackRefusesA16BitPrecision) {
   }
 }
 
+// The CPU runtime trains in fp32 and steps its weights in place: 4 B of weights, 4 B of
+// gradients and 8 B of AdamW moments per parameter (its own count, runtime/adamw.h and
+// tests/integration/runtime_memory_test.cpp), not mixed precision's 2 + 4 + 12. The tiny
+// model has P = 218,496 parameters (wte 256x64 + wpe 32x64 + 4 blocks of 49,984 + final
+// norm 128, counted by hand).
+TEST(Simulator, Fp32StackHoldsTheBytesTheCpuRuntimeHolds) {
+  const auto model = models::load_model("tiny");
+  const auto cluster = costmodel::load_cluster("local-cpu");
+  const auto cpu = costmodel::load_software_stack("strata-cpu");
+  SimulateOptions o;
+  o.stack = &cpu;
+  Strategy s = strategy(1, 1, 1, 1, 8);
+  const auto parts = simulate(model, cluster, s, o).prediction.peak_memory;
+  constexpr double kParams = 218496, kGiB = 1024.0 * 1024 * 1024;
+  EXPECT_NEAR(parts.weights * kGiB, 4 * kParams, 1e-6);
+  EXPECT_NEAR(parts.grads * kGiB, 4 * kParams, 1e-6);
+  EXPECT_NEAR(parts.optimizer * kGiB, 8 * kParams, 1e-6);
+}
+
 }  // namespace
 }  // namespace strata::planner
