@@ -21,8 +21,7 @@
 #include "costmodel/cluster_spec.h"
 #include "kernels/backend.h"
 #include "planner/plan.h"
-#include "planner/simulator.h"
-#include "costmodel/software_stack.h"
+#include "planner/plan_recompute.h"
 #include "runtime/checkpoint.h"
 #include "runtime/train_cuda_job.h"
 #include "runtime/train_job.h"
@@ -132,53 +131,6 @@ double device_reserve_gib(const std::string& cluster) {
   }
 }
 
-// Recompute, never trust: a plan's stored prediction may be stale (its model edited after
-// planning) or impossible, and train's memory pre-flight and the predicted step in the
-// metrics must describe the model this job builds. The prediction is recomputed from the
-// plan's model, strategy and stage map on its cluster under its stack; the stored one is
-// kept only when the cluster or stack can no longer be loaded. Returns a line for the job
-// header when the stored prediction was stale ("" otherwise).
-std::string recompute_prediction(planner::Plan& plan, const std::string& plan_path) {
-  std::optional<costmodel::ClusterSpec> cluster;
-  std::optional<costmodel::SoftwareStack> stack;
-  try {
-    cluster = costmodel::load_cluster(plan.cluster);
-    stack = costmodel::load_software_stack(!plan.prediction.stack.empty()
-                                               ? plan.prediction.stack
-                                               : costmodel::default_software_stack_name(cluster->device));
-  } catch (const InputError&) {
-    if (plan.prediction.peak_memory_gib > 0) return "";
-    input_error("--plan {}: the plan has no memory prediction and its cluster {} cannot be loaded to "
-                "compute one; re-plan it with `strata simulate --out`",
-                plan_path, plan.cluster);
-  }
-  // More ranks than the cluster lists (CPU parity runs oversubscribe a host): the memory of
-  // a rank does not depend on how many nodes there are, so add nodes for the recompute.
-  const int gpus_per_node = std::max(1, cluster->gpus_per_node);
-  cluster->nodes = std::max(cluster->nodes, (plan.strategy.gpus() + gpus_per_node - 1) / gpus_per_node);
-  planner::SimulateOptions so;
-  so.stack = &*stack;
-  so.stage_layers = plan.stage_layers;
-  planner::Prediction now;
-  try {
-    now = planner::simulate(plan.model, *cluster, plan.strategy, so).prediction;
-  } catch (const InputError& e) {
-    if (!(plan.prediction.peak_memory_gib > 0)) return "";
-    return fmt::format("its stored prediction could not be recomputed ({}); the memory pre-flight uses the stored one",
-                       e.what());
-  }
-  const planner::Prediction stored = plan.prediction;
-  plan.prediction = now;
-  if (!(stored.peak_memory_gib > 0)) return "";  // no stored prediction to compare with
-  const auto differs = [](double a, double b) { return !(std::abs(a - b) <= 0.02 * std::max(std::abs(a), std::abs(b)) + 1e-3); };
-  if (!differs(stored.peak_memory_gib, now.peak_memory_gib) && !differs(stored.iteration_s, now.iteration_s))
-    return "";
-  return fmt::format("the plan's stored prediction (peak {:.2f} GiB per rank, step {:.4g} s) does not "
-                     "match its model and strategy: recomputed {:.2f} GiB, {:.4g} s, which this job uses "
-                     "(was the model edited after planning?)",
-                     stored.peak_memory_gib, stored.iteration_s, now.peak_memory_gib, now.iteration_s);
-}
-
 // The dense FLOP/s of the GEMM dtype on the plan's device, for the CUDA job's MFU; -1 when
 // the plan's cluster is not in the catalog.
 double device_peak_flops(const std::string& cluster, const std::string& gemm_dtype) {
@@ -202,7 +154,7 @@ void train(const TrainOptions& o) {
                 "runtime is fp32, the CUDA runtime takes --gemm-dtype); remove the key to train "
                 "the same layout");
   job.plan_path = o.plan;
-  job.plan_note = recompute_prediction(job.plan, o.plan);
+  job.plan_note = planner::recompute_plan_prediction(job.plan, "--plan " + o.plan);
   job.metrics_path = o.metrics;
   job.log_every = o.log_every;
   job.die_at_step = o.die_at_step;

@@ -17,6 +17,7 @@
 #include "models/model_graph.h"
 #include "models/model_spec.h"
 #include "planner/detail/pipeline_walk.h"
+#include "planner/plan_recompute.h"
 #include "planner/schedule.h"
 #include "tests/tables_only_cluster.h"
 #include "tests/planner/simulator_fixtures.h"
@@ -255,6 +256,39 @@ TEST(Simulator, Fp32StackHoldsTheBytesTheCpuRuntimeHolds) {
   EXPECT_NEAR(parts.weights * kGiB, 4 * kParams, 1e-6);
   EXPECT_NEAR(parts.grads * kGiB, 4 * kParams, 1e-6);
   EXPECT_NEAR(parts.optimizer * kGiB, 8 * kParams, 1e-6);
+}
+
+}  // namespace
+}  // namespace strata::planner
+
+namespace strata::planner {
+namespace {
+
+// A plan file's stored prediction is replaced by the one its model and strategy give; the
+// user is told when they differed (a model edited after planning), and a plan whose cluster
+// is gone keeps its stored numbers (or, with none, is refused by name).
+TEST(PlanRecompute, ReplacesAStalePredictionAndSaysSo) {
+  Plan p;
+  p.model = models::load_model("tiny");
+  p.cluster = "local-cpu";
+  p.strategy = strategy(1, 1, 1, 1, 8);
+  p.stage_layers = even_stage_layers(p.model, 1, 1);
+  EXPECT_EQ(recompute_plan_prediction(p, "--plan p.yaml"), "") << "no stored prediction: nothing to compare";
+  const Prediction fresh = p.prediction;
+  ASSERT_GT(fresh.peak_memory_gib, 0);
+  EXPECT_EQ(recompute_plan_prediction(p, "--plan p.yaml"), "") << "an up-to-date prediction is not stale";
+  p.model.hidden *= 16;  // edited after planning
+  p.model.ffn *= 16;
+  const std::string said = recompute_plan_prediction(p, "--plan p.yaml");
+  EXPECT_NE(said.find("does not match its model and strategy"), std::string::npos) << said;
+  EXPECT_GT(p.prediction.peak_memory_gib, fresh.peak_memory_gib);
+  Plan gone = p;
+  gone.cluster = "no-such-cluster";
+  gone.prediction.peak_memory_gib = 3.5;
+  EXPECT_EQ(recompute_plan_prediction(gone, "--plan p.yaml"), "");
+  EXPECT_EQ(gone.prediction.peak_memory_gib, 3.5);
+  gone.prediction.peak_memory_gib = 0;
+  EXPECT_THROW(recompute_plan_prediction(gone, "--plan p.yaml"), InputError);
 }
 
 }  // namespace

@@ -1,0 +1,22 @@
+// Recompute, never trust: a plan file's stored prediction may be stale (its model edited
+// after planning, an older strata) or impossible, and whoever acts on the plan (train's
+// memory pre-flight, the predicted step in its metrics) must use numbers that describe the
+// plan's model and strategy.
+#pragma once
+#include <string>
+
+#include "planner/plan.h"
+
+namespace strata::planner {
+
+// Replaces plan.prediction with the one simulate() gives for the plan's model, strategy
+// and stage map on its cluster under its stack (the stored prediction's stack, else the
+// device's default). Ranks beyond the cluster's size get nodes added (a rank's memory does
+// not depend on the node count). The stored prediction stays when the cluster or stack can
+// no longer be loaded or the simulator refuses the plan; with no stored memory prediction
+// either, an unloadable cluster is an InputError naming `source` ("--plan p.yaml").
+// Returns a line for the user when the stored prediction differed by more than 2% in peak
+// memory or step time, or could not be recomputed; "" otherwise.
+std::string recompute_plan_prediction(Plan& plan, const std::string& source);
+
+}  // namespace strata::planner
