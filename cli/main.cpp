@@ -18,6 +18,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/completion.h"
 #include "cli/integer_flags.h"
 #include "cli/output.h"
 #include "common/errors.h"
@@ -126,6 +127,7 @@ int main(int argc, char** argv) {
     strata::cli::add_validate_command(app);
     strata::cli::add_compare_command(app);
     strata::cli::add_export_command(app);
+    strata::cli::add_completion_command(app);
     strata::cli::check_integer_flags(app);
     for (CLI::App* sub : app.get_subcommands({}))
       sub->add_flag_callback("--force", [] { strata::cli::set_force_overwrite(true); },
