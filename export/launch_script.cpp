@@ -59,6 +59,16 @@ struct Variables {
   std::string expand(const std::string& s) const {
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
+      // "${NAME[@]}": bash gives each element its own word, so the quotes go.
+      if (s[i] == '"' && s.compare(i + 1, 2, "${") == 0) {
+        const auto close = s.find('}', i + 3);
+        if (close != std::string::npos && close + 1 < s.size() && s[close + 1] == '"' &&
+            s.compare(close - 3, 3, "[@]") == 0) {
+          out += expand(s.substr(i + 1, close - i));
+          i = close + 1;
+          continue;
+        }
+      }
       if (s[i] != '$' || i + 1 >= s.size()) {
         out += s[i];
         continue;

@@ -6,7 +6,8 @@
 //   torchrun --nproc_per_node $GPUS_PER_NODE pretrain_gpt.py ${GPT_MODEL_ARGS[@]} ...
 // Plain assignments (NAME=value, export NAME=value), arrays NAME=( ... ) over any number of
 // lines, and integer arithmetic $(( ... )) on them are read in order; in the command that
-// runs a .py script, $NAME, ${NAME} and ${NAME[@]} are replaced by their values. Anything
+// runs a .py script, $NAME, ${NAME} and ${NAME[@]} are replaced by their values (a quoted
+// "${NAME[@]}" gives one word per element, as bash does). Anything
 // else a shell would do (command substitution, conditionals, functions) is not run: a
 // variable it would set stays as written ("$1"), which only matters if a modelled flag
 // takes it, and then the importer names the flag and the value.

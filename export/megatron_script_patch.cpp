@@ -2,10 +2,12 @@
 // (export/megatron_script_patch.h). The script is edited as text, line by line, so every
 // byte outside the edited flags stays as the user wrote it: words are runs of non-blanks, a
 // word starting with '#' ends the line's words (a comment), and a word's core is the word
-// without the quotes or parentheses around it (`"--sequence-parallel`, `(--bf16`).
+// without the quotes or parentheses around it (`"--sequence-parallel`, `(--bf16`) or the
+// array assignment it opens (`ARGS=(--bf16`).
 #include "export/megatron_script_patch.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -80,6 +82,11 @@ std::vector<Word> words_of(const std::string& line) {
     w.end = i;
     w.core_begin = w.begin;
     w.core_end = w.end;
+    // An array that opens on the flag's line: `ARGS=(--tensor-model-parallel-size`.
+    const std::string text = line.substr(w.begin, w.end - w.begin);
+    if (const auto open = text.find("=("); open != std::string::npos && open > 0 &&
+        std::all_of(text.begin(), text.begin() + open, [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+      w.core_begin = w.begin + open + 2;
     while (w.core_begin < w.core_end && std::string("\"'(").find(line[w.core_begin]) != std::string::npos)
       ++w.core_begin;
     while (w.core_end > w.core_begin && std::string("\"')").find(line[w.core_end - 1]) != std::string::npos)

@@ -553,4 +553,17 @@ torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
   EXPECT_EQ(expand_launch_script("N=2\nM=$(($N*4+1))\npython x.py --a $M\n", "s"), "python x.py --a 9\n");
   EXPECT_EQ(expand_launch_script("python x.py --a $1\n", "s"), "python x.py --a $1\n") << "no assignment: as is";
   EXPECT_THROW(expand_launch_script("A=(\n--x 1\npython x.py ${A[@]}\n", "s"), InputError);
+  // "${A[@]}" quoted, as careful scripts write it: one word per element, the same job.
+  std::string quoted = script;
+  for (const char* arr : {"GPT_MODEL_ARGS", "TRAINING_ARGS", "MODEL_PARALLEL_ARGS", "DISTRIBUTED_ARGS"}) {
+    const std::string plain = std::string("${") + arr + "[@]}";
+    quoted.replace(quoted.find(plain), plain.size(), "\"" + plain + "\"");
+  }
+  ImportedJob q = import_megatron_args(quoted, "gpt3.sh");
+  EXPECT_EQ(q.model.layers, 96);
+  EXPECT_EQ(q.strategy.pp, 16);
+  EXPECT_EQ(q.world_size, 512);
+  EXPECT_EQ(expand_launch_script("A=(--x \"1 2\" --y)\npython x.py \"${A[@]}\" \"$B\"\n", "s"),
+            "python x.py --x \"1 2\" --y \"$B\"\n")
+      << "an element's own quotes stay; a quoted unknown scalar stays as written";
 }

@@ -366,3 +366,35 @@ TEST(ScriptPatch, RefusesAnotherModelAValueOnTheNextLineAndAScriptWithoutAComman
   // 16 x 4096 = 65536 tokens a step: 1M tokens = 15.26 -> 16 iterations.
   EXPECT_EQ(iters.text.rfind("pretrain_gpt.py --train-iters 16 ", 0), 0u) << iters.text;
 }
+
+// One-line arrays opened on the flag's line (`PARALLEL=(--tensor-model-parallel-size 8 ...)`)
+// and quoted expansions ("${PARALLEL[@]}"): the flags are found where they are, none is
+// added a second time, and the patched script imports as the plan.
+TEST(ScriptPatch, OneLineArraysAndQuotedExpansionsAreFoundInPlace) {
+  const std::string script =
+      "#!/bin/bash\n"
+      "LAUNCH=(--nnodes 64 --nproc_per_node 8)\n"
+      "MODEL=(--num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048)\n"
+      "PARALLEL=(--tensor-model-parallel-size 8 --pipeline-model-parallel-size 16)\n"
+      "TRAIN=(--micro-batch-size 1 --global-batch-size 1536 --bf16 --use-distributed-optimizer)\n"
+      "torchrun \"${LAUNCH[@]}\" pretrain_gpt.py \"${MODEL[@]}\" \"${PARALLEL[@]}\" \"${TRAIN[@]}\" "
+      "--vocab-file v.json --merge-file m.txt\n";
+  Plan p = make_plan(strata::testing::test_model("gpt3", 96, 12288, 96, 96, 49152, 50257, 2048),
+                     16, 4, 8, 1, 1, 1536);
+  p.strategy.zero = 1;
+  const ScriptPatch patch = patch_megatron_script(script, "job.sh", megatron_args(p, plain_stack()));
+  std::string expected = script;
+  expected.replace(expected.find("--tensor-model-parallel-size 8 --pipeline-model-parallel-size 16"),
+                   std::string("--tensor-model-parallel-size 8 --pipeline-model-parallel-size 16").size(),
+                   "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 8");
+  EXPECT_EQ(patch.text, expected);
+  const std::vector<std::string> changes = {"job.sh:4: --tensor-model-parallel-size 8 -> 4",
+                                            "job.sh:4: --pipeline-model-parallel-size 16 -> 8"};
+  EXPECT_EQ(patch.changes, changes);
+  ImportedJob job = import_megatron_args(patch.text, "job.sh");
+  resolve_world_size(job, 0, "job.sh");
+  EXPECT_EQ(job.strategy.tp, 4);
+  EXPECT_EQ(job.strategy.pp, 8);
+  EXPECT_EQ(job.strategy.dp, 16);
+  EXPECT_EQ(job.model.layers, 96);
+}
