@@ -110,7 +110,9 @@ std::string report_markdown(const ReportData& d) {
     for (const auto& c : row) out += " " + one_line(c) + " |";
     out += "\n";
   }
-  out += "\n★ fastest predicted strategy that fits memory. Step time is one iteration (ranked by it; "
+  const bool none_fits = best >= 0 && !d.entries[static_cast<std::size_t>(best)].prediction.fits_memory;
+  out += none_fits ? "\n★ fastest predicted strategy; **none of them fits memory**." : "\n★ fastest predicted strategy that fits memory.";
+  out += " Step time is one iteration (ranked by it; "
          "the likely range, where shown, is the step time scaled by how far published runs of the "
          "same stack and device fell from their predictions); "
          "compute/comm columns are time on the critical path; TFLOP/s/GPU counts model FLOPs.";

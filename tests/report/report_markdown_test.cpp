@@ -29,6 +29,15 @@ TEST(ReportMarkdown, OneRowPerEntryWithTheHeaderColumnCount) {
   EXPECT_EQ(rows[0].find("measured"), std::string::npos);
 }
 
+TEST(ReportMarkdown, TheStarSaysSoWhenNoStrategyFitsMemory) {
+  auto d = testing::make_report();
+  EXPECT_NE(report_markdown(d).find("★ fastest predicted strategy that fits memory."), std::string::npos);
+  for (auto& e : d.entries) e.prediction.fits_memory = false;
+  const std::string md = report_markdown(d);
+  EXPECT_EQ(md.find("that fits memory"), std::string::npos) << md;
+  EXPECT_NE(md.find("★ fastest predicted strategy; **none of them fits memory**."), std::string::npos) << md;
+}
+
 TEST(ReportMarkdown, ANewlineInAModelNameStaysInsideTheHeading) {
   auto d = testing::make_report();
   d.model = "gpt\n# injected heading\n| x |";
