@@ -165,6 +165,7 @@ std::string scaling_svg(const ScalingView& v) {
     else
       total.groups.push_back({label, {tokens_per_s_per_gpu(*pt.best, pt.gpus)}, {}});
   }
+  step.bar_legend = total.bar_legend = "the count's best plan";
   if (step.groups.empty()) return "";
   return svg::grouped_bar_chart(step) + "\n" + svg::grouped_bar_chart(total);
 }

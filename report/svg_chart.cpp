@@ -174,7 +174,7 @@ std::string grouped_bar_chart(const GroupedBarChart& c) {
 
   std::string out = svg_open(c.width, c.height, c.title);
   // Legend: bars, over-limit bars, and the reference lines.
-  std::vector<Series> items{{"per stage (max rank)", c.bar_color}};
+  std::vector<Series> items{{c.bar_legend, c.bar_color}};
   if (c.reference || c.second_reference) items.push_back({"over limit", c.over_color});
   out += legend(items, 8, kTitleHeight + 16);
   double lx = 8;

@@ -61,6 +61,7 @@ struct GroupedBarChart {
   std::optional<double> second_reference;  // e.g. usable memory (capacity − reserve)
   std::string second_reference_label;
   std::string bar_color = "#4e79a7";
+  std::string bar_legend = "per stage (max rank)";  // what one bar is
   std::string over_color = "#e15759";    // bars above `reference` (or second_reference)
   ValueFormat format;
   int width = 960;

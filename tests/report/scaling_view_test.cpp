@@ -78,6 +78,8 @@ TEST(ScalingView, TargetAddsDaysGpuHoursAndCost) {
   const std::string svg = scaling_svg(v);
   EXPECT_NE(svg.find("16 GPUs"), std::string::npos);
   EXPECT_NE(svg.find("days"), std::string::npos);
+  EXPECT_NE(svg.find("the count&#39;s best plan"), std::string::npos) << "each bar is one count's best plan";
+  EXPECT_EQ(svg.find("per stage"), std::string::npos) << "not the memory chart's legend";
   const std::string html = scaling_html(v);
   EXPECT_EQ(html.rfind("<!doctype html>", 0), 0u);
   EXPECT_NE(html.find(svg), std::string::npos);
