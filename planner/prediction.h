@@ -38,7 +38,7 @@ struct Prediction {
   double iteration_s = 0;
   double tokens_per_s = 0;
   double model_tflops_per_gpu = 0;     // model FLOPs (6·N·tokens-style, no recompute) / time / gpus
-  double hardware_tflops_per_gpu = 0;  // incl. recompute FLOPs
+  double hardware_tflops_per_gpu = 0;  // executed: incl. recompute, flash attention's causal half
   double mfu = 0;                      // model TFLOP/s / peak
   double peak_memory_gib = 0;          // max over ranks
   std::vector<double> stage_memory_gib;  // per pipeline stage

@@ -462,7 +462,7 @@ void SimEngine::fill_throughput(const Strategy& s, double iteration, Prediction&
   const double mbs_total = static_cast<double>(s.global_batch) / static_cast<double>(s.micro_batch);
   const double gpus = static_cast<double>(s.gpus());
   const double model_flops = times_.model_flops_mb * mbs_total;
-  const double hw_flops = (times_.model_flops_mb + times_.recompute_flops) * mbs_total;
+  const double hw_flops = times_.executed_flops_mb * mbs_total;
   pr.model_tflops_per_gpu = iteration > 0 ? model_flops / iteration / gpus / 1e12 : 0;
   pr.hardware_tflops_per_gpu = iteration > 0 ? hw_flops / iteration / gpus / 1e12 : 0;
   const double peak = cluster_.device.peak_flops(dtype_);

@@ -97,7 +97,7 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
       n.push_back(fmt::format(
           "warning: attention's s x s FLOPs are {:.0f}% of the model FLOPs at sequence {}; MFU counts them in "
           "full (Korthikanti et al. 2022), the causal kernel runs {:.0f}% of them, so the GPUs execute {:.2f}x "
-          "the FLOPs MFU counts",
+          "the FLOPs MFU counts (hardware TFLOP/s counts what they execute)",
           100 * share, model_.seq_len, 100 * costmodel::kCausalAttentionFraction,
           1 - share * (1 - costmodel::kCausalAttentionFraction)));
   }

@@ -158,21 +158,29 @@ void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const Grou
   }
 }
 
-// Model and recompute FLOPs per micro-batch, whole model.
+// Model, recompute and executed FLOPs per micro-batch, whole model.
 void SimEngine::count_model_flops(const Strategy& s, const GroupCostTable& t) {
   const int layers = static_cast<int>(model_.layers);
-  double model_flops_mb = 0, recompute_flops = 0;
+  // A causal flash kernel skips the upper half of QK^T and AV, in the forward, the backward
+  // (2x) and a recomputed forward alike; MFU's model count takes the whole s x s matrix.
+  const double skipped = stack_.flash_like() ? 1 - costmodel::kCausalAttentionFraction : 0.0;
+  double model_flops_mb = 0, recompute_flops = 0, attention_skipped = 0;
   for (std::size_t g = 0; g < t.groups.size(); ++g) {
     const GroupCost& c = t.groups[g];
     model_flops_mb += c.flops_fwd + c.flops_bwd;
-    if (s.recompute == Recompute::Full && is_block(static_cast<int>(g), layers))
+    attention_skipped += 3 * c.attn_flops_fwd * skipped;
+    if (s.recompute == Recompute::Full && is_block(static_cast<int>(g), layers)) {
       recompute_flops += c.flops_fwd;
-    else if (s.recompute == Recompute::Selective)
+      attention_skipped += c.attn_flops_fwd * skipped;
+    } else if (s.recompute == Recompute::Selective) {
       recompute_flops += (recomputes_core_attn(s) ? c.attn_flops_fwd : 0.0) +
                          recomputed_modules_fwd(c, s.recompute_modules, true);
+      if (recomputes_core_attn(s)) attention_skipped += c.attn_flops_fwd * skipped;
+    }
   }
   times_.model_flops_mb = model_flops_mb;
   times_.recompute_flops = recompute_flops;
+  times_.executed_flops_mb = model_flops_mb + recompute_flops - attention_skipped;
 }
 
 // Pipeline links: p2p of the per-TP-rank slice (+ receiver all-gather without SP).

@@ -198,6 +198,9 @@ class SimEngine {
     std::vector<double> fwd, bwd, fwd_tp, bwd_tp, ep_v, fwd_cp, bwd_cp, fwd_zero, bwd_zero;
     std::vector<double> link, p2p_fwd, p2p_bwd;
     double model_flops_mb = 0, recompute_flops = 0;  // per micro-batch, whole model
+    // What the GPUs execute per micro-batch: the model FLOPs and the recompute, with a flash
+    // kernel's attention at its causal share (MFU's count takes the whole s x s matrix).
+    double executed_flops_mb = 0;
   };
   void stage_times(const Strategy& s, const Placement& pl, const GroupCostTable& t,
                    const std::vector<std::vector<int>>& sl);
