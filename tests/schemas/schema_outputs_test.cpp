@@ -86,6 +86,9 @@ TEST(SchemaOutputs, CompareJsonValidates) {
 // validate runs one plan under mpirun (about 2 s): its JSON, the metrics lines of the
 // `strata train --metrics` run it launched, and compare --measured over its output.
 TEST(SchemaOutputs, ValidateJsonMetricsLinesAndCompareMeasuredValidate) {
+#ifdef STRATA_NO_MPI_TESTS
+  GTEST_SKIP() << "MPI tests are not built in this configuration";
+#endif
   const fs::path dir = scratch_dir("validate");
   const RunResult r = run_strata({"validate", "--cluster", "local-cpu", "--model", "tiny", "--np", "1", "--steps", "2",
                                   "--warmup", "0", "--top", "1", "--global-batch", "4", "--format", "json",
