@@ -137,6 +137,7 @@ std::vector<MeasuredRun> parse_measured_runs(const std::string& yaml_text, const
   const std::string file_source = doc.get_string("source", "");
   const YAML::Node defaults = doc.has("defaults") ? doc.node()["defaults"] : YAML::Node(YAML::NodeType::Map);
   if (!defaults.IsMap()) doc.fail("defaults", "expected a map (model, cluster, stack)");
+  if (doc.has("defaults")) doc.child("defaults").expect_keys({"model", "cluster", "stack"});
   if (!doc.has("runs")) doc.fail("runs", "missing: the list of measured runs");
   const YamlReader rows = doc.child("runs");
   rows.expect_sequence();

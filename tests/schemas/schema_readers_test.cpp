@@ -114,7 +114,7 @@ TEST(SchemaReaders, RunsFileKeysMatchTheRunsReader) {
   nlohmann::json doc = {{"source", "schema test"}, {"defaults", all["defaults"]}, {"runs", {all["runs"][0]}}};
   ASSERT_TRUE(doc["runs"][0]["model"].is_object());
   check_reader_agrees({"runs.schema.json", doc, {"validate", "--runs", "FILE"},
-                       {"", "/runs/0", "/runs/0/measured", "/runs/0/model", "/runs/0/strategy"}},
+                       {"", "/defaults", "/runs/0", "/runs/0/measured", "/runs/0/model", "/runs/0/strategy"}},
                       "runs.yaml");
 }
 
