@@ -118,6 +118,8 @@ void add_timelines(const models::ModelSpec& model, const costmodel::ClusterSpec&
 // Each measured run beside the first compared strategy equal to its plan.
 void match_measured(const CompareOptions& o, ReportData& data, const WarnLine& warn) {
   data.measured_origin = o.measured_path;
+  data.measured_host = o.measured->host;
+  data.measured_host_cores = o.measured->host_cores;
   std::size_t matched = 0, other_model = 0;
   for (const auto& r : o.measured->runs) {
     // A plan that ran another model (validate --plans FILE keeps each file's model) is no

@@ -7,6 +7,29 @@
 
 namespace strata::report {
 
+std::string measured_conditions(const ReportData& data) {
+  double lo = INFINITY, hi = -INFINITY;
+  int busy = 0;
+  for (const auto& e : data.entries) {
+    if (!e.measured || e.measured->host_load_1m < 0) continue;
+    lo = std::min(lo, e.measured->host_load_1m);
+    hi = std::max(hi, e.measured->host_load_1m);
+    busy += data.measured_host_cores > 0 && e.measured->host_load_1m > data.measured_host_cores;
+  }
+  std::string out;
+  if (!data.measured_host.empty())
+    out = "on " + data.measured_host +
+          (data.measured_host_cores > 0 ? fmt::format(" ({} cores)", data.measured_host_cores) : "");
+  if (hi >= 0)
+    out += fmt::format("{}host load {:.1f} .. {:.1f} (1-minute average after each run)", out.empty() ? "" : "; ",
+                       lo, hi);
+  if (busy > 0)
+    out += fmt::format("; warning: the load exceeded the {} cores after {} run{}: those runs shared the machine "
+                       "and their step times are slower than an idle host's",
+                       data.measured_host_cores, busy, busy == 1 ? "" : "s");
+  return out;
+}
+
 int best_entry(const ReportData& data) {
   int best = -1;
   bool any_fit = false;

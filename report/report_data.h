@@ -19,6 +19,7 @@ struct MeasuredStep {
   std::string status;      // "ok" | "failed" | "timeout"
   double step_s = 0;       // median step time after warm-up (status ok)
   std::string error;       // first error line when not ok
+  double host_load_1m = -1;  // the host's 1-minute load average right after the run (-1: unknown)
 };
 
 struct ReportEntry {
@@ -39,10 +40,18 @@ struct ReportData {
   std::int64_t seq_len = 0;
   std::string origin;              // "planner top 5 of 1234 candidates", "strategies.yaml"
   std::string measured_origin;     // file the measurements came from, if any
+  std::string measured_host;       // the machine validate measured on ("" unknown)
+  int measured_host_cores = 0;     // its cores, to read the load against (0 unknown)
   std::vector<std::string> notes;  // provenance: datasheet vs measured numbers
   std::vector<ReportEntry> entries;
   TrainingTarget target;           // --train-tokens: time, GPU-hours and cost per strategy
 };
+
+// Where and under what load the measured step times were taken: "on HOST (N cores); host
+// load 0.4 .. 3.1 (1-minute average after each run)", and a warning when the load exceeded
+// the cores (the runs shared the machine: measured steps are slower than an idle host's).
+// "" when the measurements carry none of it.
+std::string measured_conditions(const ReportData& data);
 
 // Index of the entry with the smallest predicted iteration time among those that fit
 // memory (all entries if none fit); -1 when there are none.

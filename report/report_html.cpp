@@ -382,8 +382,9 @@ std::string report_html(const ReportData& d) {
   }
   out += "<h2>Strategies side by side</h2>\n" + table_html(d);
   if (!d.measured_origin.empty())
-    out += fmt::format("<p class=\"sub\">Measured: median step time after warm-up, from {}.</p>\n",
-                       escape(d.measured_origin));
+    out += fmt::format("<p class=\"sub\">Measured: median step time after warm-up, from {}{}.</p>\n",
+                       escape(d.measured_origin),
+                       measured_conditions(d).empty() ? "" : ", " + escape(measured_conditions(d)));
 
   out += "<h2>Step time breakdown</h2>\n<div class=\"card\">" +
          svg::stacked_bar_chart(breakdown_chart(d)) + "</div>\n";

@@ -119,6 +119,11 @@ MeasuredFile parse_measured_json(const std::string& text, const std::string& sou
   f.model = get_key<std::string>(j, "model", source);
   f.cluster = get_key<std::string>(j, "cluster", source);
   f.ranks = get_key<int>(j, "ranks", source);
+  if (j.contains("host") && j["host"].is_string()) f.host = j["host"].get<std::string>();
+  if (j.contains("host_cores") && !j["host_cores"].is_null()) {
+    f.host_cores = get_key<int>(j, "host_cores", source);
+    if (f.host_cores < 0) input_error("{}: host_cores ({}) must be >= 0", source, f.host_cores);
+  }
   for (std::size_t i = 0; i < j["plans"].size(); ++i) {
     const auto& p = j["plans"][i];
     const std::string where = fmt::format("{}: plans[{}]", source, i);
@@ -129,6 +134,11 @@ MeasuredFile parse_measured_json(const std::string& text, const std::string& sou
     r.strategy = strategy_from_json(p.contains("strategy") ? p["strategy"] : json(), where + ".strategy");
     r.measured.status = get_key<std::string>(p, "status", where);
     r.measured.error = p.value("error", "");
+    if (p.contains("host_load_1m") && !p["host_load_1m"].is_null()) {
+      r.measured.host_load_1m = get_key<double>(p, "host_load_1m", where);
+      if (!(r.measured.host_load_1m >= 0 && r.measured.host_load_1m < 1e6))
+        input_error("{}: host_load_1m ({}) must be a load average >= 0", where, r.measured.host_load_1m);
+    }
     if (r.measured.status == "ok") {
       r.measured.step_s = get_key<double>(p, "measured_step_s", where);
       if (!(r.measured.step_s > 0)) input_error("{}: measured_step_s ({}) must be > 0", where, r.measured.step_s);
@@ -151,7 +161,8 @@ std::string report_json(const ReportData& d) {
                                             ? number_or_null(abs_error_pct(e.prediction.iteration_s,
                                                                            e.measured->step_s))
                                             : json(nullptr)},
-                      {"error", e.measured->error}};
+                      {"error", e.measured->error},
+                      {"host_load_1m", e.measured->host_load_1m >= 0 ? json(e.measured->host_load_1m) : json(nullptr)}};
     }
     // Timelines of big runs (10^5+ events) would make a file of tens of MB: those are
     // left to `strata simulate --trace`.
@@ -191,6 +202,7 @@ std::string report_json(const ReportData& d) {
            {"seq_len", d.seq_len},
            {"origin", d.origin},
            {"measured_origin", d.measured_origin},
+           {"measured_conditions", measured_conditions(d)},
            {"notes", d.notes},
            {"best_index", best >= 0 ? json(best + 1) : json(nullptr)},
            {"strategies", entries}};

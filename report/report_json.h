@@ -32,6 +32,8 @@ struct MeasuredRun {
 struct MeasuredFile {
   std::string model;
   std::string cluster;
+  std::string host;    // "" in files written before validate recorded it
+  int host_cores = 0;
   int ranks = 0;
   std::vector<MeasuredRun> runs;
 };

@@ -122,7 +122,8 @@ std::string report_markdown(const ReportData& d) {
            describe_time_to_train(time_to_train(e.strategy, e.prediction, d.seq_len, d.target)) + ".";
   }
   if (measured && !d.measured_origin.empty())
-    out += fmt::format(" Measured: median step time from `{}`.", d.measured_origin);
+    out += fmt::format(" Measured: median step time from `{}`{}.", d.measured_origin,
+                       measured_conditions(d).empty() ? "" : ", " + one_line(measured_conditions(d)));
   out += "\n";
   for (const auto& n : d.notes) out += fmt::format("\n- {}", n);
   if (!d.notes.empty()) out += "\n";

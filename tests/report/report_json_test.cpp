@@ -81,5 +81,51 @@ TEST(MeasuredJson, RejectsOtherFiles) {
                InputError);  // no strategy
 }
 
+// validate's host, cores and per-run load come through to the report, and a load above the
+// cores is called out: those step times were measured on a shared machine.
+TEST(MeasuredJson, HostAndLoadReachTheReportAndABusyHostIsNamed) {
+  json plan = {{"name", "p1"}, {"strategy", strategy_to_json(planner::Strategy{})}, {"status", "ok"},
+               {"measured_step_s", 2.0}, {"host_load_1m", 0.5}};
+  json doc = {{"command", "validate"}, {"model", "m"}, {"cluster", "c"}, {"ranks", 1},
+              {"host", "EPYC 9000 (family 26)"}, {"host_cores", 2}, {"plans", json::array({plan})}};
+  MeasuredFile f = parse_measured_json(doc.dump(), "m.json");
+  EXPECT_EQ(f.host, "EPYC 9000 (family 26)");
+  EXPECT_EQ(f.host_cores, 2);
+  ASSERT_EQ(f.runs.size(), 1u);
+  EXPECT_DOUBLE_EQ(f.runs[0].measured.host_load_1m, 0.5);
+
+  ReportData d;
+  d.measured_host = f.host;
+  d.measured_host_cores = f.host_cores;
+  ReportEntry quiet, busy, unknown;
+  quiet.measured = f.runs[0].measured;
+  busy.measured = f.runs[0].measured;
+  busy.measured->host_load_1m = 3.5;  // above 2 cores
+  unknown.measured = MeasuredStep{"ok", 1.0, ""};
+  d.entries = {quiet, unknown};
+  EXPECT_EQ(measured_conditions(d), "on EPYC 9000 (family 26) (2 cores); host load 0.5 .. 0.5 (1-minute average after each run)");
+  d.entries.push_back(busy);
+  const std::string c = measured_conditions(d);
+  EXPECT_NE(c.find("host load 0.5 .. 3.5"), std::string::npos) << c;
+  EXPECT_NE(c.find("warning: the load exceeded the 2 cores after 1 run:"), std::string::npos) << c;
+  EXPECT_EQ(strata::parse_json(report_json(d))["measured_conditions"], c);
+  EXPECT_EQ(strata::parse_json(report_json(d))["strategies"][2]["measured"]["host_load_1m"], 3.5);
+  EXPECT_TRUE(strata::parse_json(report_json(d))["strategies"][1]["measured"]["host_load_1m"].is_null());
+  // Files without the fields read as unknown; a negative load is refused by name.
+  doc.erase("host");
+  doc.erase("host_cores");
+  doc["plans"][0].erase("host_load_1m");
+  f = parse_measured_json(doc.dump(), "m.json");
+  EXPECT_EQ(f.host, "");
+  EXPECT_EQ(f.runs[0].measured.host_load_1m, -1);
+  doc["plans"][0]["host_load_1m"] = -2;
+  try {
+    parse_measured_json(doc.dump(), "m.json");
+    ADD_FAILURE() << "a negative load was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.json: plans[0]: host_load_1m (-2)"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace strata::report
