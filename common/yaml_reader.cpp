@@ -1,5 +1,7 @@
 #include "common/yaml_reader.h"
 
+#include <optional>
+
 #include <cmath>
 #include <limits>
 #include <map>
@@ -168,17 +170,28 @@ std::int64_t YamlReader::get_int_in(const std::string& key, std::int64_t lo, std
   return has(key) ? get_int_in(key, lo, hi) : dflt;
 }
 
-double YamlReader::get_double(const std::string& key) const {
-  YAML::Node v = value(key);
-  if (!v.IsScalar()) fail(key, "expected a number");
-  const std::string& s = v.Scalar();
+namespace {
+std::optional<double> finite_number(const std::string& s) {
   try {
     size_t pos = 0;
     double d = std::stod(s, &pos);
     if (pos == s.size() && std::isfinite(d)) return d;
   } catch (...) {
   }
-  fail(key, fmt::format("expected a finite number, got '{}'", s));
+  return std::nullopt;
+}
+}  // namespace
+
+double YamlReader::get_double(const std::string& key) const {
+  YAML::Node v = value(key);
+  if (!v.IsScalar()) fail(key, "expected a number");
+  if (const auto d = finite_number(v.Scalar())) return *d;
+  fail(key, fmt::format("expected a finite number, got '{}'", v.Scalar()));
+}
+double YamlReader::as_double() const {
+  if (!node_.IsScalar()) fail("", "expected a number");
+  if (const auto d = finite_number(node_.Scalar())) return *d;
+  fail("", fmt::format("expected a finite number, got '{}'", node_.Scalar()));
 }
 double YamlReader::get_double(const std::string& key, double dflt) const {
   return has(key) ? get_double(key) : dflt;

@@ -46,6 +46,7 @@ class YamlReader {
   double get_double(const std::string& key) const;
   double get_double(const std::string& key, double dflt) const;
   double get_positive(const std::string& key) const;  // finite, > 0
+  double as_double() const;  // this node itself (a sequence element): finite number
   bool get_bool(const std::string& key) const;
   bool get_bool(const std::string& key, bool dflt) const;
   // One of `choices`; error lists them.

@@ -103,8 +103,8 @@ Prediction read_prediction(const YamlReader& r) {
     const YamlReader u = r.child("uncertainty_range");
     u.expect_sequence();
     if (u.size() != 2) u.fail("", "expected [low, high]: published / predicted step time");
-    p.uncertainty_low = u.element(0).node().as<double>();
-    p.uncertainty_high = u.element(1).node().as<double>();
+    p.uncertainty_low = u.element(0).as_double();
+    p.uncertainty_high = u.element(1).as_double();
     if (!(p.uncertainty_low > 0 && p.uncertainty_low <= 1 && p.uncertainty_high >= 1))
       u.fail("", "expected 0 < low <= 1 <= high");
   }
@@ -135,14 +135,9 @@ Prediction read_prediction(const YamlReader& r) {
     YamlReader l = r.child("stage_memory_gib");
     l.expect_sequence();
     for (std::size_t i = 0; i < l.size(); ++i) {
-      YamlReader e = l.element(i);
-      if (!e.node().IsScalar()) e.fail("", "expected a number");
-      try {
-        p.stage_memory_gib.push_back(e.node().as<double>());
-      } catch (const YAML::Exception&) {
-        e.fail("", fmt::format("expected a number, got '{}'", e.node().Scalar()));
-      }
-      if (!(p.stage_memory_gib.back() >= 0 && std::isfinite(p.stage_memory_gib.back())))
+      const YamlReader e = l.element(i);
+      p.stage_memory_gib.push_back(e.as_double());
+      if (!(p.stage_memory_gib.back() >= 0))
         e.fail("", fmt::format("{} is not a possible memory in GiB (expected >= 0)",
                                p.stage_memory_gib.back()));
     }
