@@ -25,8 +25,7 @@
 #include "planner/search.h"
 #include "planner/simulator.h"
 #include "planner/stack_support.h"
-#include "export/import_deepspeed.h"
-#include "export/import_megatron.h"
+#include "export/imported_job.h"
 #include "export/imported_job.h"
 #include "report/report_data.h"
 
@@ -135,18 +134,9 @@ exports::ImportedJob import_plan_job(PlanFlags& f) {
     world = counts.front();
   }
   const std::string text = prefixed("--from", [&] { return read_file(f.job_file); });
-  exports::ImportedJob job = f.from == "megatron" ? exports::import_megatron_args(text, f.job_file)
-                                                  : exports::import_deepspeed_config(text, f.job_file);
-  if (job.model_read && f.mc.model_given())
-    input_error("--model conflicts with --from megatron: the command line sets the model shape");
-  if (!job.model_read && !f.mc.model_given())
-    input_error("--from deepspeed needs --model (a DeepSpeed config holds no model shape)");
-  if (f.from == "deepspeed") {  // model code there: the restrictions, else 1
-    job.strategy.tp = std::max(f.tp, 1);
-    job.strategy.ep = std::max(f.ep, 1);
-    job.strategy.etp = std::max(f.etp, 1);
-  }
-  exports::resolve_world_size(job, world, f.job_file);
+  // DeepSpeed's tp, ep, etp are model code: the search restrictions, else 1.
+  const exports::ImportedJob job = exports::read_job(
+      f.from, text, f.job_file, {f.mc.model_given(), std::max(f.tp, 1), std::max(f.ep, 1), std::max(f.etp, 1), world});
   f.gpus = job.strategy.gpus();
   f.gpus_text = std::to_string(f.gpus);
   f.global_batch = job.strategy.global_batch;

@@ -21,8 +21,7 @@
 #include "common/checked_math.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
-#include "export/import_deepspeed.h"
-#include "export/import_megatron.h"
+#include "export/imported_job.h"
 #include "planner/plan.h"
 #include "planner/simulator.h"
 #include "planner/strategy.h"
@@ -127,21 +126,8 @@ exports::ImportedJob import_job(const SimulateFlags& f) {
     if (o->count() > 0 && !(f.from == "deepspeed" && deepspeed_flag(o->get_name())))
       input_error("{} conflicts with --from {}: the job file sets it", o->get_name(), f.from);
   if (f.dp_opt->count() > 0) input_error("--dp conflicts with --from {}: use --gpus", f.from);
-  const std::string text = read_file(f.job_file);
-  exports::ImportedJob job = f.from == "megatron"
-                                 ? exports::import_megatron_args(text, f.job_file)
-                                 : exports::import_deepspeed_config(text, f.job_file);
-  if (job.model_read && f.mc.model_given())
-    input_error("--model conflicts with --from megatron: the command line sets the model shape");
-  if (!job.model_read && !f.mc.model_given())
-    input_error("--from deepspeed needs --model (a DeepSpeed config holds no model shape)");
-  if (f.from == "deepspeed") {
-    job.strategy.tp = f.tp;
-    job.strategy.ep = f.ep;
-    job.strategy.etp = f.etp;
-  }
-  exports::resolve_world_size(job, f.gpus_opt->count() > 0 ? f.gpus : 0, f.job_file);
-  return job;
+  return exports::read_job(f.from, read_file(f.job_file), f.job_file,
+                           {f.mc.model_given(), f.tp, f.ep, f.etp, f.gpus_opt->count() > 0 ? f.gpus : 0});
 }
 
 void run_imported(SimulateFlags& f, PlanReport& report) {

@@ -4,6 +4,8 @@
 
 #include "common/checked_math.h"
 #include "common/errors.h"
+#include "export/import_deepspeed.h"
+#include "export/import_megatron.h"
 
 namespace strata::exports {
 
@@ -45,6 +47,22 @@ void resolve_world_size(ImportedJob& job, int world, const std::string& source) 
   if (s.global_batch % step != 0)
     input_error("{}: global batch {} is not a multiple of micro-batch {} x dp {}", source,
                 s.global_batch, s.micro_batch, s.dp);
+}
+
+ImportedJob read_job(const std::string& from, const std::string& text, const std::string& source,
+                     const JobCompletion& c) {
+  ImportedJob job = from == "megatron" ? import_megatron_args(text, source) : import_deepspeed_config(text, source);
+  if (job.model_read && c.model_given)
+    input_error("--model conflicts with --from megatron: the command line sets the model shape");
+  if (!job.model_read && !c.model_given)
+    input_error("--from deepspeed needs --model (a DeepSpeed config holds no model shape)");
+  if (from == "deepspeed") {  // model code there: the flags say it
+    job.strategy.tp = c.tp;
+    job.strategy.ep = c.ep;
+    job.strategy.etp = c.etp;
+  }
+  resolve_world_size(job, c.world, source);
+  return job;
 }
 
 }  // namespace strata::exports

@@ -47,4 +47,18 @@ costmodel::SoftwareStack apply_overrides(costmodel::SoftwareStack base, const St
 // the batch arithmetic; InputError names what is missing or inconsistent.
 void resolve_world_size(ImportedJob& job, int world, const std::string& source);
 
+// What the command line adds to a job file (plan --from, simulate --from): whether --model
+// was given, the parallelism a DeepSpeed config leaves to model code (tp, ep, etp), and the
+// world size (0: the job's own).
+struct JobCompletion {
+  bool model_given = false;
+  int tp = 1, ep = 1, etp = 1;
+  int world = 0;
+};
+// The job in `text` as `from` ("megatron": a launch script or command line; "deepspeed": a
+// config JSON) writes it, completed by `c` and with its world size resolved; InputError
+// names a conflict (--model beside a Megatron-LM model shape) or what is missing.
+ImportedJob read_job(const std::string& from, const std::string& text, const std::string& source,
+                     const JobCompletion& c);
+
 }  // namespace strata::exports
