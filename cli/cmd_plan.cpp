@@ -92,28 +92,8 @@ void run_scaling(const PlanFlags& f, const std::vector<int>& counts, const model
   if (f.format != "table" && f.format != "json")
     input_error("--gpus {}: --format {} is not available for a list of GPU counts (table or json)", f.gpus_text,
                 f.format);
-  report::ScalingView view;
-  view.model = model.name;
-  view.cluster = f.mc.cluster;
-  view.device = cluster.device.name;
-  view.target = target;
-  for (int n : counts) {
-    planner::SearchOptions opt = search_options(f, stack);
-    opt.gpus = n;
-    opt.top_k = 1;
-    planner::SearchResult r = planner::search(model, cluster, opt);
-    report::ScalingPoint pt;
-    pt.gpus = n;
-    pt.candidates = r.candidates_evaluated;
-    if (r.ranked.empty())
-      pt.no_plan_reason = report::no_plan_reason(model, f.mc.cluster, cluster, n, r);
-    else
-      pt.best = planner::to_plan(model, f.mc.cluster, r.ranked.front());
-    view.points.push_back(std::move(pt));
-  }
-  if (std::none_of(view.points.begin(), view.points.end(), [](const auto& p) { return p.best.has_value(); }))
-    throw NoFeasiblePlan(fmt::format("no strategy for {} fits on any of {} GPUs of {}", model.name, f.gpus_text,
-                                     f.mc.cluster));
+  const report::ScalingView view =
+      report::build_scaling_view(model, f.mc.cluster, cluster, counts, search_options(f, stack), target);
   if (!f.report.empty())
     write_output(f.report, report::scaling_html(view), "--report");
   print_stdout(f.format == "json" ? report::scaling_json(view).dump(2) + "\n" : report::format_scaling_table(view));

@@ -6,9 +6,11 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/errors.h"
 #include "report/format_table.h"
+#include "report/no_plan_reason.h"
 #include "report/report_data.h"
 #include "report/svg_chart.h"
 
@@ -47,6 +49,34 @@ std::string efficiency_line(const ScalingView& v) {
 }
 
 }  // namespace
+
+ScalingView build_scaling_view(const models::ModelSpec& model, const std::string& cluster_name,
+                               const costmodel::ClusterSpec& cluster, const std::vector<int>& counts,
+                               const planner::SearchOptions& base, const TrainingTarget& target) {
+  ScalingView view;
+  view.model = model.name;
+  view.cluster = cluster_name;
+  view.device = cluster.device.name;
+  view.target = target;
+  for (int n : counts) {
+    planner::SearchOptions opt = base;
+    opt.gpus = n;
+    opt.top_k = 1;
+    const planner::SearchResult r = planner::search(model, cluster, opt);
+    ScalingPoint pt;
+    pt.gpus = n;
+    pt.candidates = r.candidates_evaluated;
+    if (r.ranked.empty())
+      pt.no_plan_reason = no_plan_reason(model, cluster_name, cluster, n, r);
+    else
+      pt.best = planner::to_plan(model, cluster_name, r.ranked.front());
+    view.points.push_back(std::move(pt));
+  }
+  if (std::none_of(view.points.begin(), view.points.end(), [](const auto& p) { return p.best.has_value(); }))
+    throw NoFeasiblePlan(fmt::format("no strategy for {} fits on any of {} GPUs of {}", model.name,
+                                     fmt::join(counts, ","), cluster_name));
+  return view;
+}
 
 std::vector<int> parse_gpu_counts(const std::string& text, const std::string& flag) {
   std::vector<int> out;

@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "costmodel/cluster_spec.h"
 #include "planner/plan.h"
+#include "planner/search.h"
 #include "report/time_to_train.h"
 
 namespace strata::report {
@@ -28,6 +30,12 @@ struct ScalingView {
   TrainingTarget target;  // tokens == 0: no time-to-train columns
   std::vector<ScalingPoint> points;  // in the order asked
 };
+
+// One search per count of `counts` with `base`'s options (its gpus and top_k replaced),
+// each count's best plan or why none fits; NoFeasiblePlan when no count has one.
+ScalingView build_scaling_view(const models::ModelSpec& model, const std::string& cluster_name,
+                               const costmodel::ClusterSpec& cluster, const std::vector<int>& counts,
+                               const planner::SearchOptions& base, const TrainingTarget& target);
 
 // Parses "128,256,512" (whole numbers >= 1, no repeats, at most 64 of them) into counts;
 // InputError naming `flag` otherwise.
