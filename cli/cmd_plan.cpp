@@ -18,6 +18,7 @@
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/progress_bar.h"
+#include "report/imported_job_note.h"
 #include "report/no_plan_reason.h"
 #include "report/report_notes.h"
 #include "report/scaling_view.h"
@@ -124,43 +125,6 @@ exports::ImportedJob import_plan_job(PlanFlags& f) {
   return job;
 }
 
-// The user's own layout predicted like the plans, and the line that compares it with the
-// first plan: "your job from job.sh, tp8 pp8 dp4 ...: 12.3 s per step, MFU 41%; the first
-// plan is 1.250x faster", or why it could not be predicted or does not fit.
-std::string predict_imported_job(const PlanFlags& f, const exports::ImportedJob& job, const models::ModelSpec& model,
-                                 const costmodel::ClusterSpec& cluster, const costmodel::SoftwareStack& stack,
-                                 PlanReport& report) {
-  planner::SimulateOptions so;
-  so.stack = &stack;
-  so.stage_layers = job.stage_layers;
-  planner::SimulationResult sim;
-  try {
-    sim = planner::simulate(model, cluster, job.strategy, so);
-  } catch (const InputError& e) {
-    return fmt::format("your job from {}, {}: not predicted: {}", f.job_file, report::strategy_label(job.strategy),
-                       e.what());
-  }
-  planner::Plan plan;
-  plan.model = model;
-  plan.cluster = f.mc.cluster;
-  plan.strategy = job.strategy;
-  plan.stage_layers = sim.stage_layers;
-  plan.prediction = sim.prediction;
-  report.imported_job = plan;
-  report.imported_job_source = f.job_file;
-  const planner::Prediction& p = sim.prediction;
-  const std::string head = fmt::format("your job from {}, {}: {:.4g} s per step, MFU {:.1f}%", f.job_file,
-                                       report::strategy_label(job.strategy), p.iteration_s, 100 * p.mfu);
-  if (!p.fits_memory)
-    return fmt::format("{}, but it does not fit memory (peak {:.1f} GiB per GPU)", head, p.peak_memory_gib);
-  const double ratio = p.iteration_s / report.plans.front().prediction.iteration_s;
-  return fmt::format("{}; the first plan is {}", head,
-                     ratio >= 1.0005 ? fmt::format("{:.3f}x faster", ratio)
-                     : ratio <= 0.9995
-                         ? fmt::format("{:.3f}x slower (your layout beats every searched one)", 1 / ratio)
-                         : std::string("as fast"));
-}
-
 void run_plan(PlanFlags& f) {
   std::vector<PathFlag> inputs = model_cluster_inputs(f.mc);
   inputs.push_back({f.job_file, "--from"});
@@ -249,7 +213,7 @@ void run_plan(PlanFlags& f) {
   report.search_s = result.search_s;
   for (const auto& c : result.ranked) report.plans.push_back(planner::to_plan(model, f.mc.cluster, c));
   if (job) {
-    report.notes.insert(report.notes.begin(), predict_imported_job(f, *job, model, cluster, stack, report));
+    report.notes.insert(report.notes.begin(), report::add_imported_job(report, f.job_file, f.mc.cluster, job->strategy, job->stage_layers, model, cluster, stack));
     report.notes.insert(report.notes.begin() + 1,
                         fmt::format("job read from {} ({}): model {}, {} GPUs, global batch {}; stack {} with the "
                                     "job's settings",
