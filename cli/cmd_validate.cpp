@@ -7,6 +7,8 @@
 // of them (validation/validate_rounds.h) are the validation component's. With --runs it
 // launches nothing: measured runs from a file are checked against the cost model
 // (calibration/fit_runs.h).
+#include <fmt/format.h>
+
 #include <memory>
 #include <optional>
 
@@ -37,6 +39,22 @@ struct ValidateFlags {
   std::string runs;  // --runs: published / user runs checked against the cost model, nothing launched
 };
 
+// --keep-dir gets plan-N.yaml, plan-N.jsonl and plan-N.log for each plan: none of them may
+// be one of the run's inputs (a --plans file named plan-1.yaml in that folder), and an
+// existing plan or metrics file there is replaced only when strata wrote it (or --force).
+void check_keep_dir(const ValidateFlags& f, std::size_t plans) {
+  if (f.run.keep_dir.empty()) return;
+  std::vector<PathFlag> outputs, inputs = model_cluster_inputs(f.mc);
+  for (const auto& p : f.run.plans)
+    if (p != "top" && p != "all") inputs.push_back({p, "--plans"});
+  for (std::size_t i = 1; i <= plans; ++i)
+    for (const char* ext : {".yaml", ".jsonl", ".log"})
+      outputs.push_back({fmt::format("{}/plan-{}{}", f.run.keep_dir, i, ext), "--keep-dir"});
+  check_path_aliasing(outputs, inputs);
+  for (const auto& out : outputs)
+    if (!out.path.ends_with(".log")) check_replaceable(out.path, "--keep-dir");
+}
+
 void run_validate(ValidateFlags& f) {
   ValidateOptions& o = f.run;
   o.model = f.mc.model;
@@ -52,6 +70,7 @@ void run_validate(ValidateFlags& f) {
   if (o.recalibrate && f.mc.seq != 0)
     input_error("--recalibrate measures the model at its own sequence length; drop --seq");
   const auto plans = choose_plans(o, model, cluster, stack, warn_line);
+  check_keep_dir(f, plans.size());
   for (const auto& n : provenance_notes(cluster)) warn(n);
 
   // Measured here, under mpirun. Step times of these plans from another source would fill
@@ -116,10 +135,13 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--timeout", o.timeout_s, "seconds allowed per plan")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
-  cmd->add_option("--keep-dir", o.keep_dir, "keep plan files, metrics and logs in this folder");
+  cmd->add_option("--keep-dir", o.keep_dir, "keep plan files, metrics and logs in this folder (plan-N.yaml, .jsonl, .log)");
   cmd->add_option("--runs", f.runs,
                   "check the cost model against measured runs (a runs file, calibration/measured_runs.h) instead of "
                   "launching plans: predicted vs measured per row, with --profile applied when given");
+  add_files_help(*cmd, "--model, --cluster, --profile, --stack (files, or catalog names), --plans files, --runs",
+                 "--keep-dir (plan-N.yaml, plan-N.jsonl, plan-N.log per plan; without it a temporary folder, "
+                 "removed at the end), the report on stdout");
   cmd->callback([flags] {
     if (!flags->runs.empty()) return run_validate_runs(flags->runs, flags->mc.profile);
     run_validate(*flags);

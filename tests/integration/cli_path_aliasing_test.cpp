@@ -49,6 +49,14 @@ const std::vector<std::string> kTrain = {"train", "--plan", "plan.yaml", "--step
 
 std::vector<AliasCase> cases() {
   return {
+      // validate --keep-dir writes plan-N.yaml / .jsonl / .log: not over a --plans file there,
+      // nor over a user's file of that name (refused before any job is launched).
+      {"validate_keep_dir_over_plans",
+       {"validate", "--plans", "plan-1.yaml", "--keep-dir", ".", "--np", "1", "--steps", "3"},
+       {"--keep-dir", "--plans"}},
+      {"validate_keep_dir_over_a_users_file",
+       {"validate", "--plans", "plan.yaml", "plan.yaml", "--keep-dir", "sub", "--np", "1", "--steps", "3"},
+       {"--keep-dir", "--force"}},
       // train: the metrics file over the corpus, the token file, the plan.
       {"train_metrics_over_text", cat(kTrain, {"--text", "corpus.txt", "--metrics", "corpus.txt"}),
        {"--metrics", "--text"}},
@@ -165,6 +173,8 @@ void make_inputs(const fs::path& dir) {
                        "--dp", "1", "--global-batch", "2", "--out", "plan.yaml"},
                       120, dir.string());
   ASSERT_EQ(p.exit_code, 0) << p.err;
+  fs::copy_file(dir / "plan.yaml", dir / "plan-1.yaml");
+  std::ofstream(dir / "sub" / "plan-2.jsonl") << "a user's own notes, named like validate's metrics\n";
 }
 
 class PathAliasingCli : public ::testing::TestWithParam<AliasCase> {};
@@ -267,7 +277,8 @@ TEST(PathAliasingHelp, EveryWritingCommandListsItsFiles) {
   const std::pair<const char*, std::vector<const char*>> commands[] = {
       {"plan", {"--model", "--out", "--trace"}},        {"simulate", {"--model", "--from", "--out", "--trace"}},
       {"compare", {"--strategies", "--measured", "--report"}}, {"export", {"--plan", "--out"}},
-      {"train", {"--plan", "--text", "--metrics"}},       {"calibrate", {"--from-log", "--job", "--out"}}};
+      {"train", {"--plan", "--text", "--metrics"}},       {"calibrate", {"--from-log", "--job", "--out"}},
+      {"validate", {"--plans", "--runs", "--keep-dir"}}};
   for (const auto& [cmd, flags] : commands) {
     auto r = run_strata({cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd;
