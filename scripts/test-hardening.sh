@@ -18,8 +18,9 @@ phase_done "sanitizer build"
 # The exhaustive equivalence checks (pruned search = simulating every candidate, rank grid
 # = naive enumeration, worst placed group = brute-force scan) are left to the release run:
 # they re-walk the same code as the other planner tests, only over many more cases (about
-# 80 s of the sanitizer run on 2 cores).
-exhaustive='SearchPruning|MatchesNaiveEnumerator|MatchesABruteForceScan'
+# 80 s of the sanitizer run on 2 cores). So is the walkthrough page (docs/walkthrough.md): it
+# runs the commands the CLI tests run, on full-size models and clusters.
+exhaustive='SearchPruning|MatchesNaiveEnumerator|MatchesABruteForceScan|Walkthrough'
 phase "sanitizer tests (ctest --preset sanitize -LE 'mpi|browser' -E '$exhaustive')"
 ctest --preset sanitize -j"$jobs" -LE 'mpi|browser' -E "$exhaustive"
 phase_done "sanitizer tests"
