@@ -172,7 +172,8 @@ void run_plan(PlanFlags& f) {
     }
     f.gpus = counts.front();
   }
-  if (!f.report.empty()) input_error("--report is for a list of GPU counts (--gpus 128,256,512)");
+  if (!f.report.empty() && !f.front)
+    input_error("--report is for a list of GPU counts (--gpus 128,256,512) or for --front");
   if (!f.mc.model_given() && !job) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
   if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
   if (f.gpus_opt->count() == 0 && !job) {
@@ -240,6 +241,11 @@ void run_plan(PlanFlags& f) {
   if (!f.out.empty()) write_output(f.out, planner::plan_to_yaml(report.plans.front()), "--out");
   if (f.front) {
     if (f.format != "table") input_error("--front prints a table (use --format table)");
+    if (!f.report.empty())
+      write_output(f.report,
+                   report::pareto_html(report.plans, report.memory_capacity_gib,
+                                       fmt::format("{} on {} GPUs of {}", model.name, f.gpus, f.mc.cluster)),
+                   "--report");
     print_stdout(format_plan_table(report) + "\n" +
                  report::format_pareto_table(report.plans, report.memory_capacity_gib));
     return;
@@ -275,7 +281,9 @@ void add_plan_command(CLI::App& app) {
                                            "plan per count with time to train (--train-tokens)", kDefaultGpus));
   cmd->add_flag("--front", f.front,
                 "also print the step-time vs memory front of every plan that fits (the plans no other beats on both)");
-  cmd->add_option("--report", f.report, "with a list of --gpus: write the scaling view as an HTML page with charts")
+  cmd->add_option("--report", f.report,
+                  "with a list of --gpus: write the scaling view as an HTML page with charts; with --front: the "
+                  "step-time vs memory chart")
       ->check(non_empty_path());
   f.batch_opt = add_positive<std::int64_t>(*cmd, "--global-batch", f.global_batch,
                                            "sequences per optimizer step (default: 1536 for the "

@@ -59,5 +59,10 @@ std::vector<std::size_t> pareto_front(const std::vector<planner::Plan>& plans);
 // The front as a table: layout, step time, memory, and how much slower / less memory than
 // the fastest plan of the front.
 std::string format_pareto_table(const std::vector<planner::Plan>& plans, double memory_capacity_gib);
+// The same as a page (`plan --front --report f.html`): every plan that fits as a point of
+// step time against memory per GPU, the front joined and highlighted, the device memory
+// as a line, and the table under the chart.
+std::string pareto_html(const std::vector<planner::Plan>& plans, double memory_capacity_gib,
+                        const std::string& title);
 
 }  // namespace strata::report

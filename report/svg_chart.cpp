@@ -384,4 +384,56 @@ std::string gantt_chart(const GanttChart& c) {
   return out;
 }
 
+std::string scatter_chart(const ScatterChart& c) {
+  const double left = 70, right = 20, top = kTitleHeight + kLegendHeight + 10, bottom = 46;
+  const double plot_w = c.width - left - right, plot_h = c.height - top - bottom;
+  double max_x = c.x_reference ? finite_or_zero(*c.x_reference) : 0, max_y = 0;
+  for (const auto& p : c.points) max_x = std::max(max_x, finite_or_zero(p.x)), max_y = std::max(max_y, finite_or_zero(p.y));
+  const auto xt = nice_ticks(max_x, 8), yt = nice_ticks(max_y, 5);
+  auto x_of = [&](double v) { return left + std::max(0.0, finite_or_zero(v)) * plot_w / xt.back(); };
+  auto y_of = [&](double v) { return top + plot_h - std::max(0.0, finite_or_zero(v)) * plot_h / yt.back(); };
+  const std::string grey = "#bab0ac", blue = "#4e79a7";
+  std::string out = svg_open(c.width, c.height, c.title);
+  out += legend({{c.point_legend, grey}, {c.highlight_legend, blue}}, 8, kTitleHeight + 16);
+  for (double t : yt)
+    out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>"
+                       "<text x=\"{3:.1f}\" y=\"{4:.1f}\" text-anchor=\"end\" fill=\"#555\">{5}</text>\n",
+                       left, y_of(t), left + plot_w, left - 6, y_of(t) + 4, escape(format_tick(t)));
+  for (double t : xt)
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#555\">{}</text>\n", x_of(t),
+                       top + plot_h + 16, escape(format_tick(t)));
+  out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#555\"/>\n", left,
+                     top + plot_h, left + plot_w);
+  out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#333\">{}</text>\n",
+                     left + plot_w / 2, top + plot_h + 36, escape(c.x_label));
+  out += fmt::format("<text x=\"14\" y=\"{0:.1f}\" transform=\"rotate(-90 14 {0:.1f})\" text-anchor=\"middle\" "
+                     "fill=\"#333\">{1}</text>\n",
+                     top + plot_h / 2, escape(c.y_label));
+  if (c.x_reference)
+    out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#c00\" "
+                       "stroke-width=\"2\"/><text x=\"{3:.1f}\" y=\"{4:.1f}\" text-anchor=\"end\" "
+                       "fill=\"#c00\">{5}</text>\n",
+                       x_of(*c.x_reference), top, top + plot_h, x_of(*c.x_reference) - 4, top + 12,
+                       escape(c.x_reference_label));
+  std::vector<const ScatterPoint*> front;
+  for (const auto& p : c.points) {
+    if (p.highlighted) {
+      front.push_back(&p);
+      continue;
+    }
+    out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}</title></circle>\n",
+                       x_of(p.x), y_of(p.y), grey, escape(p.tooltip));
+  }
+  std::sort(front.begin(), front.end(), [](const auto* a, const auto* b) { return a->x < b->x; });
+  std::string line;
+  for (const auto* p : front) line += fmt::format("{:.1f},{:.1f} ", x_of(p->x), y_of(p->y));
+  if (front.size() > 1)
+    out += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>\n", line, blue);
+  for (const auto* p : front)
+    out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"><title>{}</title></circle>\n",
+                       x_of(p->x), y_of(p->y), blue, escape(p->tooltip));
+  out += "</svg>\n";
+  return out;
+}
+
 }  // namespace strata::report::svg

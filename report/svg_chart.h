@@ -98,7 +98,25 @@ struct GanttChart {
 // The bars gantt_chart draws after merging (exposed for tests).
 std::vector<GanttBar> merged_gantt_bars(const GanttChart& chart);
 
+// Points on two value axes (both from 0), e.g. step time against memory per GPU; the
+// highlighted ones are joined by a line in x order (a front), and a vertical reference line
+// marks a limit (device memory).
+struct ScatterPoint {
+  double x = 0, y = 0;
+  bool highlighted = false;
+  std::string tooltip;
+};
+struct ScatterChart {
+  std::string title, x_label, y_label;
+  std::vector<ScatterPoint> points;
+  std::string point_legend, highlight_legend;
+  std::optional<double> x_reference;
+  std::string x_reference_label;
+  int width = 960, height = 420;
+};
+
 std::string stacked_bar_chart(const StackedBarChart& chart);
+std::string scatter_chart(const ScatterChart& chart);
 std::string grouped_bar_chart(const GroupedBarChart& chart);
 std::string gantt_chart(const GanttChart& chart);
 

@@ -2,6 +2,8 @@
 // (tests/report/format_fixture.h) with chosen step times and memory.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "common/errors.h"
 #include "report/scaling_view.h"
 #include "tests/report/format_fixture.h"
@@ -30,6 +32,28 @@ TEST(ParetoFront, KeepsOnlyPlansNoOtherBeatsOnTimeAndMemory) {
   EXPECT_NE(t.find("+100.0%"), std::string::npos) << t;
   EXPECT_NE(t.find("40.0"), std::string::npos) << t;
   EXPECT_TRUE(pareto_front({}).empty());
+  // The page: one point per plan, the 3 front plans joined by a line, least memory first.
+  const std::string html = pareto_html(plans, 80, "m on 8 GPUs of c");
+  EXPECT_EQ(html.rfind("<!doctype html>", 0), 0u);
+  auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<circle"), plans.size());
+  EXPECT_EQ(count("r=\"5\""), 3u) << "the front's points";
+  EXPECT_EQ(count("<polyline"), 1u);
+  EXPECT_NE(html.find("device memory 80 GiB"), std::string::npos);
+  EXPECT_NE(html.find(t), std::string::npos) << "the table under the chart";
+  // The line visits D (40 GiB), B (50), A (70) in that order: x increases along it.
+  const auto at = html.find("points=\"") + 8;
+  std::istringstream pts(html.substr(at, html.find('"', at) - at));
+  double last_x = -1;
+  for (std::string xy; pts >> xy;) {
+    const double x = std::stod(xy.substr(0, xy.find(',')));
+    EXPECT_GT(x, last_x);
+    last_x = x;
+  }
 }
 
 TEST(ScalingView, ParsesGpuCountsAndRefusesBadLists) {
