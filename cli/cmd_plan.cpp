@@ -18,6 +18,7 @@
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/progress_bar.h"
+#include "report/compare_report.h"
 #include "report/imported_job_note.h"
 #include "report/no_plan_reason.h"
 #include "report/report_notes.h"
@@ -131,7 +132,14 @@ void run_plan(PlanFlags& f) {
   check_path_aliasing({{f.out, "--out"}, {f.trace, "--trace"}, {f.report, "--report"}}, inputs);
   if (!f.out.empty()) check_output_path(f.out, "--out");
   if (!f.trace.empty()) check_output_path(f.trace, "--trace");
-  if (!f.report.empty()) check_output_path(f.report, "--report");
+  if (!f.report.empty()) {
+    // The scaling and front pages are HTML only; a .md or .json name would get HTML inside.
+    if (f.report == "-" || report::compare_report_format(f.report, "") != "html")
+      input_error("--report {}: plan writes its scaling and front views as HTML pages (name the file .html); "
+                  "--format json prints the data",
+                  f.report);
+    check_output_path(f.report, "--report");
+  }
 #ifndef NDEBUG
   warn("Debug build: planner timings are not representative");
 #endif

@@ -349,6 +349,13 @@ std::vector<BadInput> cases() {
       // Leading zeros are decimal (CLI11 alone reads 010 as octal 8).
       {"plan_gpus_leading_zero_is_decimal", {"plan", "--model", "tiny", "--cluster", "local-cpu", "--gpus", "010"},
        2, {"--gpus (10)"}},
+      // The scaling and front pages are HTML: a .md name or stdout is refused, not filled with HTML.
+      {"plan_scaling_report_markdown_name",
+       {"plan", "--model", "tiny", "--cluster", "local-cpu", "--gpus", "1,2", "--report", "{dir}/s.md"},
+       2, {"--report", "HTML"}},
+      {"plan_front_report_stdout", {"plan", "--model", "tiny", "--cluster", "local-cpu", "--gpus", "2", "--front",
+                                    "--report", "-"},
+       2, {"--report -", "HTML"}},
       // Nothing fits.
       {"no_strategy_fits_memory", {"plan", "--model", "llama3-405b", "--cluster", "dgx-a100", "--gpus", "1"},
        3, {"memory", "GiB"}},
