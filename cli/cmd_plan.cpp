@@ -222,7 +222,9 @@ void run_plan(PlanFlags& f) {
   report.search_s = result.search_s;
   for (const auto& c : result.ranked) report.plans.push_back(planner::to_plan(model, f.mc.cluster, c));
   if (job) {
-    report.notes.insert(report.notes.begin(), report::add_imported_job(report, f.job_file, f.mc.cluster, job->strategy, job->stage_layers, model, cluster, stack));
+    report.notes.insert(report.notes.begin(),
+                        report::add_imported_job(report, f.job_file, f.mc.cluster, job->strategy, job->stage_layers,
+                                                 model, cluster, stack));
     report.notes.insert(report.notes.begin() + 1,
                         fmt::format("job read from {} ({}): model {}, {} GPUs, global batch {}; stack {} with the "
                                     "job's settings",

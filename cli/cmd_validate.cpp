@@ -7,8 +7,6 @@
 // of them (validation/validate_rounds.h) are the validation component's. With --runs it
 // launches nothing: measured runs from a file are checked against the cost model
 // (calibration/fit_runs.h).
-#include <fmt/format.h>
-
 #include <memory>
 #include <optional>
 
@@ -47,9 +45,9 @@ void check_keep_dir(const ValidateFlags& f, std::size_t plans) {
   std::vector<PathFlag> outputs, inputs = model_cluster_inputs(f.mc);
   for (const auto& p : f.run.plans)
     if (p != "top" && p != "all") inputs.push_back({p, "--plans"});
-  for (std::size_t i = 1; i <= plans; ++i)
+  for (std::size_t i = 0; i < plans; ++i)
     for (const char* ext : {".yaml", ".jsonl", ".log"})
-      outputs.push_back({fmt::format("{}/plan-{}{}", f.run.keep_dir, i, ext), "--keep-dir"});
+      outputs.push_back({plan_file_stem(f.run.keep_dir, i) + ext, "--keep-dir"});
   check_path_aliasing(outputs, inputs);
   for (const auto& out : outputs)
     if (!out.path.ends_with(".log")) check_replaceable(out.path, "--keep-dir");

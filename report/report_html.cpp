@@ -381,10 +381,10 @@ std::string report_html(const ReportData& d) {
                            time_to_train(e.strategy, e.prediction, d.seq_len, d.target))));
   }
   out += "<h2>Strategies side by side</h2>\n" + table_html(d);
-  if (!d.measured_origin.empty())
+  if (const std::string conditions = measured_conditions(d); !d.measured_origin.empty())
     out += fmt::format("<p class=\"sub\">Measured: median step time after warm-up, from {}{}.</p>\n",
                        escape(d.measured_origin),
-                       measured_conditions(d).empty() ? "" : ", " + escape(measured_conditions(d)));
+                       conditions.empty() ? "" : ", " + escape(conditions));
 
   out += "<h2>Step time breakdown</h2>\n<div class=\"card\">" +
          svg::stacked_bar_chart(breakdown_chart(d)) + "</div>\n";

@@ -121,9 +121,9 @@ std::string report_markdown(const ReportData& d) {
     out += " Time to train (★): " +
            describe_time_to_train(time_to_train(e.strategy, e.prediction, d.seq_len, d.target)) + ".";
   }
-  if (measured && !d.measured_origin.empty())
+  if (const std::string conditions = measured_conditions(d); measured && !d.measured_origin.empty())
     out += fmt::format(" Measured: median step time from `{}`{}.", d.measured_origin,
-                       measured_conditions(d).empty() ? "" : ", " + one_line(measured_conditions(d)));
+                       conditions.empty() ? "" : ", " + one_line(conditions));
   out += "\n";
   for (const auto& n : d.notes) out += fmt::format("\n- {}", n);
   if (!d.notes.empty()) out += "\n";

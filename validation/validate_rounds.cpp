@@ -65,10 +65,18 @@ struct Attempt {
   std::vector<StepMetric> steps;
 };
 
+}  // namespace
+
+std::string plan_file_stem(const std::string& dir, std::size_t index) {
+  return fmt::format("{}/plan-{}", dir, index + 1);
+}
+
+namespace {
+
 Attempt launch(const ValidateOptions& f, const PlanToRun& p, std::size_t index, const std::string& dir,
                const std::string& strata) {
   Attempt a;
-  const std::string stem = fmt::format("{}/plan-{}", dir, index + 1);
+  const std::string stem = plan_file_stem(dir, index);
   const std::string plan_path = stem + ".yaml", metrics = stem + ".jsonl", log = stem + ".log";
   write_file_atomic(plan_path, planner::plan_to_yaml(p.plan));
   std::error_code ec;

@@ -19,6 +19,10 @@ namespace strata::validation {
 // launch (o.strata, or this executable).
 std::string check_launch_options(const ValidateOptions& o);
 
+// The files one plan's run leaves in the work folder `dir`: <stem>.yaml (the plan),
+// <stem>.jsonl (its metrics) and <stem>.log, with stem = dir/plan-N for the 0-based `index`.
+std::string plan_file_stem(const std::string& dir, std::size_t index);
+
 // The report before measuring: the options, and one PlanRun per plan with its prediction,
 // status "ok".
 ValidateReport new_report(const ValidateOptions& o, const std::string& model_name,
