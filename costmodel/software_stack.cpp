@@ -61,6 +61,7 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   r.expect_keys({"name", "description", "framework", "version", "precision", "grad_reduce_dtype",
                  "attention", "fusions", "overlap", "grad_bucket_params", "optimizer",
                  "distributed_optimizer", "kernel_overhead_us", "cp_comm_type", "zero_prefetch",
+                 "zero3_recompute_regather",
                  "grad_buffer", "fp8_params", "moe_dispatcher", "supports", "sources"});
   SoftwareStack s;
   s.file = source;
@@ -120,6 +121,7 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   s.cp_comm = cp_comm_type_from_string(
       r.get_enum("cp_comm_type", {"p2p", "all_gather", "allgather"}, "p2p"));
   s.zero_prefetch = r.get_bool("zero_prefetch", true);
+  s.zero3_recompute_regather = r.get_bool("zero3_recompute_regather", true);
   if (r.has("supports")) {
     YamlReader u = r.child("supports");
     u.expect_keys({"sequence_parallel", "selective_recompute", "zero", "context_parallel", "experts"});

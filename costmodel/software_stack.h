@@ -23,6 +23,8 @@
 //   cp_comm_type: p2p               # optional: context-parallel K/V exchange, p2p | all_gather
 //                                   # (default p2p, Megatron-LM's --cp-comm-type default)
 //   zero_prefetch: true             # optional: ZeRO-3 gathers ahead of use (default true)
+//   zero3_recompute_regather: true  # optional: under full recompute the re-run forward gathers
+//                                   # the ZeRO-3 parameters again (default true, DeepSpeed)
 //   grad_buffer: {zero: true, nan_check: false, scale: true}   # optional, default all false:
 //                                   # passes over the gradient buffer every iteration
 //   sources: {precision: {ref: ..., commit: ..., status: P}, ...}   # one per setting
@@ -117,6 +119,10 @@ struct SoftwareStack {
   // ZeRO-3 parameter all-gathers issued ahead of use, beside the previous layer's compute
   // (costmodel/zero_sharding.h).
   bool zero_prefetch = true;
+  // ZeRO-3 under full recompute: the recomputed forward gathers the layer's parameters again
+  // (DeepSpeed stage 3), or reuses the gather of the backward that runs it (Megatron-FSDP)
+  // (costmodel/zero_sharding.h).
+  bool zero3_recompute_regather = true;
   // Memory passes over the whole local gradient buffer (grad_reduce_dtype) once per
   // iteration, outside the backward and the optimizer: zero-filled before the first
   // micro-batch (Megatron's zero_grad_buffer), an L2 norm read before each bucket's

@@ -6,7 +6,7 @@ namespace strata::costmodel {
 
 ZeroGroupComm zero_group_comm(int zero, std::span<const ZeroShard> shards, double param_bytes, double grad_bytes,
                               double fwd_compute_s, double bwd_compute_s, bool full_recompute, bool prefetch,
-                              const CollectiveCost& coll) {
+                              const CollectiveCost& coll, bool recompute_regathers) {
   ZeroGroupComm r;
   if (zero < 2) return r;
   double rs = 0, ag = 0;  // one micro-batch's reduce-scatters and (ZeRO-3) one round of gathers
@@ -20,7 +20,7 @@ ZeroGroupComm zero_group_comm(int zero, std::span<const ZeroShard> shards, doubl
     r.bwd_exposed_s = std::max(0.0, rs - bwd_compute_s);
     return r;
   }
-  const double bwd_gathers = full_recompute ? 2 * ag : ag;
+  const double bwd_gathers = full_recompute && recompute_regathers ? 2 * ag : ag;
   const double bwd_compute = bwd_compute_s + (full_recompute ? fwd_compute_s : 0.0);
   r.fwd_comm_s = ag;
   r.bwd_comm_s = bwd_gathers + rs;

@@ -13,8 +13,15 @@
 //   3: parameters sharded too: the group's parameters are all-gathered before its forward
 //      and again before its backward (they are freed after use), and its gradients
 //      reduce-scattered after its backward, every micro-batch; under full recompute the
-//      re-run forward gathers them once more (DeepSpeed stage 3 fetches parameters on every
-//      module pre-forward hook, the recomputed forward included).
+//      re-run forward gathers them once more where the stack says so (zero3_recompute_regather:
+//      DeepSpeed stage 3 fetches parameters on every module pre-forward hook, the recomputed
+//      forward included). Megatron-FSDP gathers a layer once for both the recomputed forward
+//      and its backward: its units are marked pre-backward when the backward starts, the
+//      recompute's forward hook gathers and keeps them, and the backward hook finds them
+//      gathered (megatron/core/distributed/custom_fsdp/fully_sharded_data_parallel.py,
+//      _pre_forward_param_unshard / _pre_backward, NVIDIA/Megatron-LM
+//      1e057005959b75e8bc62f610a335bd03080bc659; the same in fsdp/src/megatron_fsdp/
+//      megatron_fsdp.py at d98e8a64ddf34856e74b24714e3bedb2f5a39553).
 //   No all-gather of updated parameters after the optimizer step (each rank updates only
 //   the shard it keeps).
 // Overlap: with prefetch (the stack's zero_prefetch; DeepSpeed stage3_prefetch_bucket_size
@@ -54,10 +61,11 @@ struct ZeroShard {
 // shards: the group's parameters by the ranks that shard them (dense over dp x cp, routed
 // experts over edp); a shard of one rank or no parameters costs nothing. fwd_compute_s /
 // bwd_compute_s: the group's own compute for one micro-batch (bwd without the recompute).
-// zero < 2: all zero.
+// recompute_regathers: under full recompute, the re-run forward gathers the parameters
+// again (the stack's zero3_recompute_regather). zero < 2: all zero.
 ZeroGroupComm zero_group_comm(int zero, std::span<const ZeroShard> shards, double param_bytes, double grad_bytes,
                               double fwd_compute_s, double bwd_compute_s, bool full_recompute, bool prefetch,
-                              const CollectiveCost& coll);
+                              const CollectiveCost& coll, bool recompute_regathers = true);
 // One shard: all `params_rank` over `group`.
 ZeroGroupComm zero_group_comm(int zero, double params_rank, double param_bytes, double grad_bytes,
                               double fwd_compute_s, double bwd_compute_s, bool full_recompute,

@@ -143,7 +143,8 @@ void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const Grou
                                              {c.expert_params_rank, pl.edp}};
       per_group[g] = costmodel::zero_group_comm(s.zero, shards, act_bytes_, grad_bytes, c.fwd_s, c.bwd_s,
                                                 full && is_block(static_cast<int>(g), layers),
-                                                stack_.zero_prefetch, coll_);
+                                                stack_.zero_prefetch, coll_,
+                                                stack_.zero3_recompute_regather);
     }
     it = zero_comm_.emplace(key, std::move(per_group)).first;
   }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "costmodel/software_stack.h"
+
 #include "test_profiles.h"
 
 namespace sc = strata::costmodel;
@@ -71,4 +73,24 @@ TEST(ZeroSharding, RoutedExpertsShardOverTheirOwnGroup) {
   // An edp group of one rank keeps its experts whole: only the dense part moves.
   const sc::ZeroShard whole[] = {{kParams, kDp8}, {40e6, {1, 1, 1}}};
   EXPECT_NEAR(sc::zero_group_comm(3, whole, 2, 4, 0, 0, false, true, coll).fwd_comm_s, kAg, 1e-12);
+}
+
+TEST(ZeroSharding, OneBackwardGatherServesTheRecomputeWhereTheStackSaysSo) {
+  // Megatron-FSDP and FSDP2 (zero3_recompute_regather: false): under full recompute the
+  // backward's gather also feeds the re-run forward, so one gather, beside the same
+  // forward + backward compute.
+  const sc::CollectiveCost coll(sc::testing::toy_cluster());
+  const sc::ZeroShard one[] = {{kParams, kDp8}};
+  auto z = sc::zero_group_comm(3, one, 2, 4, 0.5e-3, 1e-3, true, true, coll, /*recompute_regathers=*/false);
+  EXPECT_NEAR(z.bwd_comm_s, kAg + kRs, 1e-12);
+  EXPECT_NEAR(z.bwd_exposed_s, kAg + kRs - 1.5e-3, 1e-12);
+  EXPECT_NEAR(z.fwd_comm_s, kAg, 1e-12);
+  // Without recompute the setting changes nothing.
+  const auto a = sc::zero_group_comm(3, one, 2, 4, 0.5e-3, 1e-3, false, true, coll, false);
+  const auto b = sc::zero_group_comm(3, one, 2, 4, 0.5e-3, 1e-3, false, true, coll, true);
+  EXPECT_EQ(a.bwd_comm_s, b.bwd_comm_s);
+  // The catalog's Megatron-Core and TorchTitan stacks read it as false, the default as true.
+  EXPECT_FALSE(sc::load_software_stack("mcore-2024-deepep").zero3_recompute_regather);
+  EXPECT_FALSE(sc::load_software_stack("torchtitan-2024").zero3_recompute_regather);
+  EXPECT_TRUE(sc::load_software_stack("megatron-2021").zero3_recompute_regather);
 }
