@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (preset `fuzz`, clang) and runs each on its committed
+# Builds the libFuzzer targets (preset `fuzz`, or FUZZ_PRESET=sanitize; clang) and runs each on its committed
 # corpus fuzz/corpus/<target>/ for a bounded time. Total seconds as $1 (default 60),
 # split evenly over the targets. New interesting inputs go to a scratch folder, not
 # the committed corpus; a crash leaves its input in <build>/artifacts/ and makes this
@@ -10,9 +10,12 @@ total=${1:-60}
 jobs=${FUZZ_BUILD_JOBS:-$(nproc)}
 targets=(model_yaml hf_config hf_mapping cluster device_profile plan checkpoint_manifest megatron_args)
 
-build=${FUZZ_BUILD_DIR:-build-fuzz}   # the `fuzz` preset's folder unless overridden
+# The `fuzz` preset's folder unless overridden. FUZZ_PRESET=sanitize reuses the sanitizer
+# build, which compiles the same targets (scripts/test-hardening.sh): no third build in CI.
+preset=${FUZZ_PRESET:-fuzz}
+build=${FUZZ_BUILD_DIR:-$([ "$preset" = sanitize ] && echo build-sanitize || echo build-fuzz)}
 
-cmake --preset fuzz -B "$build" >/dev/null
+cmake --preset "$preset" -B "$build" >/dev/null
 cmake --build "$build" --target fuzz_targets -j"$jobs"
 
 per=$(( total / ${#targets[@]} ))
