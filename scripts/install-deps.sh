@@ -2,7 +2,7 @@
 # Installs the Debian packages strata needs, only those missing. Runs apt-get as
 # root, or through sudo. Extra package names may be passed as arguments.
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build pkg-config
+pkgs=(build-essential cmake ninja-build pkg-config lld
       libyaml-cpp-dev libcli11-dev libfmt-dev libboost-graph-dev libgtest-dev libgmock-dev
       libopenblas-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev libspdlog-dev
       "$@")
