@@ -41,6 +41,7 @@ struct SimulateFlags {
   std::vector<std::string> recompute_modules;  // Megatron-Core names, with --recompute selective
   std::string schedule;
   bool sequence_parallel = false;
+  bool ep_overlap = false;
   std::string format = "table";
   std::string out, trace;
   bool ops = false;  // --ops: per-op cost table of the first block and the head
@@ -225,6 +226,7 @@ void run_simulate(SimulateFlags& f) {
   s.recompute = planner::recompute_from_string(f.recompute);
   s.recompute_modules = costmodel::recompute_modules_from_names(f.recompute_modules);
   s.sequence_parallel = f.sequence_parallel;
+  s.ep_overlap = f.ep_overlap;
   s.schedule = !f.schedule.empty() ? planner::schedule_from_string(f.schedule)
                : f.vpp > 1         ? planner::ScheduleKind::Interleaved
                                    : planner::ScheduleKind::OneFOneB;
@@ -300,6 +302,10 @@ void add_simulate_command(CLI::App& app) {
           ->check(CLI::IsMember(schedule_names())));
   f.layout_opts.push_back(
       cmd->add_flag("--sequence-parallel", f.sequence_parallel, "shard norms/dropout over tp"));
+  f.layout_opts.push_back(cmd->add_flag(
+      "--ep-overlap", f.ep_overlap,
+      "Megatron-Core's batch-level EP overlap (--overlap-moe-expert-parallel-comm): steady-state forward and "
+      "backward steps of two micro-batches merged, each hiding the other's MoE token exchange"));
   cmd->add_option("--from", f.from,
                   "predict the job of a Megatron-LM command line (megatron: a file holding the "
                   "pretrain_gpt.py arguments, torchrun prefix allowed) or a DeepSpeed config "

@@ -124,12 +124,13 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   s.zero3_recompute_regather = r.get_bool("zero3_recompute_regather", true);
   if (r.has("supports")) {
     YamlReader u = r.child("supports");
-    u.expect_keys({"sequence_parallel", "selective_recompute", "zero", "context_parallel", "experts"});
+    u.expect_keys({"sequence_parallel", "selective_recompute", "zero", "context_parallel", "experts", "ep_overlap"});
     s.supports.sequence_parallel = u.get_bool("sequence_parallel", true);
     s.supports.selective_recompute = u.get_bool("selective_recompute", true);
     s.supports.max_zero = static_cast<int>(u.get_int_in("zero", 0, 3, 3));
     s.supports.context_parallel = u.get_bool("context_parallel", true);
     s.supports.experts = u.get_bool("experts", true);
+    s.supports.ep_overlap = u.get_bool("ep_overlap", false);
   }
   if (r.has("grad_buffer")) {
     YamlReader g = r.child("grad_buffer");

@@ -64,6 +64,9 @@ struct StackSupport {
   int max_zero = 3;
   bool context_parallel = true;
   bool experts = true;
+  // Megatron-Core's batch-level EP overlap (--overlap-moe-expert-parallel-comm,
+  // Strategy::ep_overlap): 2025 Megatron-Core only, so off unless a stack says it runs it.
+  bool ep_overlap = false;
 };
 
 struct SoftwareStack {

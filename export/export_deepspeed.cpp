@@ -17,6 +17,9 @@ namespace {
 // What DeepSpeed cannot run as planned, refused by name (both DeepSpeed exports).
 void check_deepspeed_can_run(const Plan& p, const SoftwareStack& stack) {
   const auto& s = p.strategy;
+  if (p.strategy.ep_overlap)
+    input_error("the plan runs Megatron-Core's batch-level EP overlap (strategy.ep_overlap), which DeepSpeed "
+                "has no setting for; export it --to megatron, or simulate it without --ep-overlap");
   if (p.strategy.recompute_modules.any())
     input_error("the plan recomputes Megatron-Core modules (strategy.recompute_modules), which this "
                 "export does not write; export without them or add --recompute-modules by hand");

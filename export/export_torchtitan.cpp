@@ -29,6 +29,9 @@ namespace {
 // What TorchTitan v0.2.2 cannot run as planned, refused by name.
 void check_torchtitan_can_run(const Plan& p) {
   const auto& s = p.strategy;
+  if (p.strategy.ep_overlap)
+    input_error("the plan runs Megatron-Core's batch-level EP overlap (strategy.ep_overlap), which {} "
+                "has no setting for; export it --to megatron, or simulate it without --ep-overlap", kTorchTitanVersion);
   // torchtitan/models at v0.2.2 (deepseek_v3, llama4, qwen3, gpt_oss) builds no
   // multi-token-prediction module and its job config has no key for one.
   if (p.model.mtp_layers > 0)

@@ -16,6 +16,8 @@ std::string stack_refusal(const Strategy& s, const costmodel::SoftwareStack& sta
   if (s.zero > u.max_zero) return no(fmt::format("ZeRO stage {} (strategy.zero; at most {})", s.zero, u.max_zero));
   if (s.cp > 1 && !u.context_parallel) return no("context parallelism (strategy.cp)");
   if ((s.ep > 1 || s.etp > 1) && !u.experts) return no("expert parallelism (strategy.ep / etp)");
+  if (s.ep_overlap && !u.ep_overlap)
+    return no("Megatron-Core's batch-level EP overlap (strategy.ep_overlap, --overlap-moe-expert-parallel-comm)");
   // An fp32 stack (strata's CPU runtime: OpenBLAS sgemm, fp32 tensors) has no 16-bit or fp8
   // kernels: a plan in those would be predicted at a peak its training never runs at.
   if (stack.precision == costmodel::DType::Fp32 && !s.precision.empty() && s.precision != "fp32")

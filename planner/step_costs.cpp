@@ -38,6 +38,7 @@
 #include "costmodel/fp8_linear.h"
 #include "costmodel/zero_sharding.h"
 #include "planner/detail/group_times.h"
+#include "planner/ep_overlap.h"
 #include "planner/detail/sim_engine.h"
 
 namespace strata::planner::detail {
@@ -72,6 +73,7 @@ double score_bytes(const costmodel::SoftwareStack& stack) {
 void SimEngine::stage_times(const Strategy& s, const Placement& pl, const GroupCostTable& t,
                             const std::vector<std::vector<int>>& sl) {
   stage_compute_parts(s, t, sl);
+  hide_ep_exchange(s, pl, t, sl);
   add_zero_comm(s, pl, t, sl);
   count_model_flops(s, t);
   pipeline_links(s, pl);
@@ -114,6 +116,48 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
     st.bwd_tp[v] = btp;
     st.fwd_cp[v] = fcp;
     st.bwd_cp[v] = bcp;
+  }
+}
+
+// Megatron-Core's batch-level EP overlap (planner/ep_overlap.h): the merged steps of each
+// pipeline rank hide part of their MoE token exchange behind the other micro-batch's compute,
+// and lose compute to the SMs the exchange holds. A virtual stage's forward and backward are
+// charged the mean over its rank's steps (the merged share hides, the warm-up and cool-down
+// steps do not), so the walk keeps timing one forward and one backward kind per stage. The
+// merged forward and backward may belong to different chunks; each stage is paired with
+// itself here (the partition balances the chunks).
+void SimEngine::hide_ep_exchange(const Strategy& s, const Placement& pl, const GroupCostTable& t,
+                                 const std::vector<std::vector<int>>& sl) {
+  if (!s.ep_overlap) return;
+  StageTimes& st = times_;
+  const int layers = static_cast<int>(model_.layers);
+  const double sm_share =
+      stack_.moe_once_per_node
+          ? (cluster_.device.sm_count > 0 ? static_cast<double>(kDeepEpDispatcherSms) / cluster_.device.sm_count : 0.0)
+          : costmodel::comm_sm_share(cluster_, pl.ep);
+  for (int v = 0; v < s.pp * s.vpp; ++v) {
+    const double merged = merged_step_share(s.pp, s.vpp, s.num_microbatches(), v % s.pp);
+    double fwd_hidden = 0, bwd_hidden = 0, fwd_slow = 0, bwd_slow = 0;
+    for (int g : sl[v]) {
+      const GroupCost& gc = t.groups[g];
+      double fc, ft, bc, bt;
+      group_times(gc, g, layers, s, &fc, &ft, &bc, &bt);
+      const HiddenExchange h = hidden_exchange(fc, gc.ep_fwd_s, bc, gc.ep_bwd_s, sm_share);
+      const double hidden = h.fwd_s + h.bwd_s;
+      fwd_hidden += h.fwd_s;
+      bwd_hidden += h.bwd_s;
+      // The forward's exchange slows the backward's compute beside it, and the other way.
+      if (hidden > 0) {
+        bwd_slow += h.slowdown_s * h.fwd_s / hidden;
+        fwd_slow += h.slowdown_s * h.bwd_s / hidden;
+      }
+    }
+    const auto i = static_cast<std::size_t>(v);
+    st.fwd[i] += merged * (fwd_slow - fwd_hidden);
+    st.bwd[i] += merged * (bwd_slow - bwd_hidden);
+    st.fwd_tp[i] -= merged * fwd_hidden;
+    st.bwd_tp[i] -= merged * bwd_hidden;
+    st.ep_v[i] -= merged * (fwd_hidden + bwd_hidden);
   }
 }
 
@@ -252,6 +296,9 @@ std::vector<costmodel::StageMemory> SimEngine::memory(const Strategy& s, const G
   // What the pipeline walk's peak_chunks is, known without walking (the search screens
   // memory before it walks).
   mem_in_.in_flight = PipelineWalk::peak_in_flight(s.schedule, s.pp, m, s.vpp, every_step);
+  // The batch-level EP overlap warms up one micro-batch more (planner/ep_overlap.h).
+  if (s.ep_overlap)
+    for (int& f : mem_in_.in_flight) f = std::min(f + 1, m * s.vpp);
   return gr.memory->per_stage(mem_in_);
 }
 

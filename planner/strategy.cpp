@@ -69,6 +69,23 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
     if ((s.recompute_modules.moe || s.recompute_modules.moe_act || s.recompute_modules.shared_experts) && !m.moe)
       add("strategy.recompute_modules", "recompute modules moe, moe_act and shared_experts need a mixture-of-experts model");
   }
+  if (s.ep_overlap) {
+    // Megatron-Core TransformerConfig.__post_init__ (d98e8a64): the batch-level EP overlap
+    // needs expert parallelism, no full recompute and no recompute of the whole MoE module, a
+    // virtual pipeline when pp > 1, and at most one MTP depth.
+    if (!m.moe || s.ep < 2)
+      add("strategy.ep_overlap", "strategy.ep_overlap needs a mixture-of-experts model with strategy.ep > 1");
+    if (s.recompute == Recompute::Full)
+      add("strategy.ep_overlap", "strategy.ep_overlap cannot run with strategy.recompute full (Megatron-Core refuses it)");
+    if (s.recompute_modules.moe)
+      add("strategy.ep_overlap", "strategy.ep_overlap cannot run with recompute module moe (Megatron-Core refuses it)");
+    if (s.pp > 1 && s.vpp < 2)
+      add("strategy.ep_overlap",
+          fmt::format("strategy.ep_overlap with strategy.pp ({}) > 1 needs the interleaved schedule (strategy.vpp > 1)", s.pp));
+    if (m.mtp_layers > 1)
+      add("strategy.ep_overlap",
+          fmt::format("strategy.ep_overlap supports at most one MTP depth; model.mtp_layers is {}", m.mtp_layers));
+  }
   if (!dp_ok) add("strategy.dp", fmt::format("strategy.dp ({}) must be >= 1", s.dp));
   if (!tp_ok) add("strategy.tp", fmt::format("strategy.tp ({}) must be >= 1", s.tp));
   if (!pp_ok) add("strategy.pp", fmt::format("strategy.pp ({}) must be >= 1", s.pp));

@@ -33,6 +33,10 @@ struct Strategy {
   // stage hold the experts as etp x ep x edp (etp innermost): ep splits the experts,
   // etp splits each expert's GEMMs, edp = tp * dp / (ep * etp) replicates them.
   int ep = 1, etp = 1;
+  // Megatron-Core's batch-level EP overlap (--overlap-moe-expert-parallel-comm): in the 1F1B
+  // steady state each forward runs merged with another micro-batch's backward, so one's MoE
+  // token exchange hides behind the other's compute (planner/ep_overlap.h). Not searched.
+  bool ep_overlap = false;
   // bf16 | fp16 | fp8 in place of the software stack's precision; empty: the stack's. fp8
   // runs the linear layers as FP8 GEMMs (costmodel/fp8_linear.h). Not searched.
   std::string precision;

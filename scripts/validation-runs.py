@@ -134,6 +134,10 @@ def h100_moe():
         dp = r["gpus"] // (r["tp"] * r["pp"] * r["cp"])
         st = strat(r["tp"], r["pp"], dp, r["mbs"], r["gbs"], r["vpp"], r["recompute"], r["sp"], r["zero"], r["cp"])
         st["ep"], st["etp"] = r["ep"], r["etp"]
+        if "recompute_modules" in r:  # Megatron's --recompute-modules, as the source gives them
+            st["recompute_modules"] = "[" + ", ".join(r["recompute_modules"]) + "]"
+        if r.get("ep_overlap"):  # Megatron-Core's --overlap-moe-expert-parallel-comm
+            st["ep_overlap"] = "true"
         if "step_s" in r:
             seconds = r["step_s"]
         else:  # tokens/s/GPU -> seconds per iteration

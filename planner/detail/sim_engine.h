@@ -205,6 +205,8 @@ class SimEngine {
   void stage_times(const Strategy& s, const Placement& pl, const GroupCostTable& t,
                    const std::vector<std::vector<int>>& sl);
   void stage_compute_parts(const Strategy& s, const GroupCostTable& t, const std::vector<std::vector<int>>& sl);
+  void hide_ep_exchange(const Strategy& s, const Placement& pl, const GroupCostTable& t,
+                        const std::vector<std::vector<int>>& sl);
   void add_zero_comm(const Strategy& s, const Placement& pl, const GroupCostTable& t,
                      const std::vector<std::vector<int>>& sl);
   void count_model_flops(const Strategy& s, const GroupCostTable& t);

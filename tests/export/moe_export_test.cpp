@@ -195,3 +195,17 @@ TEST(TorchTitanMoe, InterleavedBlocksNameTheLlama4FlavorStep) {
             std::string::npos);
   EXPECT_EQ(export_torchtitan(mixtral_plan(), overlap_stack()).find("interleave_moe_layer_step"), std::string::npos);
 }
+
+TEST(MegatronMoe, EpOverlapWritesMegatronsFlagAndTheOthersRefuseIt) {
+  Plan p = mixtral_deepspeed_plan();
+  EXPECT_EQ(arg_map(megatron_args(p, overlap_stack())).count("--overlap-moe-expert-parallel-comm"), 0u);
+  p.strategy.ep_overlap = true;
+  const YAML::Node args = table("megatron_args.yaml")["args"];
+  for (const auto& [flag, value] : megatron_args(p, overlap_stack())) expect_arg_type(args, flag, value);
+  const auto f = arg_map(megatron_args(p, overlap_stack()));
+  ASSERT_EQ(f.count("--overlap-moe-expert-parallel-comm"), 1u);
+  EXPECT_EQ(f.at("--overlap-moe-expert-parallel-comm"), "");
+  // Neither DeepSpeed nor TorchTitan has the merged forward-backward schedule.
+  for (auto target : {ExportTarget::DeepSpeed, ExportTarget::MegatronDeepSpeed, ExportTarget::TorchTitan})
+    EXPECT_NE(export_error(p, target).find("strategy.ep_overlap"), std::string::npos) << to_string(target);
+}
