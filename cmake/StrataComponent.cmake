@@ -25,7 +25,8 @@ function(strata_add_component)
 endfunction()
 
 # strata_add_test(NAME <name> SOURCES ... DEPS ...): one GoogleTest executable,
-# registered with ctest test discovery.
+# registered with ctest test discovery (one ctest test per GoogleTest test), or with
+# STRATA_TEST_WHOLE_PROGRAMS as one ctest test running all its tests in one process.
 function(strata_add_test)
   cmake_parse_arguments(T "" "NAME" "SOURCES;DEPS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
@@ -34,7 +35,12 @@ function(strata_add_test)
   target_compile_definitions(${T_NAME} PRIVATE
     STRATA_SOURCE_DIR="${PROJECT_SOURCE_DIR}" STRATA_BINARY_DIR="${PROJECT_BINARY_DIR}")
   strata_use_test_pch(${T_NAME})
-  gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+  if(STRATA_TEST_WHOLE_PROGRAMS)
+    add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+    set_tests_properties(${T_NAME} PROPERTIES TIMEOUT 1800)
+  else()
+    gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+  endif()
 endfunction()
 
 # strata_use_test_pch(<target>): the test program reuses the precompiled GoogleTest, fmt,
