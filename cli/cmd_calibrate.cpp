@@ -28,7 +28,7 @@
 #include "calibration/measured_runs.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/output.h"
+#include "common/output_file.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 

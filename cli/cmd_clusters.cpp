@@ -6,7 +6,7 @@
 #include "report/format_table.h"
 #include "report/format_yaml.h"
 #include "cli/options.h"
-#include "cli/output.h"
+#include "common/output_file.h"
 #include "common/errors.h"
 #include "costmodel/cluster_spec.h"
 

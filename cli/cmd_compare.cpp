@@ -10,7 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/output.h"
+#include "common/output_file.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "report/compare_report.h"

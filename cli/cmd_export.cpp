@@ -11,7 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/output.h"
+#include "common/output_file.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/one_line.h"
@@ -92,7 +92,7 @@ std::string patched_script(const ExportFlags& f, const planner::Plan& plan,
                    "launcher (nodes x GPUs per node) is left as written",
                    diff, plan.strategy.gpus(), plan.strategy.dp, plan.strategy.tp, plan.strategy.pp,
                    plan.strategy.cp));
-  // The last line names the tool, so a later export may replace this file (cli/output.h).
+  // The last line names the tool, so a later export may replace this file (common/output_file.h).
   std::string text = patch.text;
   if (!text.empty() && text.back() != '\n') text += '\n';
   return text + "# parallel flags set by strata export --plan " + one_line(f.plan) + "\n";

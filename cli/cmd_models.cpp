@@ -6,7 +6,7 @@
 #include "report/format_table.h"
 #include "report/format_yaml.h"
 #include "cli/options.h"
-#include "cli/output.h"
+#include "common/output_file.h"
 #include "common/errors.h"
 #include "models/catalog.h"
 #include "models/model_graph.h"
@@ -48,7 +48,7 @@ std::vector<ModelRow> catalog_rows() {
 
 void show_model(const std::string& name, const std::string& format) {
   if (format == "json") {
-    print_stdout(format_model_json(model_row(prefixed("models show", [&] { return load_model_or_plan(name); }))));
+    print_stdout(format_model_json(model_row(prefixed("models show", [&] { return planner::load_model_or_plan(name); }))));
     return;
   }
   if (auto text = models::find_catalog_model(name)) {
@@ -56,7 +56,7 @@ void show_model(const std::string& name, const std::string& format) {
     return;
   }
   // Not a catalog name: a file path, or a typo (the error suggests close names).
-  const models::ModelSpec spec = prefixed("models show", [&] { return load_model_or_plan(name); });
+  const models::ModelSpec spec = prefixed("models show", [&] { return planner::load_model_or_plan(name); });
   print_stdout(models::to_yaml(spec) + mtp_counts(spec));
 }
 

@@ -7,13 +7,14 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "planner/trace_bounds.h"
 #include "planner/memory_headroom.h"
 #include "report/format_csv.h"
 #include "report/format_json.h"
 #include "report/format_table.h"
 #include "report/format_yaml.h"
 #include "cli/options.h"
-#include "cli/output.h"
+#include "common/output_file.h"
 #include "report/plan_report.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
@@ -26,7 +27,6 @@
 #include "planner/plan.h"
 #include "planner/search.h"
 #include "planner/simulator.h"
-#include "planner/stack_support.h"
 #include "export/imported_job.h"
 #include "export/imported_job.h"
 #include "report/report_data.h"
@@ -153,18 +153,9 @@ void run_plan(PlanFlags& f) {
       job && job->model_read ? (f.mc.seq > 0 ? models::with_seq_len(job->model, f.mc.seq) : job->model)
                              : load_model_flag(f.mc, &report.defaults);
   const costmodel::ClusterSpec device_cluster = load_cluster_flag(f.mc);
-  costmodel::SoftwareStack base_stack = load_stack_flag(f.mc, device_cluster);
-  if (job) {
-    // As simulate --from: a job that needs a newer framework than the device's default stack.
-    if (const std::string why = f.mc.stack.empty() ? planner::stack_refusal(job->strategy, base_stack) : "";
-        !why.empty()) {
-      base_stack = costmodel::load_software_stack(costmodel::default_software_stack_name(costmodel::DeviceProfile{}));
-      report.notes.push_back(fmt::format("the device's default stack cannot run this job ({}); using {}",
-                                         why, base_stack.name));
-    }
-    base_stack = exports::apply_overrides(base_stack, job->stack);
-  }
-  const costmodel::SoftwareStack stack = base_stack;
+  const costmodel::SoftwareStack stack =
+      job ? exports::apply_overrides(stack_for_job(f.mc, device_cluster, job->strategy, report.notes), job->stack)
+          : load_stack_flag(f.mc, device_cluster);
   // The planner plans with the headroom taken off each device; the report shows the device.
   const double headroom = f.headroom_opt->count() == 0
                               ? 0
@@ -233,7 +224,7 @@ void run_plan(PlanFlags& f) {
 
   // Files first, so a failure to write one is reported before anything is printed.
   if (!f.trace.empty()) {
-    check_trace_bound(report.plans.front().strategy, "--trace");
+    planner::require_trace_within_bound(report.plans.front().strategy, "--trace");
     planner::SimulateOptions so;
     so.stack = &stack;
     so.timeline = true;

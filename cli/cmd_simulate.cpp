@@ -3,18 +3,19 @@
 // the job a Megatron-LM command line runs; `--from deepspeed CONFIG_JSON --model M` the job
 // of a DeepSpeed config (export/import_megatron.h, export/import_deepspeed.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <climits>
 
 #include "cli/commands.h"
 #include "costmodel/recompute_modules.h"
-#include "planner/stack_support.h"
+#include "planner/trace_bounds.h"
 #include "report/format_json.h"
 #include "report/format_table.h"
 #include "report/format_yaml.h"
 #include "cli/options.h"
-#include "cli/output.h"
+#include "common/output_file.h"
 #include "report/plan_report.h"
 #include "report/report_notes.h"
 #include "report/strategy_list.h"
@@ -64,8 +65,7 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
                 f.mc.cluster, cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
 
   planner::SimulateOptions so;
-
-  if (!f.trace.empty()) check_trace_bound(s, "--trace");
+  if (!f.trace.empty()) planner::require_trace_within_bound(s, "--trace");
   so.stack = &stack;
   so.stage_layers = std::move(stage_layers);
   so.timeline = !f.trace.empty();
@@ -112,7 +112,6 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
   if (f.ops && f.format == "table") print_stdout(format_op_costs(sim.ops));
 }
 
-
 // The job of a Megatron-LM command line or DeepSpeed config, with the flags that may still
 // complete it (--gpus; for DeepSpeed --model and --tp).
 exports::ImportedJob import_job(const SimulateFlags& f) {
@@ -138,27 +137,14 @@ void run_imported(SimulateFlags& f, PlanReport& report) {
                      : load_model_flag(f.mc);
   const costmodel::ClusterSpec cluster = load_cluster_flag(f.mc);
   if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
-  costmodel::SoftwareStack base = load_stack_flag(f.mc, cluster);
-  // The job's own flags may need a newer framework than the device's validated default
-  // (say --sequence-parallel on A100, validated with Megatron-LM 2021): then the newest stack.
-  if (const std::string why = f.mc.stack.empty() ? planner::stack_refusal(job.strategy, base) : "";
-      !why.empty()) {
-    base = costmodel::load_software_stack(costmodel::default_software_stack_name(costmodel::DeviceProfile{}));
-    report.notes.push_back(fmt::format("the device's default stack cannot run this job ({}); using {} "
-                                       "(--stack picks another)",
-                                       why, base.name));
-  }
+  const costmodel::SoftwareStack base = stack_for_job(f.mc, cluster, job.strategy, report.notes);
   const costmodel::SoftwareStack stack = exports::apply_overrides(base, job.stack);
   report.notes.push_back(fmt::format(
       "job read from {} ({}); stack {} with the job's precision and overlap settings", f.job_file,
       f.from, base.name));
-  if (!job.ignored.empty()) {
-    std::string names;
-    for (const auto& n : job.ignored) names += (names.empty() ? "" : " ") + n;
-    report.notes.push_back("ignored (no effect on the prediction): " + names);
-  }
-  planner::Strategy s = job.strategy;
-  predict(f, report, model, cluster, stack, s, job.stage_layers);
+  if (!job.ignored.empty())
+    report.notes.push_back(fmt::format("ignored (no effect on the prediction): {}", fmt::join(job.ignored, " ")));
+  predict(f, report, model, cluster, stack, job.strategy, job.stage_layers);
 }
 
 void run_simulate(SimulateFlags& f) {

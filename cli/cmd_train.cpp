@@ -16,7 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/output.h"
+#include "common/output_file.h"
 #include "common/errors.h"
 #include "costmodel/cluster_spec.h"
 #include "kernels/backend.h"
@@ -121,26 +121,6 @@ runtime::TrainConfig make_config(const TrainOptions& o) {
   return c;
 }
 
-// The workspace reserve the plan's memory prediction includes (its cluster's device);
-// 0 when the cluster can no longer be loaded.
-double device_reserve_gib(const std::string& cluster) {
-  try {
-    return costmodel::load_cluster(cluster).device.reserve_gib;
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
-// The dense FLOP/s of the GEMM dtype on the plan's device, for the CUDA job's MFU; -1 when
-// the plan's cluster is not in the catalog.
-double device_peak_flops(const std::string& cluster, const std::string& gemm_dtype) {
-  try {
-    return costmodel::load_cluster(cluster).device.peak_flops(costmodel::dtype_from_string(gemm_dtype));
-  } catch (const InputError&) {
-    return -1;
-  }
-}
-
 void train(const TrainOptions& o) {
   // Before MPI: flags and the plan (the same on every rank).
   runtime::TrainJob job;
@@ -161,10 +141,19 @@ void train(const TrainOptions& o) {
   job.throw_at_step = o.throw_at_step;
   job.die_rank = o.die_rank;
   job.grad_norms_path = o.grad_norms;
-  if (kernels::backend_from_string(o.backend) == kernels::Backend::Cuda)
-    return runtime::run_cuda_training_job(job, o.gemm_dtype, device_peak_flops(job.plan.cluster, o.gemm_dtype));
+  // The plan's device (absent when its cluster is no longer in the catalog): the CUDA job's
+  // MFU peak (-1: none) and the workspace reserve its memory prediction includes (0: none).
+  const std::optional<costmodel::DeviceProfile> device = costmodel::try_load_cluster_device(job.plan.cluster);
+  if (kernels::backend_from_string(o.backend) == kernels::Backend::Cuda) {
+    double peak = -1;  // a dtype the device lists no peak for: no MFU
+    try {
+      if (device) peak = device->peak_flops(costmodel::dtype_from_string(o.gemm_dtype));
+    } catch (const InputError&) {
+    }
+    return runtime::run_cuda_training_job(job, o.gemm_dtype, peak);
+  }
   if (o.gemm_dtype != "bf16") input_error("--gemm-dtype is for --backend cuda (the CPU runtime is fp32)");
-  job.device_reserve_gib = device_reserve_gib(job.plan.cluster);
+  job.device_reserve_gib = device ? device->reserve_gib : 0;
   runtime::run_training_job(job);
 }
 

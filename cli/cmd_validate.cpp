@@ -15,7 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/output.h"
+#include "common/output_file.h"
 #include "common/errors.h"
 #include "costmodel/cluster_spec.h"
 #include "costmodel/device_profile.h"

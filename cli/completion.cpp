@@ -6,7 +6,7 @@
 #include <set>
 #include <vector>
 
-#include "cli/output.h"
+#include "common/output_file.h"
 #include "costmodel/cluster_spec.h"
 #include "costmodel/device_profile.h"
 #include "costmodel/software_stack.h"

@@ -20,48 +20,19 @@
 #include "cli/commands.h"
 #include "cli/completion.h"
 #include "cli/integer_flags.h"
-#include "cli/output.h"
+#include "common/output_file.h"
 #include "common/errors.h"
+#include "common/one_line.h"
 #include "common/stop_signals.h"
 #include "kernels/cpu/mpi_communicator.h"
 #include "kernels/profiler/build_info.h"
 
 namespace {
 
-// One line, whatever the message holds: newlines (multi-line library or CLI11 messages)
-// become "; ", so scripts can rely on `error:` being exactly one line.
-std::string one_line(std::string s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    if (c == '\n') {
-      if (!out.empty() && out.back() != ' ') out += "; ";
-    } else if (c != '\r') {
-      out += c;
-    }
-  }
-  while (!out.empty() && (out.back() == ' ' || out.back() == ';')) out.pop_back();
-  return out;
-}
-
 int report(const char* kind, const std::string& what, int code) {
   std::fflush(stdout);
-  fmt::print(stderr, "error: {}{}\n", kind, one_line(what));
+  fmt::print(stderr, "error: {}{}\n", kind, strata::message_on_one_line(what));
   return code;
-}
-
-// This process' rank in an MPI job, from the launcher's environment (Open MPI's mpirun,
-// PMIx or PMI launchers such as srun / MPICH's hydra), without calling MPI: it may not be
-// initialised, or may be what failed. -1 outside a launcher.
-int launcher_rank_or_none() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
-    const char* v = std::getenv(name);
-    if (v == nullptr || *v == '\0') continue;
-    char* end = nullptr;
-    const long r = std::strtol(v, &end, 10);
-    if (*end == '\0' && r >= 0) return static_cast<int>(r);
-  }
-  return -1;
 }
 
 // An error every rank of an MPI job hits identically (bad flags, bad input, no strategy
@@ -69,7 +40,7 @@ int launcher_rank_or_none() {
 // Under a launcher the ranks meet after rank 0 has printed: mpirun ends the whole job at
 // the first non-zero exit, which could otherwise kill rank 0 before its line is out.
 int report_on_rank0(const char* kind, const std::string& what, int code) {
-  const int rank = launcher_rank_or_none();
+  const int rank = strata::kernels::launcher_rank_or_none();
   if (rank > 0) {
     std::fflush(stdout);
   } else {
@@ -130,7 +101,7 @@ int main(int argc, char** argv) {
     strata::cli::add_completion_command(app);
     strata::cli::check_integer_flags(app);
     for (CLI::App* sub : app.get_subcommands({}))
-      sub->add_flag_callback("--force", [] { strata::cli::set_force_overwrite(true); },
+      sub->add_flag_callback("--force", [] { strata::set_force_overwrite(true); },
                              "replace an existing output file that is not a strata output");
     try {
       app.parse(argc, argv);

@@ -5,14 +5,11 @@
 
 #include <fmt/format.h>
 
-#include <yaml-cpp/yaml.h>
-
-#include "common/atomic_file.h"
 #include "common/errors.h"
 #include "costmodel/device_profile.h"
 #include "planner/plan.h"
+#include "planner/stack_support.h"
 #include "planner/strategy.h"
-#include "planner/trace_bounds.h"
 
 namespace strata::cli {
 
@@ -57,26 +54,8 @@ CatalogCommand add_catalog_command(CLI::App& app, const std::string& name, const
   return c;
 }
 
-namespace {
-bool is_plan_file(const std::string& path) {
-  if (!(path.ends_with(".yaml") || path.ends_with(".yml"))) return false;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
-  try {
-    const YAML::Node n = YAML::Load(read_file(path));
-    return n.IsMap() && n["model"] && n["model"].IsMap() && n["strategy"] && n["strategy"].IsMap();
-  } catch (const std::exception&) {
-    return false;  // not YAML: load_model says why
-  }
-}
-}  // namespace
-
-models::ModelSpec load_model_or_plan(const std::string& name_or_path) {
-  return is_plan_file(name_or_path) ? planner::load_plan(name_or_path).model : models::load_model(name_or_path);
-}
-
 models::ModelSpec load_model_flag(const ModelClusterFlags& f, std::vector<std::string>* defaults) {
-  models::ModelSpec m = prefixed("--model", [&] { return load_model_or_plan(f.model); });
+  models::ModelSpec m = prefixed("--model", [&] { return planner::load_model_or_plan(f.model); });
   if (f.seq > 0) return prefixed("--seq", [&] { return models::with_seq_len(m, f.seq); });
   std::error_code ec;
   const bool hf_config = (f.model.size() >= 5 && f.model.ends_with(".json")) ||
@@ -114,6 +93,17 @@ costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& f,
   });
 }
 
+costmodel::SoftwareStack stack_for_job(const ModelClusterFlags& f, const costmodel::ClusterSpec& cluster,
+                                       const planner::Strategy& job, std::vector<std::string>& notes) {
+  costmodel::SoftwareStack base = load_stack_flag(f, cluster);
+  if (const std::string why = f.stack.empty() ? planner::stack_refusal(job, base) : ""; !why.empty()) {
+    base = costmodel::load_software_stack(costmodel::default_software_stack_name(costmodel::DeviceProfile{}));
+    notes.push_back(fmt::format("the device's default stack cannot run this job ({}); using {} (--stack picks another)",
+                                why, base.name));
+  }
+  return base;
+}
+
 void add_files_help(CLI::App& cmd, const std::string& reads, const std::string& writes) {
   const std::string footer = cmd.get_footer();
   cmd.footer((footer.empty() ? "" : footer + "\n") +
@@ -126,19 +116,6 @@ std::string plan_for_stdout(const planner::Plan& plan, const std::string& format
   return format == "json" ? planner::plan_to_json(plan) + "\n" : planner::plan_to_yaml(plan);
 }
 
-void check_trace_bound(const planner::Strategy& s, const char* flag) {
-  const double events = planner::trace_event_estimate(s);
-  const double bytes = events * planner::kTraceJsonBytesPerEvent;
-  if (bytes <= planner::kMaxTraceBytes) return;
-  input_error("{}: the trace of this strategy would hold about {:.0f} events (~{:.0f} MB written, "
-              "~{:.1f} GB of memory while it is built), over the {:.0f} MB bound; it grows with the "
-              "micro-batches per step ({} = global batch {} / (micro-batch {} x dp {})) times the "
-              "pipeline stages (pp {} x vpp {}): use a smaller --global-batch or a larger "
-              "--micro-batch, or leave out {}",
-              flag, events, bytes / 1e6, events * planner::kTraceMemoryBytesPerEvent / 1e9,
-              planner::kMaxTraceBytes / 1e6, s.num_microbatches(), s.global_batch, s.micro_batch,
-              s.dp, s.pp, s.vpp, flag);
-}
 
 void add_train_target_flags(CLI::App& cmd, TrainTargetFlags& f) {
   const char* g = "Time to train";
@@ -156,28 +133,11 @@ void add_train_target_flags(CLI::App& cmd, TrainTargetFlags& f) {
 }
 
 report::TrainingTarget load_train_target(const TrainTargetFlags& f) {
-  report::TrainingTarget t;
-  const bool tokens = f.tokens_opt && f.tokens_opt->count() > 0;
-  if (!tokens) {
-    if (f.price_opt && f.price_opt->count() > 0)
-      input_error("--gpu-hour-price needs --train-tokens (the tokens the run trains on)");
-    if (f.goodput_opt && f.goodput_opt->count() > 0)
-      input_error("--goodput needs --train-tokens (the tokens the run trains on)");
-    return t;
-  }
-  t.tokens = prefixed("--train-tokens", [&] { return report::parse_token_count(f.tokens); });
-  if (f.price_opt && f.price_opt->count() > 0) {
-    t.gpu_hour_price =
-        prefixed("--gpu-hour-price", [&] { return report::parse_finite_number(f.price); });
-    if (!(t.gpu_hour_price > 0))
-      input_error("--gpu-hour-price: expected a price in USD per GPU-hour > 0, got '{}'", f.price);
-  }
-  if (f.goodput_opt && f.goodput_opt->count() > 0) {
-    t.goodput = prefixed("--goodput", [&] { return report::parse_finite_number(f.goodput); });
-    if (!(t.goodput > 0 && t.goodput <= 1))
-      input_error("--goodput: expected a fraction 0 < F <= 1 (e.g. 0.9), got '{}'", f.goodput);
-  }
-  return t;
+  const auto given = [](const CLI::Option* o, const std::string& text) {
+    return o && o->count() > 0 ? std::optional<std::string>(text) : std::nullopt;
+  };
+  return report::training_target(given(f.tokens_opt, f.tokens), given(f.price_opt, f.price),
+                                 given(f.goodput_opt, f.goodput));
 }
 
 CLI::Option* add_format_flag(CLI::App& cmd, std::string& format, const std::vector<std::string>& names) {

@@ -13,7 +13,7 @@
 
 #include "common/errors.h"
 
-#include "cli/output.h"
+#include "common/output_file.h"
 #include "costmodel/cluster_spec.h"
 #include "costmodel/software_stack.h"
 #include "models/model_spec.h"
@@ -50,10 +50,9 @@ std::vector<PathFlag> model_cluster_inputs(const ModelClusterFlags& flags);
 // not the sequence it is trained on. 4096 is Llama 2's pre-training context (Touvron et al.
 // 2023, "Llama 2", sec. 2.2); a user-visible default, stated in the output.
 inline constexpr std::int64_t kDefaultHfTrainingSeq = 4096;
-// A catalog name, a model YAML, a Hugging Face config.json (or its folder), or a plan file
-// (from plan --out or simulate --out: its model, so a plan can be re-planned elsewhere).
-models::ModelSpec load_model_or_plan(const std::string& name_or_path);
-// --model (+ --seq), read by load_model_or_plan. A config.json without --seq trains at
+// --model (+ --seq): a catalog name, a model YAML, a Hugging Face config.json (or its
+// folder), or a plan file (its model, so a plan can be re-planned elsewhere), read by
+// planner::load_model_or_plan. A config.json without --seq trains at
 // min(max_position_embeddings, kDefaultHfTrainingSeq); `defaults` (optional) then gets a
 // line saying so.
 models::ModelSpec load_model_flag(const ModelClusterFlags& flags,
@@ -62,6 +61,11 @@ costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& flags);
 // --stack, or the default stack of the cluster's device.
 costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& flags,
                                          const costmodel::ClusterSpec& cluster);
+// The stack an imported job runs under: --stack, else the device's default, else, when the
+// job's own flags need a newer framework than that (say --sequence-parallel on A100,
+// validated with Megatron-LM 2021), the newest catalog stack, said in `notes`.
+costmodel::SoftwareStack stack_for_job(const ModelClusterFlags& flags, const costmodel::ClusterSpec& cluster,
+                                       const planner::Strategy& job, std::vector<std::string>& notes);
 
 // The command's files in one place, appended to its help footer: what it reads and what
 // it writes (check_path_aliasing refuses an output that is one of the inputs or another
@@ -72,9 +76,6 @@ void add_files_help(CLI::App& cmd, const std::string& reads, const std::string& 
 // (planner::plan_to_json), so stdout holds the format asked for.
 std::string plan_for_stdout(const planner::Plan& plan, const std::string& format);
 
-// Refuses (InputError naming `flag`, the estimated size and what to change) a strategy
-// whose Chrome trace would pass planner::kMaxTraceBytes, before the timeline is recorded.
-void check_trace_bound(const planner::Strategy& s, const char* flag);
 // --train-tokens N [--gpu-hour-price USD] [--goodput F] (plan, simulate, compare): kept as
 // text and parsed by load_train_target, so every bad value is one error naming its flag.
 struct TrainTargetFlags {

@@ -10,4 +10,9 @@ namespace strata {
 // (\n, \r, \t, \\, \xNN); every other byte unchanged.
 std::string one_line(const std::string& s);
 
+// A message (a multi-line library or CLI11 message) as one line: each newline becomes "; ",
+// carriage returns and trailing separators go, so scripts can rely on `error:` being exactly
+// one line. Unlike one_line, the text stays readable rather than escaped.
+std::string message_on_one_line(const std::string& s);
+
 }  // namespace strata

@@ -200,4 +200,12 @@ ClusterSpec load_cluster(const std::string& name_or_path) {
   return parse_cluster_spec(t.text, t.source);
 }
 
+std::optional<DeviceProfile> try_load_cluster_device(const std::string& name_or_path) {
+  try {
+    return load_cluster(name_or_path).device;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace strata::costmodel

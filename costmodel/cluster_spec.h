@@ -12,6 +12,7 @@
 //   profile: path/or/name        # optional measured profile overriding the device's tables
 //                                # (a relative path is relative to the cluster file)
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct ClusterSpec {
 ClusterSpec parse_cluster_spec(const std::string& yaml_text, const std::string& source);
 std::string to_yaml(const ClusterSpec& c);
 ClusterSpec load_cluster(const std::string& name_or_path);
+// The device of load_cluster(name_or_path), or nullopt when it cannot be loaded (a plan whose
+// cluster was renamed or removed since it was written).
+std::optional<DeviceProfile> try_load_cluster_device(const std::string& name_or_path);
 // Applies a measured profile (a cluster's `profile:` key, or `--profile FILE`):
 // its GEMM, collective and op tables (with their sources) replace the device's where
 // non-empty; when its top-level source kind is "measured", its memory bandwidth and

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <climits>
 #include <map>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -224,6 +225,8 @@ std::map<std::string, std::string> read_flags(const std::vector<std::string>& wo
       if (i + 1 >= words.size() || words[i + 1].rfind("--", 0) == 0)
         input_error("{}: {} needs a value", source, flag);
       value = words[++i];
+      while (it->second == Kind::List && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0)
+        value += " " + words[++i];
     }
     if (it->second == Kind::Flag && inline_value)
       input_error("{}: {} takes no value", source, flag);
@@ -554,6 +557,7 @@ void MegatronArgsReader::read_parallel_layout() {
   }
   s.sequence_parallel = has("--sequence-parallel");
   if (s.sequence_parallel && s.tp == 1) s.sequence_parallel = false;  // Megatron-LM turns it off
+  s.ep_overlap = has("--overlap-moe-expert-parallel-comm");  // checked with the strategy's rules
   if (has("--tp-comm-overlap") && !s.sequence_parallel)
     input_error("{}: --tp-comm-overlap needs --sequence-parallel and tp > 1 (Megatron-LM asserts it)",
                 source);
@@ -653,6 +657,8 @@ void MegatronArgsReader::read_recompute() {
   planner::Strategy& s = job.strategy;
   const std::string gran = has("--recompute-granularity") ? v.at("--recompute-granularity")
                            : has("--recompute-activations") ? "selective" : "";
+  if (has("--recompute-modules") && gran != "selective")
+    input_error("{}: --recompute-modules needs --recompute-granularity selective", source);
   if (gran.empty()) {
     if (has("--recompute-method") || has("--recompute-num-layers"))
       input_error("{}: --recompute-method/--recompute-num-layers need --recompute-granularity full",
@@ -660,6 +666,16 @@ void MegatronArgsReader::read_recompute() {
     s.recompute = planner::Recompute::None;
   } else if (gran == "selective") {
     s.recompute = planner::Recompute::Selective;
+    if (has("--recompute-modules")) {  // Megatron-Core's module names (costmodel/recompute_modules.h)
+      std::vector<std::string> names;
+      std::istringstream words(v.at("--recompute-modules"));
+      for (std::string w; words >> w;) names.push_back(w);
+      try {
+        s.recompute_modules = costmodel::recompute_modules_from_names(names);
+      } catch (const InputError& e) {
+        input_error("{}: --recompute-modules: {}", source, e.what());
+      }
+    }
   } else if (gran == "full") {
     const std::string method = has("--recompute-method") ? v.at("--recompute-method") : "";
     const std::int64_t n = has("--recompute-num-layers") ? get_int("--recompute-num-layers") : 0;

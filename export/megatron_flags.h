@@ -8,7 +8,8 @@
 
 namespace strata::exports {
 
-enum class MegatronFlagKind { Int, Float, Str, Flag };
+// List: the words up to the next flag (nargs '+'), kept joined by single spaces.
+enum class MegatronFlagKind { Int, Float, Str, Flag, List };
 
 // Every flag the import reads, with the kind of its value.
 const std::map<std::string, MegatronFlagKind>& megatron_modelled_flags();

@@ -6,6 +6,7 @@
 #include "planner/plan.h"
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include <fmt/format.h>
@@ -533,5 +534,23 @@ Plan parse_plan_yaml(const std::string& text, const std::string& source) {
 }
 
 Plan load_plan(const std::string& path) { return parse_plan_yaml(read_file(path), path); }
+
+namespace {
+bool is_plan_file(const std::string& path) {
+  if (!(path.ends_with(".yaml") || path.ends_with(".yml"))) return false;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  try {
+    const YAML::Node n = YAML::Load(read_file(path));
+    return n.IsMap() && n["model"] && n["model"].IsMap() && n["strategy"] && n["strategy"].IsMap();
+  } catch (const std::exception&) {
+    return false;  // not YAML: load_model says why
+  }
+}
+}  // namespace
+
+models::ModelSpec load_model_or_plan(const std::string& name_or_path) {
+  return is_plan_file(name_or_path) ? load_plan(name_or_path).model : models::load_model(name_or_path);
+}
 
 }  // namespace strata::planner

@@ -47,5 +47,8 @@ std::string plan_to_json(const Plan& p);
 // layer group exactly once in order, sizes match); InputError names the field.
 Plan parse_plan_yaml(const std::string& text, const std::string& source);
 Plan load_plan(const std::string& path);
+// A model catalog name or file, or a plan file (its model): a .yaml/.yml whose top level
+// holds a `model` map and a `strategy` map is read as a plan.
+models::ModelSpec load_model_or_plan(const std::string& name_or_path);
 
 }  // namespace strata::planner

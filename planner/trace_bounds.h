@@ -6,6 +6,8 @@
 #pragma once
 #include <algorithm>
 
+#include "common/errors.h"
+
 #include "planner/strategy.h"
 
 namespace strata::planner {
@@ -36,6 +38,21 @@ inline double trace_event_estimate(const Strategy& s) {
 // Bytes chrome_trace_json writes for `s`, estimated from above.
 inline double trace_bytes_estimate(const Strategy& s) {
   return trace_event_estimate(s) * kTraceJsonBytesPerEvent;
+}
+
+// Refuses (InputError naming `flag`, the estimated size and what to change) a strategy
+// whose Chrome trace would pass kMaxTraceBytes, before the timeline is recorded.
+inline void require_trace_within_bound(const Strategy& s, const char* flag) {
+  const double events = trace_event_estimate(s);
+  const double bytes = events * kTraceJsonBytesPerEvent;
+  if (bytes <= kMaxTraceBytes) return;
+  input_error("{}: the trace of this strategy would hold about {:.0f} events (~{:.0f} MB written, "
+              "~{:.1f} GB of memory while it is built), over the {:.0f} MB bound; it grows with the "
+              "micro-batches per step ({} = global batch {} / (micro-batch {} x dp {})) times the "
+              "pipeline stages (pp {} x vpp {}): use a smaller --global-batch or a larger "
+              "--micro-batch, or leave out {}",
+              flag, events, bytes / 1e6, events * kTraceMemoryBytesPerEvent / 1e9, kMaxTraceBytes / 1e6,
+              s.num_microbatches(), s.global_batch, s.micro_batch, s.dp, s.pp, s.vpp, flag);
 }
 
 }  // namespace strata::planner

@@ -85,6 +85,35 @@ double parse_finite_number(const std::string& text) {
   return v;
 }
 
+TrainingTarget training_target(const std::optional<std::string>& tokens, const std::optional<std::string>& price,
+                               const std::optional<std::string>& goodput) {
+  TrainingTarget t;
+  if (!tokens) {
+    if (price) input_error("--gpu-hour-price needs --train-tokens (the tokens the run trains on)");
+    if (goodput) input_error("--goodput needs --train-tokens (the tokens the run trains on)");
+    return t;
+  }
+  const auto flagged = [](const char* flag, auto&& parse) {
+    try {
+      return parse();
+    } catch (const InputError& e) {
+      input_error("{}: {}", flag, e.what());
+    }
+  };
+  t.tokens = flagged("--train-tokens", [&] { return parse_token_count(*tokens); });
+  if (price) {
+    t.gpu_hour_price = flagged("--gpu-hour-price", [&] { return parse_finite_number(*price); });
+    if (!(t.gpu_hour_price > 0))
+      input_error("--gpu-hour-price: expected a price in USD per GPU-hour > 0, got '{}'", *price);
+  }
+  if (goodput) {
+    t.goodput = flagged("--goodput", [&] { return parse_finite_number(*goodput); });
+    if (!(t.goodput > 0 && t.goodput <= 1))
+      input_error("--goodput: expected a fraction 0 < F <= 1 (e.g. 0.9), got '{}'", *goodput);
+  }
+  return t;
+}
+
 std::string format_duration_days(double days) {
   if (!std::isfinite(days)) return "n/a";
   if (days >= 1000) return fmt::format("{:.0f} days", days);  // not 1.16e+03

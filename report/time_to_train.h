@@ -9,6 +9,7 @@
 // device); without a band the range is the point value and `banded` is false.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -51,6 +52,11 @@ TimeToTrain time_to_train(const planner::Strategy& s, const planner::Prediction&
 std::int64_t parse_token_count(const std::string& text);
 // A finite decimal number (no suffix); InputError naming what was expected otherwise.
 double parse_finite_number(const std::string& text);
+// The target of --train-tokens N [--gpu-hour-price USD] [--goodput F], each given as text
+// or absent (nullopt); every bad value or missing --train-tokens is one InputError naming
+// its flag.
+TrainingTarget training_target(const std::optional<std::string>& tokens, const std::optional<std::string>& price,
+                               const std::optional<std::string>& goodput);
 
 // "12.3 days" (>= 1 day), "5.2 h" (< 1 day).
 std::string format_duration_days(double days);

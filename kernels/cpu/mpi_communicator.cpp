@@ -52,6 +52,17 @@ void mpi_init_once(int* argc, char*** argv) {
   std::atexit(finalize_at_exit);
 }
 
+int launcher_rank_or_none() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    const long r = std::strtol(v, &end, 10);
+    if (*end == '\0' && r >= 0) return static_cast<int>(r);
+  }
+  return -1;
+}
+
 void mpi_world_barrier_best_effort() {
   try {
     mpi_init_once(nullptr, nullptr);

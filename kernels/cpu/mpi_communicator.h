@@ -19,6 +19,10 @@ bool mpi_initialized();
 // exits (mpirun ends the job at the first non-zero exit). A no-op for one rank; gives up
 // quietly when MPI cannot start.
 void mpi_world_barrier_best_effort();
+// This process' rank in an MPI job, from the launcher's environment (Open MPI's mpirun,
+// PMIx or PMI launchers such as srun / MPICH's hydra), without calling MPI: it may not be
+// initialised, or may be what failed. -1 outside a launcher.
+int launcher_rank_or_none();
 
 class MpiCommunicator : public Communicator {
  public:

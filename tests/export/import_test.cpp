@@ -567,3 +567,33 @@ torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
             "python x.py --x \"1 2\" --y \"$B\"\n")
       << "an element's own quotes stay; a quoted unknown scalar stays as written";
 }
+
+TEST(ImportMegatron, ReadsRecomputeModulesAndTheBatchLevelEpOverlap) {
+  const std::string base =
+      "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size 1000 "
+      "--swiglu --disable-bias-linear --num-experts 8 --expert-model-parallel-size 4 "
+      "--expert-tensor-parallel-size 1 --moe-token-dispatcher-type alltoall ";
+  // Megatron's nargs list: the module names up to the next flag, in any order.
+  ImportedJob job = import_megatron_args(
+      base + "--recompute-granularity selective --recompute-modules moe_act layernorm "
+             "--overlap-moe-expert-parallel-comm --micro-batch-size 1",
+      "a");
+  EXPECT_EQ(job.strategy.recompute, Recompute::Selective);
+  EXPECT_TRUE(job.strategy.recompute_modules.layernorm);
+  EXPECT_TRUE(job.strategy.recompute_modules.moe_act);
+  EXPECT_FALSE(job.strategy.recompute_modules.core_attn);
+  EXPECT_TRUE(job.strategy.ep_overlap);
+  EXPECT_FALSE(import_megatron_args(base, "a").strategy.ep_overlap);
+  const auto error = [&](const std::string& extra) {
+    try {
+      import_megatron_args(base + extra, "a");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("--recompute-modules layernorm").find("needs --recompute-granularity selective"),
+            std::string::npos);
+  EXPECT_NE(error("--recompute-granularity selective --recompute-modules attn_norm").find("attn_norm"),
+            std::string::npos);
+}

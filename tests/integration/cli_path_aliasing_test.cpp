@@ -1,4 +1,4 @@
-// One output-path rule for every command (cli/output.h check_path_aliasing): an output
+// One output-path rule for every command (common/output_file.h check_path_aliasing): an output
 // that is the same file as one of the command's inputs, or as another of its outputs, is
 // refused with one `error:` line naming both flags and exit 2, before anything is
 // written: every file in the run's folder is byte-identical afterwards and no file is

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace strata::cli {
+namespace strata {
 
 // One path-valued flag of a command: a file it writes (outputs) or reads (inputs).
 struct PathFlag {
@@ -47,4 +47,4 @@ void warn(const std::string& text);
 // True when stderr is a terminal (progress bars only then).
 bool stderr_is_tty();
 
-}  // namespace strata::cli
+}  // namespace strata

@@ -1,4 +1,4 @@
-#include "cli/output.h"
+#include "common/output_file.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include "common/atomic_file.h"
 #include "common/errors.h"
 
-namespace strata::cli {
+namespace strata {
 
 namespace {
 bool g_force_overwrite = false;
@@ -51,7 +51,7 @@ void check_output_path(const std::string& path, const char* flag, const char* ow
   check_replaceable(path, flag, own_marker);
 }
 
-namespace aliasing {  // named, not anonymous: the unity build joins the cli sources
+namespace aliasing {  // named, not anonymous: the unity build joins the common sources
 
 namespace fs = std::filesystem;
 
@@ -159,4 +159,4 @@ void warn(const std::string& text) { fmt::print(stderr, "warning: {}\n", text); 
 
 bool stderr_is_tty() { return ::isatty(STDERR_FILENO) == 1; }
 
-}  // namespace strata::cli
+}  // namespace strata
