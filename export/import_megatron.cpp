@@ -317,7 +317,8 @@ void MegatronArgsReader::read_moe(models::ModelSpec& m) {
                           "--moe-shared-expert-intermediate-size", "--moe-layer-freq",
                           "--moe-router-score-function", "--moe-expert-capacity-factor",
                           "--moe-pad-expert-input-to-capacity", "--moe-router-pre-softmax",
-                          "--moe-grouped-gemm", "--moe-token-dispatcher-type", "--moe-router-num-groups",
+                          "--moe-grouped-gemm", "--moe-token-dispatcher-type", "--moe-flex-dispatcher-backend",
+                          "--moe-router-num-groups",
                           "--moe-router-group-topk"})
       if (has(f)) input_error("{}: {} needs --num-experts", source, f);
     return;
@@ -545,16 +546,29 @@ void MegatronArgsReader::read_parallel_layout() {
       input_error("{}: --expert-model-parallel-size {} needs --num-experts (Megatron-LM asserts "
                   "it)", source, s.ep);
     s.etp = 1;  // no experts to split
-  } else if (s.ep * s.etp > 1 && (has("--moe-token-dispatcher-type")
-                                      ? v.at("--moe-token-dispatcher-type")
-                                      : std::string("allgather")) != "alltoall") {
-    input_error("{}: --moe-token-dispatcher-type {} is not modelled with expert parallelism: "
-                "strata charges the all-to-all dispatcher (add --moe-token-dispatcher-type "
-                "alltoall)", source,
-                has("--moe-token-dispatcher-type")
-                    ? "'" + one_line(v.at("--moe-token-dispatcher-type")) + "'"
-                    : std::string("allgather (Megatron-LM's default)"));
+  } else if (s.ep * s.etp > 1) {
+    // The exchanges strata charges (costmodel/expert_dispatch_cost.h): the all-to-all
+    // dispatcher, or the flex dispatcher on DeepEP's kernels (its backend's default at
+    // d98e8a64, TransformerConfig.moe_flex_dispatcher_backend), sent once per node.
+    const std::string dispatcher =
+        has("--moe-token-dispatcher-type") ? v.at("--moe-token-dispatcher-type") : std::string("allgather");
+    const std::string backend =
+        has("--moe-flex-dispatcher-backend") ? v.at("--moe-flex-dispatcher-backend") : std::string("deepep");
+    if (dispatcher == "flex" && backend != "deepep")
+      input_error("{}: --moe-flex-dispatcher-backend '{}' is not modelled: strata charges DeepEP's "
+                  "kernels for the flex dispatcher (add --moe-flex-dispatcher-backend deepep)",
+                  source, one_line(backend));
+    if (dispatcher != "alltoall" && dispatcher != "flex")
+      input_error("{}: --moe-token-dispatcher-type {} is not modelled with expert parallelism: "
+                  "strata charges the all-to-all dispatcher or DeepEP's (add "
+                  "--moe-token-dispatcher-type alltoall, or flex)", source,
+                  has("--moe-token-dispatcher-type") ? "'" + one_line(dispatcher) + "'"
+                                                     : std::string("allgather (Megatron-LM's default)"));
+    job.stack.moe_once_per_node = dispatcher == "flex";
   }
+  if (has("--moe-flex-dispatcher-backend") &&
+      (!has("--moe-token-dispatcher-type") || v.at("--moe-token-dispatcher-type") != "flex"))
+    input_error("{}: --moe-flex-dispatcher-backend needs --moe-token-dispatcher-type flex", source);
   s.sequence_parallel = has("--sequence-parallel");
   if (s.sequence_parallel && s.tp == 1) s.sequence_parallel = false;  // Megatron-LM turns it off
   s.ep_overlap = has("--overlap-moe-expert-parallel-comm");  // checked with the strategy's rules

@@ -24,6 +24,7 @@ struct StackOverrides {
   std::optional<bool> distributed_optimizer;
   std::optional<costmodel::CpCommType> cp_comm;  // context-parallel K/V exchange
   std::optional<bool> zero_prefetch;             // ZeRO-3 gathers ahead of use
+  std::optional<bool> moe_once_per_node;         // DeepEP through the flex dispatcher
   bool operator==(const StackOverrides&) const = default;
 };
 

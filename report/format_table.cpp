@@ -3,6 +3,7 @@
 #include "report/report_notes.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -86,8 +87,11 @@ std::string strategy_brief(const planner::Strategy& s) {
   if (s.vpp > 1) out += fmt::format(" vpp={}", s.vpp);
   out += fmt::format(" mbs={} zero={} recompute={}", s.micro_batch, s.zero,
                      planner::to_string(s.recompute));
+  if (s.recompute_modules.any())
+    out += fmt::format("({})", fmt::join(costmodel::recompute_module_names(s.recompute_modules), ","));
   if (s.sequence_parallel) out += " sp";
   out += fmt::format(" {}", planner::to_string(s.schedule));
+  if (s.ep_overlap) out += " ep-overlap";
   return out;
 }
 

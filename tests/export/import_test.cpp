@@ -437,7 +437,13 @@ TEST(ImportMegatron, RefusesMoeMlaAndFp8SettingsStrataDoesNotModelByName) {
   };
   EXPECT_EQ(message(moe + "--moe-token-dispatcher-type alltoall"), "no error");
   EXPECT_NE(message(moe).find("allgather (Megatron-LM's default)"), std::string::npos);
-  EXPECT_NE(message(moe + "--moe-token-dispatcher-type flex").find("'flex' is not modelled"),
+  // The flex dispatcher on DeepEP (its default backend) is the once-per-node exchange.
+  EXPECT_EQ(message(moe + "--moe-token-dispatcher-type flex"), "no error");
+  EXPECT_NE(message(moe + "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep")
+                .find("'hybridep' is not modelled"),
+            std::string::npos);
+  EXPECT_NE(message(moe + "--moe-token-dispatcher-type alltoall --moe-flex-dispatcher-backend deepep")
+                .find("needs --moe-token-dispatcher-type flex"),
             std::string::npos);
   EXPECT_NE(message(base + "--expert-model-parallel-size 2").find("needs --num-experts"),
             std::string::npos);
@@ -584,6 +590,16 @@ TEST(ImportMegatron, ReadsRecomputeModulesAndTheBatchLevelEpOverlap) {
   EXPECT_FALSE(job.strategy.recompute_modules.core_attn);
   EXPECT_TRUE(job.strategy.ep_overlap);
   EXPECT_FALSE(import_megatron_args(base, "a").strategy.ep_overlap);
+  EXPECT_EQ(job.stack.moe_once_per_node, false);  // the all-to-all dispatcher, stated
+  // A plan exported for DeepEP with the overlap comes back with both (pp 1: no virtual
+  // pipeline needed).
+  Plan p = moe_plan(strata::models::load_model("mixtral-8x7b"), 16, 2, 1, 1, 64, 8, 1);
+  p.strategy.ep_overlap = true;
+  ASSERT_TRUE(strata::planner::validate(p.strategy, p.model).empty());
+  const ImportedJob back =
+      import_megatron_args(export_megatron(p, strata::costmodel::load_software_stack("mcore-2024-deepep")), "a");
+  EXPECT_EQ(back.stack.moe_once_per_node, true);
+  EXPECT_TRUE(back.strategy.ep_overlap);
   const auto error = [&](const std::string& extra) {
     try {
       import_megatron_args(base + extra, "a");
