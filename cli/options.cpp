@@ -116,7 +116,6 @@ std::string plan_for_stdout(const planner::Plan& plan, const std::string& format
   return format == "json" ? planner::plan_to_json(plan) + "\n" : planner::plan_to_yaml(plan);
 }
 
-
 void add_train_target_flags(CLI::App& cmd, TrainTargetFlags& f) {
   const char* g = "Time to train";
   f.tokens_opt = cmd.add_option("--train-tokens", f.tokens,
