@@ -111,22 +111,34 @@ costmodel::Provenance measured_by_this_run(const kp::RunContext& ctx, std::map<s
   return {"measured", std::move(about)};
 }
 
+// The samples of measured op or block rows, in order.
+template <typename Row>
+auto samples_of(const std::vector<Row>& rows) {
+  std::vector<decltype(Row::sample)> samples;
+  for (const auto& r : rows) samples.push_back(r.sample);
+  return samples;
+}
+
+// The micro-batch sizes a benchmark ran, as its provenance lists them ("1,4,16").
+std::string micro_batch_list(const std::vector<std::int64_t>& micro_batches) {
+  std::vector<std::string> mbs;
+  for (auto mb : micro_batches) mbs.push_back(std::to_string(mb));
+  return join(mbs, ",");
+}
+
 // The runtime ops' op_table (YAML) and their rows in the report.
 void op_table(const CalibrationRequest& f, const Measurements& m, const std::vector<std::string>& model_names,
               const std::vector<std::string>& tps, std::string& yaml, std::string& report) {
   const kp::RunContext& ctx = m.ctx;
-  std::vector<costmodel::OpSample> samples;
-  std::vector<std::string> mbs;
-  for (const auto& r : m.op_rows) samples.push_back(r.sample);
-  for (auto mb : m.ops_options.micro_batches) mbs.push_back(std::to_string(mb));
+  const std::string mbs = micro_batch_list(m.ops_options.micro_batches);
   const costmodel::Provenance src = measured_by_this_run(
       ctx, {{"kernels", "the runtime's fp32 CPU kernels (runtime/), as strata train runs them"},
             {"shapes", fmt::format("one block and the loss of {} at tp {}, micro-batch {}", join(model_names, ", "),
-                                   join(tps, ","), join(mbs, ","))},
+                                   join(tps, ","), mbs)},
             {"work", "costmodel::op_work: bytes moved (fp32), or attention matmul FLOPs per rank"},
             {"timing",
              fmt::format("{}; rank 0 of {} running at once", kp::describe(m.ops_options.timing), ctx.ranks)}});
-  yaml += costmodel::op_table_yaml(samples, src);
+  yaml += costmodel::op_table_yaml(samples_of(m.op_rows), src);
   if (f.format == "json") return;
   report += "#\n# runtime ops (non-GEMM kernels of strata train; work = bytes, attention: FLOPs)\n";
   report += fmt::format("# {:<16} {:<14} {:>14} {:>12} {:>12}\n", "op", "shape", "work", "fwd_us", "bwd_us");
@@ -139,18 +151,15 @@ void op_table(const CalibrationRequest& f, const Measurements& m, const std::vec
 void block_table(const CalibrationRequest& f, const Measurements& m, const std::vector<std::string>& model_names,
                  const std::vector<std::string>& tps, std::string& yaml, std::string& report) {
   const kp::RunContext& ctx = m.ctx;
-  std::vector<costmodel::BlockSample> samples;
-  std::vector<std::string> mbs;
-  for (const auto& r : m.block_rows) samples.push_back(r.sample);
-  for (auto mb : m.blocks_options.micro_batches) mbs.push_back(std::to_string(mb));
+  const std::string mbs = micro_batch_list(m.blocks_options.micro_batches);
   const costmodel::Provenance src = measured_by_this_run(
       ctx, {{"kernels", "runtime::TransformerBlock<float> forward + backward, as strata train runs it; TP "
                         "collectives replaced by local stand-ins (charged separately)"},
             {"shapes", fmt::format("{} at tp {} (with and without sequence parallelism), micro-batch {}",
-                                   join(model_names, ", "), join(tps, ","), join(mbs, ","))},
+                                   join(model_names, ", "), join(tps, ","), mbs)},
             {"timing", fmt::format("{}; blocks chained like a model chunk; rank 0 of {} running at once",
                                    kp::describe(m.blocks_options.timing), ctx.ranks)}});
-  yaml += costmodel::block_table_yaml(samples, src);
+  yaml += costmodel::block_table_yaml(samples_of(m.block_rows), src);
   if (f.format == "json") return;
   report += "#\n# runtime blocks (one transformer block of strata train, fwd/bwd per micro-batch, no TP comm)\n";
   report += "#   (with tp: the same with a real TP group of consecutive ranks, all groups at once)\n";

@@ -9,7 +9,6 @@
 #include <climits>
 
 #include "cli/commands.h"
-#include "costmodel/recompute_modules.h"
 #include "planner/trace_bounds.h"
 #include "report/format_json.h"
 #include "report/format_table.h"
@@ -19,30 +18,23 @@
 #include "report/plan_report.h"
 #include "report/report_notes.h"
 #include "report/strategy_list.h"
-#include "common/checked_math.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "export/imported_job.h"
 #include "planner/plan.h"
 #include "planner/simulator.h"
+#include "planner/layout_request.h"
 #include "planner/strategy.h"
 
 namespace strata::cli {
 
 namespace {
 
-struct SimulateFlags {
+// The layout flags fill planner::LayoutRequest, and planner::derive_strategy derives what
+// they leave out: --gpus, --dp and --global-batch stay 0 unless given (each is >= 1 given).
+struct SimulateFlags : planner::LayoutRequest {
   ModelClusterFlags mc;
   TrainTargetFlags tt;
-  int gpus = 0;
-  int tp = 1, pp = 1, cp = 1, dp = 0, vpp = 1, zero = 0;
-  int ep = 1, etp = 1;  // expert parallel, expert tensor parallel (MoE models)
-  std::int64_t micro_batch = 1, global_batch = 0;
-  std::string recompute = "none";
-  std::vector<std::string> recompute_modules;  // Megatron-Core names, with --recompute selective
-  std::string schedule;
-  bool sequence_parallel = false;
-  bool ep_overlap = false;
   std::string format = "table";
   std::string out, trace;
   bool ops = false;  // --ops: per-op cost table of the first block and the head
@@ -171,51 +163,8 @@ void run_simulate(SimulateFlags& f) {
   if (!f.mc.model_given()) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
   if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
 
-  // dp: given, or what --gpus leaves after tp, pp and cp, or 1.
-  const std::int64_t tp_pp = checked_mul(checked_mul(f.tp, f.pp, "tp x pp"), f.cp, "tp x pp x cp");
-  if (f.dp_opt->count() == 0) {
-    if (f.gpus_opt->count() > 0) {
-      if (f.gpus % tp_pp != 0)
-        input_error("--gpus ({}) must be divisible by tp x pp x cp = {} x {} x {} = {} to derive dp",
-                    f.gpus, f.tp, f.pp, f.cp, tp_pp);
-      f.dp = static_cast<int>(f.gpus / tp_pp);
-    } else {
-      f.dp = 1;
-      report.defaults.push_back("dp 1");
-    }
-  }
-  const std::int64_t world = checked_mul(tp_pp, f.dp, "dp x tp x pp x cp");
-  if (f.gpus_opt->count() > 0 && world != f.gpus)
-    input_error("--gpus ({}) must equal dp x tp x pp x cp = {} x {} x {} x {} = {}", f.gpus, f.dp,
-                f.tp, f.pp, f.cp, world);
-  if (world > INT_MAX) input_error("dp x tp x pp x cp ({}) exceeds {} GPUs", world, INT_MAX);
-
-  // Global batch: given, or the default rounded up to a multiple of micro-batch x dp.
-  if (f.batch_opt->count() == 0) {
-    const std::int64_t base = f.mc.model_given() ? 512 : kDefaultGlobalBatch;
-    f.global_batch = checked_round_up(base, checked_mul(f.micro_batch, f.dp, "micro-batch x dp"), "global batch");
-    report.defaults.push_back(fmt::format("global batch {}", f.global_batch));
-  }
-
-  planner::Strategy s;
-  s.dp = f.dp;
-  s.tp = f.tp;
-  s.pp = f.pp;
-  s.cp = f.cp;
-  s.ep = f.ep;
-  s.etp = f.etp;
-  s.vpp = f.vpp;
-  s.micro_batch = f.micro_batch;
-  s.global_batch = f.global_batch;
-  s.zero = f.zero;
-  s.precision = f.mc.precision;
-  s.recompute = planner::recompute_from_string(f.recompute);
-  s.recompute_modules = costmodel::recompute_modules_from_names(f.recompute_modules);
-  s.sequence_parallel = f.sequence_parallel;
-  s.ep_overlap = f.ep_overlap;
-  s.schedule = !f.schedule.empty() ? planner::schedule_from_string(f.schedule)
-               : f.vpp > 1         ? planner::ScheduleKind::Interleaved
-                                   : planner::ScheduleKind::OneFOneB;
+  const planner::Strategy s = planner::derive_strategy(f, f.mc.model_given() ? 512 : kDefaultGlobalBatch,
+                                                       f.mc.precision, report.defaults);
   predict(f, report, model, cluster, stack, s, {});
 }
 

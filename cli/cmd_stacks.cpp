@@ -1,118 +1,34 @@
 // `strata stacks`: the software-stack catalog (what each training framework version does:
 // attention kernel, precision, overlaps), and `strata stacks show NAME` with the source
-// of every setting.
+// of every setting (the text: report/stack_catalog.h).
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "common/output_file.h"
 #include "common/errors.h"
 #include "costmodel/software_stack.h"
+#include "report/stack_catalog.h"
 
 namespace strata::cli {
-
-namespace {
-
-using costmodel::SoftwareStack;
-
-std::vector<std::pair<std::string, std::string>> settings(const SoftwareStack& s) {
-  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
-  return {
-      {"precision", costmodel::to_string(s.precision)},
-      {"grad_reduce_dtype", costmodel::to_string(s.grad_reduce_dtype)},
-      {"attention.kernel", costmodel::to_string(s.attention)},
-      {"attention.softmax_fused", b(s.softmax_fused)},
-      {"attention.dropout", fmt::format("{:g}", s.attention_dropout)},
-      {"fusions.bias_gelu", b(s.fused_bias_gelu)},
-      {"fusions.bias_dropout_add", b(s.fused_bias_dropout_add)},
-      {"fusions.layernorm", b(s.fused_layernorm)},
-      {"fusions.cross_entropy", b(s.fused_cross_entropy)},
-      {"fusions.grad_accumulation", b(s.fused_grad_accumulation)},
-      {"overlap.tp_comm", b(s.overlap_tp_comm)},
-      {"overlap.tp_backward", b(s.overlap_tp_backward)},
-      {"overlap.tp_comm_sms", fmt::format("{}", s.tp_comm_sms)},
-      {"overlap.grad_reduce", b(s.overlap_grad_reduce)},
-      {"overlap.param_gather", b(s.overlap_param_gather)},
-      {"overlap.p2p", costmodel::to_string(s.p2p)},
-      {"cp_comm_type", costmodel::to_string(s.cp_comm)},
-      {"zero_prefetch", b(s.zero_prefetch)},
-      {"fp8_params", b(s.fp8_params)},
-      {"moe_dispatcher", s.moe_once_per_node ? "deepep" : "alltoall"},
-      {"grad_buffer.zero", b(s.grad_buffer_zero)},
-      {"grad_buffer.nan_check", b(s.grad_buffer_nan_check)},
-      {"grad_buffer.scale", b(s.grad_buffer_scale)},
-      {"grad_bucket_params", s.grad_bucket_params < 0 ? std::string("max(40M, 1M x dp)")
-                                                      : fmt::format("{}", s.grad_bucket_params)},
-      {"optimizer", s.optimizer},
-      {"distributed_optimizer", b(s.distributed_optimizer)},
-      {"kernel_overhead_us", s.kernel_overhead_us < 0 ? std::string("device profile's")
-                                                      : fmt::format("{:g}", s.kernel_overhead_us)},
-  };
-}
-
-nlohmann::json stack_json(const SoftwareStack& s) {
-  nlohmann::json j{{"name", s.name}, {"description", s.description}, {"framework", s.framework},
-                   {"version", s.version}};
-  nlohmann::json set = nlohmann::json::object(), src = nlohmann::json::object();
-  for (const auto& [k, v] : settings(s)) set[k] = v;
-  for (const auto& [k, v] : s.sources) src[k] = v;
-  j["settings"] = set;
-  j["sources"] = src;
-  return j;
-}
-
-std::string show_text(const SoftwareStack& s) {
-  std::string o = fmt::format("# stack {}: {}\n# framework {} {}\n", s.name, s.description,
-                              s.framework, s.version);
-  for (const auto& [k, v] : settings(s)) {
-    auto it = s.sources.find(k);
-    // A section's one source ("grad_buffer") covers its dotted settings ("grad_buffer.zero").
-    if (it == s.sources.end() && k.find('.') != std::string::npos) it = s.sources.find(k.substr(0, k.find('.')));
-    o += fmt::format("{:<26} {:<20} {}\n", k, v,
-                     it == s.sources.end() ? std::string("(no source given)") : it->second);
-  }
-  return o;
-}
-
-std::string table_text(const std::vector<SoftwareStack>& stacks, const std::string& dflt) {
-  std::string o = fmt::format("{:<24} {:<5} {:<8} {:<14} {:<10} {:<18} {}\n", "stack", "prec",
-                              "attn", "tp overlap", "dp overlap", "p2p", "description");
-  for (const auto& s : stacks)
-    o += fmt::format("{:<24} {:<5} {:<8} {:<14} {:<10} {:<18} {}{}\n", s.name,
-                     costmodel::to_string(s.precision), costmodel::to_string(s.attention),
-                     s.overlap_tp_comm ? "userbuffers" : s.overlap_tp_backward ? "backward" : "none",
-                     s.overlap_grad_reduce ? "yes" : "no", costmodel::to_string(s.p2p),
-                     s.description, s.name == dflt ? " (default on GPUs)" : "");
-  o += "# `strata stacks show NAME` prints every setting with its source; --stack NAME|FILE on "
-       "plan, simulate, compare, validate\n";
-  return o;
-}
-
-}  // namespace
 
 void add_stacks_command(CLI::App& app) {
   const CatalogCommand c = add_catalog_command(
       app, "stacks", "List the software stacks (framework kernels and overlaps)",
       "Print one stack's settings with their sources", "catalog name or stack .yaml path",
       [](const std::string& format) {
-        std::vector<SoftwareStack> stacks;
+        std::vector<costmodel::SoftwareStack> stacks;
         for (const auto& n : costmodel::software_stack_catalog_names())
           stacks.push_back(costmodel::load_software_stack(n));
-        if (format != "json")
-          return table_text(stacks, costmodel::default_software_stack_name(costmodel::DeviceProfile{}));
-        nlohmann::json j = nlohmann::json::array();
-        for (const auto& s : stacks) j.push_back(stack_json(s));
-        return j.dump(2) + "\n";
+        const std::string gpu_default = costmodel::default_software_stack_name(costmodel::DeviceProfile{});
+        return format == "json" ? format_stacks_json(stacks) : format_stacks_table(stacks, gpu_default);
       });
   add_format_flag(*c.show, *c.format);  // `strata stacks show NAME --format json` as well
   c.show->callback([name = c.item, format = c.format] {
-    const SoftwareStack s = prefixed("stacks show", [&] { return costmodel::load_software_stack(*name); });
-    print_stdout(*format == "json" ? stack_json(s).dump(2) + "\n" : show_text(s));
+    const costmodel::SoftwareStack s = prefixed("stacks show", [&] { return costmodel::load_software_stack(*name); });
+    print_stdout(*format == "json" ? format_stack_json(s) : format_stack_text(s));
   });
 }
 

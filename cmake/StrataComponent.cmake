@@ -24,11 +24,14 @@ function(strata_add_component)
   endif()
 endfunction()
 
-# strata_add_test(NAME <name> SOURCES ... DEPS ...): one GoogleTest executable,
-# registered with ctest test discovery (one ctest test per GoogleTest test), or with
-# STRATA_TEST_WHOLE_PROGRAMS as one ctest test running all its tests in one process.
+# strata_add_test(NAME <name> SOURCES ... DEPS ... [SHARDS n] [COST c]): one GoogleTest
+# executable, registered with ctest test discovery (one ctest test per GoogleTest test), or
+# with STRATA_TEST_WHOLE_PROGRAMS as ctest tests that each run a share of its tests in one
+# process: n of them (GoogleTest's GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX), so that a long
+# program does not hold one of CI's two cores to the end while the other idles. COST (whole
+# programs only): ctest starts the costliest first, so the long ones do not come last.
 function(strata_add_test)
-  cmake_parse_arguments(T "" "NAME" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;SHARDS;COST" "SOURCES;DEPS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_DEPS} GTest::gtest_main)
   strata_warnings(${T_NAME})
@@ -36,8 +39,22 @@ function(strata_add_test)
     STRATA_SOURCE_DIR="${PROJECT_SOURCE_DIR}" STRATA_BINARY_DIR="${PROJECT_BINARY_DIR}")
   strata_use_test_pch(${T_NAME})
   if(STRATA_TEST_WHOLE_PROGRAMS)
-    add_test(NAME ${T_NAME} COMMAND ${T_NAME})
-    set_tests_properties(${T_NAME} PROPERTIES TIMEOUT 1800)
+    if(NOT T_SHARDS)
+      set(T_SHARDS 1)
+    endif()
+    if(NOT T_COST)
+      set(T_COST 0)
+    endif()
+    math(EXPR last "${T_SHARDS} - 1")
+    foreach(i RANGE ${last})
+      set(test ${T_NAME})
+      if(T_SHARDS GREATER 1)
+        set(test ${T_NAME}_${i})
+      endif()
+      add_test(NAME ${test} COMMAND ${T_NAME})
+      set_tests_properties(${test} PROPERTIES TIMEOUT 1800 COST ${T_COST}
+        ENVIRONMENT "GTEST_TOTAL_SHARDS=${T_SHARDS};GTEST_SHARD_INDEX=${i}")
+    endforeach()
   else()
     gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
   endif()

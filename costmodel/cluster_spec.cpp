@@ -96,22 +96,16 @@ void apply_profile(ClusterSpec& cluster, const DeviceProfile& measured,
                   b->second, cluster.name, d.name, cpu_device ? "CPU ranks" : "a GPU");
     }
   }
-  if (!measured.gemm_table.empty()) {
-    d.gemm_table = measured.gemm_table;
-    d.gemm_source = measured.gemm_source;
-  }
-  if (!measured.collective_table.empty()) {
-    d.collective_table = measured.collective_table;
-    d.collective_source = measured.collective_source;
-  }
-  if (!measured.op_table.empty()) {
-    d.op_table = measured.op_table;
-    d.op_source = measured.op_source;
-  }
-  if (!measured.block_table.empty()) {
-    d.block_table = measured.block_table;
-    d.block_source = measured.block_source;
-  }
+  // Each table the profile measured replaces the device's, with the source it was measured by.
+  auto take_measured = [](auto& table, auto& source, const auto& measured_table, const auto& measured_source) {
+    if (measured_table.empty()) return;
+    table = measured_table;
+    source = measured_source;
+  };
+  take_measured(d.gemm_table, d.gemm_source, measured.gemm_table, measured.gemm_source);
+  take_measured(d.collective_table, d.collective_source, measured.collective_table, measured.collective_source);
+  take_measured(d.op_table, d.op_source, measured.op_table, measured.op_source);
+  take_measured(d.block_table, d.block_source, measured.block_table, measured.block_source);
   // A fitted section travels with the profile it was fitted for; a measured profile
   // without one keeps the device's (its tables say nothing about a long job's losses).
   if (measured.training_losses.present) d.training_losses = measured.training_losses;

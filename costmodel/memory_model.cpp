@@ -3,24 +3,20 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/enum_names.h"
 #include "common/errors.h"
 #include "costmodel/fp8_linear.h"
 
 namespace strata::costmodel {
 
-const char* to_string(RecomputeMode r) {
-  switch (r) {
-    case RecomputeMode::None: return "none";
-    case RecomputeMode::Selective: return "selective";
-    case RecomputeMode::Full: return "full";
-  }
-  return "?";
-}
+constexpr EnumName<RecomputeMode> kRecomputeModeNames[] = {
+    {RecomputeMode::None, "none"}, {RecomputeMode::Selective, "selective"}, {RecomputeMode::Full, "full"}};
+
+const char* to_string(RecomputeMode r) { return enum_name(r, kRecomputeModeNames); }
 
 RecomputeMode recompute_from_string(const std::string& s) {
-  for (RecomputeMode r : {RecomputeMode::None, RecomputeMode::Selective, RecomputeMode::Full})
-    if (s == to_string(r)) return r;
-  input_error("unknown recompute mode '{}' (expected one of: none, selective, full)", s);
+  if (const auto r = enum_from_name(s, kRecomputeModeNames)) return *r;
+  input_error("unknown recompute mode '{}' (expected one of: {})", s, enum_names(kRecomputeModeNames));
 }
 
 namespace {

@@ -34,6 +34,21 @@ struct CompletedRequest final : PendingRequest {
   bool done() override { return true; }
   void wait() override {}
 };
+
+// A rank's part of a buffer that holds every rank's `counts` in rank order: where the part
+// starts, and the buffer's size.
+struct RankPart {
+  std::size_t offset = 0, total = 0;
+};
+
+RankPart rank_part(const std::vector<std::size_t>& counts, int rank) {
+  RankPart p;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (static_cast<int>(r) < rank) p.offset += counts[r];
+    p.total += counts[r];
+  }
+  return p;
+}
 }  // namespace
 
 std::unique_ptr<PendingRequest> completed_request() { return std::make_unique<CompletedRequest>(); }
@@ -81,11 +96,7 @@ std::unique_ptr<PendingRequest> Communicator::ireduce_scatter_sum(
     const float* send, float* recv, const std::vector<std::size_t>& counts) {
   STRATA_CHECK(counts.size() == static_cast<std::size_t>(size()),
                "reduce-scatter with {} counts on a group of {}", counts.size(), size());
-  std::size_t offset = 0, total = 0;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    if (static_cast<int>(r) < rank()) offset += counts[r];
-    total += counts[r];
-  }
+  const auto [offset, total] = rank_part(counts, rank());
   std::vector<float> sum(send, send + total);
   all_reduce_sum(sum.data(), total);
   const auto mine = counts[static_cast<std::size_t>(rank())];
@@ -97,11 +108,7 @@ std::unique_ptr<PendingRequest> Communicator::iall_gather(const float* send, flo
                                                           const std::vector<std::size_t>& counts) {
   STRATA_CHECK(counts.size() == static_cast<std::size_t>(size()),
                "all-gather with {} counts on a group of {}", counts.size(), size());
-  std::size_t offset = 0, total = 0;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    if (static_cast<int>(r) < rank()) offset += counts[r];
-    total += counts[r];
-  }
+  const auto [offset, total] = rank_part(counts, rank());
   std::fill(recv, recv + total, 0.0f);
   std::copy_n(send, counts[static_cast<std::size_t>(rank())], recv + offset);
   all_reduce_sum(recv, total);  // every value has one non-zero contributor

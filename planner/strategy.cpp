@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "common/enum_names.h"
 #include "common/errors.h"
 #include "common/rank_order.h"
 
@@ -188,36 +189,23 @@ void require_valid(const Strategy& s, const models::ModelSpec& m) {
   throw InputError(msg);
 }
 
-const char* to_string(Recompute r) {
-  switch (r) {
-    case Recompute::None: return "none";
-    case Recompute::Selective: return "selective";
-    case Recompute::Full: return "full";
-  }
-  return "?";
-}
+constexpr EnumName<Recompute> kRecomputeNames[] = {
+    {Recompute::None, "none"}, {Recompute::Selective, "selective"}, {Recompute::Full, "full"}};
+constexpr EnumName<ScheduleKind> kScheduleKindNames[] = {
+    {ScheduleKind::GPipe, "gpipe"}, {ScheduleKind::OneFOneB, "1f1b"}, {ScheduleKind::Interleaved, "interleaved"}};
 
-const char* to_string(ScheduleKind k) {
-  switch (k) {
-    case ScheduleKind::GPipe: return "gpipe";
-    case ScheduleKind::OneFOneB: return "1f1b";
-    case ScheduleKind::Interleaved: return "interleaved";
-  }
-  return "?";
-}
+const char* to_string(Recompute r) { return enum_name(r, kRecomputeNames); }
+
+const char* to_string(ScheduleKind k) { return enum_name(k, kScheduleKindNames); }
 
 Recompute recompute_from_string(const std::string& s) {
-  if (s == "none") return Recompute::None;
-  if (s == "selective") return Recompute::Selective;
-  if (s == "full") return Recompute::Full;
-  input_error("recompute '{}' is not one of: none, selective, full", s);
+  if (const auto r = enum_from_name(s, kRecomputeNames)) return *r;
+  input_error("recompute '{}' is not one of: {}", s, enum_names(kRecomputeNames));
 }
 
 ScheduleKind schedule_from_string(const std::string& s) {
-  if (s == "gpipe") return ScheduleKind::GPipe;
-  if (s == "1f1b") return ScheduleKind::OneFOneB;
-  if (s == "interleaved") return ScheduleKind::Interleaved;
-  input_error("schedule '{}' is not one of: gpipe, 1f1b, interleaved", s);
+  if (const auto k = enum_from_name(s, kScheduleKindNames)) return *k;
+  input_error("schedule '{}' is not one of: {}", s, enum_names(kScheduleKindNames));
 }
 
 }  // namespace strata::planner

@@ -10,56 +10,70 @@
 
 namespace strata::runtime {
 
+namespace {
+
+// Every head's D-wide slice in the two attention layouts: token-major rows `width` wide
+// holding `n_heads` heads from column `col0` on, and head-major [batch][head][seq][D].
+// Calls f(row offset, head-major offset) for each (batch, position, head).
+template <typename F>
+void for_each_head_slice(const AttentionShape& s, std::size_t n_heads, std::size_t width, std::size_t col0,
+                         F&& f) {
+  const std::size_t D = s.head_dim;
+  for (std::size_t b = 0; b < s.batch; ++b)
+    for (std::size_t t = 0; t < s.seq; ++t)
+      for (std::size_t h = 0; h < n_heads; ++h)
+        f((b * s.seq + t) * width + col0 + h * D, ((b * n_heads + h) * s.seq + t) * D);
+}
+
+template <typename T>
+void copy_rows_to_heads(T* heads, const T* rows, const AttentionShape& s, std::size_t n_heads, std::size_t width,
+                        std::size_t col0) {
+  for_each_head_slice(s, n_heads, width, col0,
+                      [&](std::size_t row, std::size_t head) { std::copy_n(rows + row, s.head_dim, heads + head); });
+}
+
+template <typename T>
+void copy_heads_to_rows(T* rows, const T* heads, const AttentionShape& s, std::size_t n_heads, std::size_t width,
+                        std::size_t col0) {
+  for_each_head_slice(s, n_heads, width, col0,
+                      [&](std::size_t row, std::size_t head) { std::copy_n(heads + head, s.head_dim, rows + row); });
+}
+
+// Calls f(bh, bkv) for every (batch, query head): the head's index in q / o / probs and
+// its K/V head's in k / v (grouped-query: H / KV query heads share one K/V head).
+template <typename F>
+void for_each_query_head(const AttentionShape& s, F&& f) {
+  const std::size_t group = s.heads / s.kv_heads;
+  for (std::size_t b = 0; b < s.batch; ++b)
+    for (std::size_t h = 0; h < s.heads; ++h) f(b * s.heads + h, b * s.kv_heads + h / group);
+}
+
+}  // namespace
+
 template <typename T>
 void split_heads_forward(T* q, T* k, T* v, const T* qkv, const AttentionShape& s) {
-  const std::size_t D = s.head_dim, W = s.qkv_width();
-  for (std::size_t b = 0; b < s.batch; ++b)
-    for (std::size_t t = 0; t < s.seq; ++t) {
-      const T* row = qkv + (b * s.seq + t) * W;
-      for (std::size_t h = 0; h < s.heads; ++h)
-        std::copy_n(row + h * D, D, q + ((b * s.heads + h) * s.seq + t) * D);
-      for (std::size_t h = 0; h < s.kv_heads; ++h) {
-        std::copy_n(row + s.q_width() + h * D, D, k + ((b * s.kv_heads + h) * s.seq + t) * D);
-        std::copy_n(row + s.q_width() + s.kv_width() + h * D, D,
-                    v + ((b * s.kv_heads + h) * s.seq + t) * D);
-      }
-    }
+  const std::size_t W = s.qkv_width();
+  copy_rows_to_heads(q, qkv, s, s.heads, W, 0);
+  copy_rows_to_heads(k, qkv, s, s.kv_heads, W, s.q_width());
+  copy_rows_to_heads(v, qkv, s, s.kv_heads, W, s.q_width() + s.kv_width());
 }
 
 template <typename T>
 void split_heads_backward(T* dqkv, const T* dq, const T* dk, const T* dv, const AttentionShape& s) {
-  const std::size_t D = s.head_dim, W = s.qkv_width();
-  for (std::size_t b = 0; b < s.batch; ++b)
-    for (std::size_t t = 0; t < s.seq; ++t) {
-      T* row = dqkv + (b * s.seq + t) * W;
-      for (std::size_t h = 0; h < s.heads; ++h)
-        std::copy_n(dq + ((b * s.heads + h) * s.seq + t) * D, D, row + h * D);
-      for (std::size_t h = 0; h < s.kv_heads; ++h) {
-        std::copy_n(dk + ((b * s.kv_heads + h) * s.seq + t) * D, D, row + s.q_width() + h * D);
-        std::copy_n(dv + ((b * s.kv_heads + h) * s.seq + t) * D, D,
-                    row + s.q_width() + s.kv_width() + h * D);
-      }
-    }
+  const std::size_t W = s.qkv_width();
+  copy_heads_to_rows(dqkv, dq, s, s.heads, W, 0);
+  copy_heads_to_rows(dqkv, dk, s, s.kv_heads, W, s.q_width());
+  copy_heads_to_rows(dqkv, dv, s, s.kv_heads, W, s.q_width() + s.kv_width());
 }
 
 template <typename T>
 void merge_heads_forward(T* y, const T* o, const AttentionShape& s) {
-  const std::size_t D = s.head_dim;
-  for (std::size_t b = 0; b < s.batch; ++b)
-    for (std::size_t t = 0; t < s.seq; ++t)
-      for (std::size_t h = 0; h < s.heads; ++h)
-        std::copy_n(o + ((b * s.heads + h) * s.seq + t) * D, D,
-                    y + (b * s.seq + t) * s.q_width() + h * D);
+  copy_heads_to_rows(y, o, s, s.heads, s.q_width(), 0);
 }
 
 template <typename T>
 void merge_heads_backward(T* d_o, const T* dy, const AttentionShape& s) {
-  const std::size_t D = s.head_dim;
-  for (std::size_t b = 0; b < s.batch; ++b)
-    for (std::size_t t = 0; t < s.seq; ++t)
-      for (std::size_t h = 0; h < s.heads; ++h)
-        std::copy_n(dy + (b * s.seq + t) * s.q_width() + h * D, D,
-                    d_o + ((b * s.heads + h) * s.seq + t) * D);
+  copy_rows_to_heads(d_o, dy, s, s.heads, s.q_width(), 0);
 }
 
 namespace {
@@ -88,63 +102,59 @@ void head_probs(T* p, const T* qh, const T* kh, const AttentionShape& s, T scale
 
 template <typename T>
 void attention_forward(T* o, T* probs, const T* q, const T* k, const T* v, const AttentionShape& s) {
-  const std::size_t S = s.seq, Sk = s.keys(), D = s.head_dim, group = s.heads / s.kv_heads;
+  const std::size_t S = s.seq, Sk = s.keys(), D = s.head_dim;
   const T scale = T(1) / std::sqrt(static_cast<T>(D));
   std::vector<T> scratch(probs == nullptr ? S * Sk : 0);
-  for (std::size_t b = 0; b < s.batch; ++b)
-    for (std::size_t h = 0; h < s.heads; ++h) {
-      const std::size_t kvh = h / group;
-      const T* qh = q + (b * s.heads + h) * S * D;
-      const T* kh = k + (b * s.kv_heads + kvh) * Sk * D;
-      const T* vh = v + (b * s.kv_heads + kvh) * Sk * D;
-      T* p = probs != nullptr ? probs + (b * s.heads + h) * S * Sk : scratch.data();
-      head_probs(p, qh, kh, s, scale);
-      gemm<T>(false, false, S, D, Sk, T(1), p, vh, T(0), o + (b * s.heads + h) * S * D);
-    }
+  for_each_query_head(s, [&](std::size_t bh, std::size_t bkv) {
+    const T* qh = q + bh * S * D;
+    const T* kh = k + bkv * Sk * D;
+    const T* vh = v + bkv * Sk * D;
+    T* p = probs != nullptr ? probs + bh * S * Sk : scratch.data();
+    head_probs(p, qh, kh, s, scale);
+    gemm<T>(false, false, S, D, Sk, T(1), p, vh, T(0), o + bh * S * D);
+  });
 }
 
 template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, const T* d_o, const T* probs, const T* q, const T* k,
                         const T* v, const AttentionShape& s) {
-  const std::size_t S = s.seq, Sk = s.keys(), D = s.head_dim, group = s.heads / s.kv_heads;
+  const std::size_t S = s.seq, Sk = s.keys(), D = s.head_dim;
   const T scale = T(1) / std::sqrt(static_cast<T>(D));
   std::fill_n(dk, s.batch * s.kv_heads * Sk * D, T(0));
   std::fill_n(dv, s.batch * s.kv_heads * Sk * D, T(0));
   std::vector<T> p_scratch(probs == nullptr ? S * Sk : 0), dp(S * Sk);
-  for (std::size_t b = 0; b < s.batch; ++b)
-    for (std::size_t h = 0; h < s.heads; ++h) {
-      const std::size_t kvh = h / group;
-      const T* qh = q + (b * s.heads + h) * S * D;
-      const T* kh = k + (b * s.kv_heads + kvh) * Sk * D;
-      const T* vh = v + (b * s.kv_heads + kvh) * Sk * D;
-      const T* doh = d_o + (b * s.heads + h) * S * D;
-      T* dqh = dq + (b * s.heads + h) * S * D;
-      T* dkh = dk + (b * s.kv_heads + kvh) * Sk * D;
-      T* dvh = dv + (b * s.kv_heads + kvh) * Sk * D;
-      const T* p = probs;
-      if (probs == nullptr) {  // selective recompute: rebuild the probabilities
-        head_probs(p_scratch.data(), qh, kh, s, scale);
-        p = p_scratch.data();
-      } else {
-        p = probs + (b * s.heads + h) * S * Sk;
-      }
-      // dP (S,Sk) = dO V^T ; dV += P^T dO
-      gemm<T>(false, true, S, Sk, D, T(1), doh, vh, T(0), dp.data());
-      gemm<T>(true, false, Sk, D, S, T(1), p, doh, T(1), dvh);
-      // dScores = P * (dP - rowsum(P * dP)); masked entries have P = 0
-      for (std::size_t i = 0; i < S; ++i) {
-        const T* pr = p + i * Sk;
-        T* dpr = dp.data() + i * Sk;
-        const std::size_t last = s.limit(i);
-        T dot = 0;
-        for (std::size_t j = 0; j <= last; ++j) dot += pr[j] * dpr[j];
-        for (std::size_t j = 0; j <= last; ++j) dpr[j] = pr[j] * (dpr[j] - dot);
-        for (std::size_t j = last + 1; j < Sk; ++j) dpr[j] = T(0);
-      }
-      // dQ = scale dS K ; dK += scale dS^T Q
-      gemm<T>(false, false, S, D, Sk, scale, dp.data(), kh, T(0), dqh);
-      gemm<T>(true, false, Sk, D, S, scale, dp.data(), qh, T(1), dkh);
+  for_each_query_head(s, [&](std::size_t bh, std::size_t bkv) {
+    const T* qh = q + bh * S * D;
+    const T* kh = k + bkv * Sk * D;
+    const T* vh = v + bkv * Sk * D;
+    const T* doh = d_o + bh * S * D;
+    T* dqh = dq + bh * S * D;
+    T* dkh = dk + bkv * Sk * D;
+    T* dvh = dv + bkv * Sk * D;
+    const T* p = probs;
+    if (probs == nullptr) {  // selective recompute: rebuild the probabilities
+      head_probs(p_scratch.data(), qh, kh, s, scale);
+      p = p_scratch.data();
+    } else {
+      p = probs + bh * S * Sk;
     }
+    // dP (S,Sk) = dO V^T ; dV += P^T dO
+    gemm<T>(false, true, S, Sk, D, T(1), doh, vh, T(0), dp.data());
+    gemm<T>(true, false, Sk, D, S, T(1), p, doh, T(1), dvh);
+    // dScores = P * (dP - rowsum(P * dP)); masked entries have P = 0
+    for (std::size_t i = 0; i < S; ++i) {
+      const T* pr = p + i * Sk;
+      T* dpr = dp.data() + i * Sk;
+      const std::size_t last = s.limit(i);
+      T dot = 0;
+      for (std::size_t j = 0; j <= last; ++j) dot += pr[j] * dpr[j];
+      for (std::size_t j = 0; j <= last; ++j) dpr[j] = pr[j] * (dpr[j] - dot);
+      for (std::size_t j = last + 1; j < Sk; ++j) dpr[j] = T(0);
+    }
+    // dQ = scale dS K ; dK += scale dS^T Q
+    gemm<T>(false, false, S, D, Sk, scale, dp.data(), kh, T(0), dqh);
+    gemm<T>(true, false, Sk, D, S, scale, dp.data(), qh, T(1), dkh);
+  });
 }
 
 #define STRATA_INSTANTIATE(T)                                                                   \

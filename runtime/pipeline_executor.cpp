@@ -21,9 +21,20 @@ std::vector<float> take(std::map<std::pair<int, int>, std::vector<float>>& m, st
   return v;
 }
 
+// `n` floats from pipeline stage `peer` (blocking).
+std::vector<float> receive_from_stage(kernels::Communicator* pp, std::size_t n, int peer) {
+  STRATA_CHECK(pp != nullptr, "pipeline receive without a pipeline group");
+  std::vector<float> buf(n);
+  pp->recv(buf.data(), n, peer);
+  return buf;
+}
+
 }  // namespace
 
-void PipelineExecutor::start_send(std::vector<float> buf, int peer) {
+void PipelineExecutor::start_send(std::map<Key, std::vector<float>>& buffers, Key key, const char* what,
+                                  int peer) {
+  STRATA_CHECK(pp_ != nullptr, "pipeline send without a pipeline group");
+  std::vector<float> buf = take(buffers, key, what);
   reap_sends(false);
   auto pending = pp_->isend(buf.data(), buf.size(), peer);  // moving buf keeps its storage
   in_flight_.emplace_back(std::move(pending), std::move(buf));
@@ -54,10 +65,7 @@ double PipelineExecutor::run(const std::vector<planner::ScheduleStep>& steps,
     const std::size_t n = chunk.activation_size();
     switch (s.kind) {
       case planner::StepKind::RecvActivation: {
-        STRATA_CHECK(pp_ != nullptr, "pipeline receive without a pipeline group");
-        std::vector<float> buf(n);
-        pp_->recv(buf.data(), n, s.peer_stage);
-        inputs_[key] = std::move(buf);
+        inputs_[key] = receive_from_stage(pp_, n, s.peer_stage);
         break;
       }
       case planner::StepKind::Forward: {
@@ -72,15 +80,11 @@ double PipelineExecutor::run(const std::vector<planner::ScheduleStep>& steps,
         break;
       }
       case planner::StepKind::SendActivation: {
-        STRATA_CHECK(pp_ != nullptr, "pipeline send without a pipeline group");
-        start_send(take(outputs_, key, "activation to send"), s.peer_stage);
+        start_send(outputs_, key, "activation to send", s.peer_stage);
         break;
       }
       case planner::StepKind::RecvGrad: {
-        STRATA_CHECK(pp_ != nullptr, "pipeline receive without a pipeline group");
-        std::vector<float> buf(n);
-        pp_->recv(buf.data(), n, s.peer_stage);
-        grad_outputs_[key] = std::move(buf);
+        grad_outputs_[key] = receive_from_stage(pp_, n, s.peer_stage);
         break;
       }
       case planner::StepKind::Backward: {
@@ -99,8 +103,7 @@ double PipelineExecutor::run(const std::vector<planner::ScheduleStep>& steps,
         break;
       }
       case planner::StepKind::SendGrad: {
-        STRATA_CHECK(pp_ != nullptr, "pipeline send without a pipeline group");
-        start_send(take(grad_inputs_, key, "gradient to send"), s.peer_stage);
+        start_send(grad_inputs_, key, "gradient to send", s.peer_stage);
         break;
       }
     }

@@ -46,7 +46,9 @@ class PipelineExecutor {
   // Sends in flight with the buffers they read from.
   std::vector<std::pair<std::unique_ptr<kernels::PendingRequest>, std::vector<float>>> in_flight_;
 
-  void start_send(std::vector<float> buf, int peer);
+  // Sends the buffer `key` of `buffers` (`what`, taken out of it) to stage `peer`
+  // without waiting.
+  void start_send(std::map<Key, std::vector<float>>& buffers, Key key, const char* what, int peer);
   void reap_sends(bool wait_all);
 };
 

@@ -19,6 +19,18 @@ kernels::Communicator& float_comm(const TpGroup& g) {
   }
 }
 
+// A collective between the full buffer and the ranks' shards of `n_per_rank` elements
+// (`collective` gets the communicator, out, in, n_per_rank): a group of one only copies.
+template <typename T, typename Collective>
+void shard_collective(const TpGroup& g, T* out, const T* in, std::size_t n_per_rank, Collective&& collective) {
+  if (g.size == 1) {
+    if (out != in) std::copy_n(in, n_per_rank, out);
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>) collective(float_comm<T>(g), out, in, n_per_rank);
+  else float_comm<T>(g);
+}
+
 }  // namespace
 
 template <typename T>
@@ -30,22 +42,16 @@ void all_reduce_sum(const TpGroup& g, T* data, std::size_t n) {
 
 template <typename T>
 void all_gather(const TpGroup& g, T* out, const T* in, std::size_t n_per_rank) {
-  if (g.size == 1) {
-    if (out != in) std::copy_n(in, n_per_rank, out);
-    return;
-  }
-  if constexpr (std::is_same_v<T, float>) float_comm<T>(g).all_gather(in, out, n_per_rank);
-  else float_comm<T>(g);
+  shard_collective(g, out, in, n_per_rank, [](kernels::Communicator& c, float* o, const float* i, std::size_t n) {
+    c.all_gather(i, o, n);
+  });
 }
 
 template <typename T>
 void reduce_scatter_sum(const TpGroup& g, T* out, const T* in, std::size_t n_per_rank) {
-  if (g.size == 1) {
-    if (out != in) std::copy_n(in, n_per_rank, out);
-    return;
-  }
-  if constexpr (std::is_same_v<T, float>) float_comm<T>(g).reduce_scatter_sum(in, out, n_per_rank);
-  else float_comm<T>(g);
+  shard_collective(g, out, in, n_per_rank, [](kernels::Communicator& c, float* o, const float* i, std::size_t n) {
+    c.reduce_scatter_sum(i, o, n);
+  });
 }
 
 template <typename T>

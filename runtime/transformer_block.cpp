@@ -114,23 +114,22 @@ TransformerBlock<T>::TransformerBlock(const ModelDims& d, int index, ParameterSt
     n2_b_ = prm("norm2.bias");
     dn2_b_ = grd("norm2.bias");
   }
-  auto column = [&](ColumnParallelLinear<T>& l, const std::string& n, std::size_t out_local) {
+  // A linear layer's weight and (when the model has biases) bias, with their gradients.
+  auto bind_params = [&](auto& l, const std::string& n) {
     l.w = prm(n + ".weight");
     l.dw = grd(n + ".weight");
     if (bias) {
       l.b = prm(n + ".bias");
       l.db = grd(n + ".bias");
     }
+  };
+  auto column = [&](ColumnParallelLinear<T>& l, const std::string& n, std::size_t out_local) {
+    bind_params(l, n);
     l.in = d.hidden;
     l.out_local = out_local;
   };
   auto row = [&](RowParallelLinear<T>& l, const std::string& n, std::size_t in_local) {
-    l.w = prm(n + ".weight");
-    l.dw = grd(n + ".weight");
-    if (bias) {
-      l.b = prm(n + ".bias");
-      l.db = grd(n + ".bias");
-    }
+    bind_params(l, n);
     l.in_local = in_local;
     l.out = d.hidden;
   };

@@ -29,6 +29,6 @@ phase_done "sanitizer tests"
 
 # The fuzz targets were built with the sanitizer build above (preset sanitize sets
 # STRATA_BUILD_FUZZ; the parsers' libraries carry libFuzzer's coverage there too).
-phase "fuzzing (scripts/fuzz.sh ${1:-60} on the sanitizer build: ${1:-60} s over all targets)"
+phase "fuzzing (scripts/fuzz.sh ${1:-60} on the sanitizer build: ${1:-60} s over all targets, one per core at a time)"
 FUZZ_PRESET=sanitize bash scripts/fuzz.sh "${1:-60}"
 phase_done "fuzzing"

@@ -22,10 +22,7 @@ cublasLtHandle_t lt(void* h) { return static_cast<cublasLtHandle_t>(h); }
 }  // namespace
 
 CublasLtGemm::CublasLtGemm(std::size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
-  cublasLtHandle_t h = nullptr;
-  STRATA_CUBLAS_CHECK(cublasLtCreate(&h));
-  handle_ = h;
-  STRATA_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
+  open_cublaslt(handle_, workspace_, workspace_bytes_);
   STRATA_CUDA_CHECK(cudaEventCreate(&start_));
   STRATA_CUDA_CHECK(cudaEventCreate(&stop_));
 }
@@ -34,8 +31,7 @@ CublasLtGemm::~CublasLtGemm() {
   plans_.clear();
   if (start_) cudaEventDestroy(start_);
   if (stop_) cudaEventDestroy(stop_);
-  if (workspace_) cudaFree(workspace_);
-  if (handle_) cublasLtDestroy(lt(handle_));
+  close_cublaslt(handle_, workspace_);
 }
 
 CublasLtGemm::Plan& CublasLtGemm::plan(GemmDType dtype, bool trans_a, bool trans_b, std::int64_t m,
@@ -45,14 +41,8 @@ CublasLtGemm::Plan& CublasLtGemm::plan(GemmDType dtype, bool trans_a, bool trans
   if (it != plans_.end()) return *it->second;
   auto p = std::make_unique<Plan>();
   const cudaDataType_t t = cublaslt_storage_type(dtype);
-  STRATA_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, cublaslt_compute_type(dtype), CUDA_R_32F));
   // Column-major view: C^T(n,m) = op(B)^T(n,k) * op(A)^T(k,m). cuBLASLt's "A" is our B.
-  cublasOperation_t op_lt_a = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t op_lt_b = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  STRATA_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_lt_a,
-                                                     sizeof(op_lt_a)));
-  STRATA_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_lt_b,
-                                                     sizeof(op_lt_b)));
+  p->describe(dtype, trans_a, trans_b);
   const auto um = static_cast<std::uint64_t>(m), un = static_cast<std::uint64_t>(n),
              uk = static_cast<std::uint64_t>(k);
   // Stored (column-major) shapes before the op: B row-major (k,n) is col-major (n,k), ld n;
@@ -63,22 +53,9 @@ CublasLtGemm::Plan& CublasLtGemm::plan(GemmDType dtype, bool trans_a, bool trans
   else STRATA_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, t, um, uk, m));
   STRATA_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->c, t, un, um, n));
 
-  cublasLtMatmulPreference_t pref = nullptr;
-  STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  std::uint64_t ws = workspace_bytes_;
-  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                           &ws, sizeof(ws));
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(lt(handle_), p->desc, p->a, p->b, p->c, p->c, pref, 1, &result,
-                                        &found);
-  cublasLtMatmulPreferenceDestroy(pref);
-  STRATA_CUBLAS_CHECK(st);
-  if (found == 0 || result.state != CUBLAS_STATUS_SUCCESS)
+  if (!p->choose_algo(lt(handle_), workspace_bytes_))
     throw DeviceError(fmt::format("cuBLASLt has no algorithm for {} GEMM ({}, {}, {})", to_string(dtype), m,
                                   n, k));
-  p->algo = result.algo;
   auto& ref = *p;
   plans_.emplace(key, std::move(p));
   return ref;

@@ -14,26 +14,20 @@ const char* cublas_status_name(cublasStatus_t s);
                                      const char* file, int line);
 }  // namespace strata::kernels::detail
 
-#define STRATA_CUDA_CHECK(call)                                                                 \
-  do {                                                                                          \
-    cudaError_t strata_cuda_rc_ = (call);                                                       \
-    if (strata_cuda_rc_ != cudaSuccess)                                                         \
-      ::strata::kernels::detail::throw_device_error("CUDA", cudaGetErrorString(strata_cuda_rc_), \
-                                                    #call, __FILE__, __LINE__);                 \
+// One check for every library: `call` returns a `Status` that is `ok` or is named by
+// `what(status)`; `text` is the call as written (stringized where the call is made).
+#define STRATA_DEVICE_CHECK_(Status, ok, library, what, call, text)                               \
+  do {                                                                                            \
+    Status strata_device_rc_ = (call);                                                            \
+    if (strata_device_rc_ != ok)                                                                  \
+      ::strata::kernels::detail::throw_device_error(library, what(strata_device_rc_), text, __FILE__, \
+                                                    __LINE__);                                    \
   } while (0)
+
+#define STRATA_CUDA_CHECK(call) STRATA_DEVICE_CHECK_(cudaError_t, cudaSuccess, "CUDA", cudaGetErrorString, call, #call)
 
 #define STRATA_CUBLAS_CHECK(call)                                                                   \
-  do {                                                                                              \
-    cublasStatus_t strata_cublas_rc_ = (call);                                                      \
-    if (strata_cublas_rc_ != CUBLAS_STATUS_SUCCESS)                                                 \
-      ::strata::kernels::detail::throw_device_error("cuBLAS", ::strata::kernels::detail::cublas_status_name(strata_cublas_rc_), \
-                                                    #call, __FILE__, __LINE__);                     \
-  } while (0)
+  STRATA_DEVICE_CHECK_(cublasStatus_t, CUBLAS_STATUS_SUCCESS, "cuBLAS",                              \
+                       ::strata::kernels::detail::cublas_status_name, call, #call)
 
-#define STRATA_NCCL_CHECK(call)                                                                 \
-  do {                                                                                          \
-    ncclResult_t strata_nccl_rc_ = (call);                                                      \
-    if (strata_nccl_rc_ != ncclSuccess)                                                         \
-      ::strata::kernels::detail::throw_device_error("NCCL", ncclGetErrorString(strata_nccl_rc_), \
-                                                    #call, __FILE__, __LINE__);                 \
-  } while (0)
+#define STRATA_NCCL_CHECK(call) STRATA_DEVICE_CHECK_(ncclResult_t, ncclSuccess, "NCCL", ncclGetErrorString, call, #call)

@@ -51,6 +51,26 @@ void emit_source(YAML::Emitter& out, const std::vector<std::pair<std::string, st
   out << YAML::EndMap;
 }
 
+// A measured table, left out when it has no rows: `key: {source: ..., rows: [...]}`, the
+// run's identity with the table's own provenance as its source and one flow map a row,
+// whose keys `emit_row` writes.
+template <typename Row, typename EmitRow>
+void emit_table(YAML::Emitter& out, const char* key, const std::vector<std::pair<std::string, std::string>>& base,
+                const std::vector<std::pair<std::string, std::string>>& table_provenance,
+                const std::vector<const Row*>& rows, EmitRow&& emit_row) {
+  if (rows.empty()) return;
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "source" << YAML::Value;
+  emit_source(out, base, table_provenance, "measured", true);
+  out << YAML::Key << "rows" << YAML::Value << YAML::BeginSeq;
+  for (const Row* r : rows) {
+    out << YAML::Flow << YAML::BeginMap;
+    emit_row(*r);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+}
+
 }  // namespace
 
 double median_gemm_efficiency(const std::vector<GemmRecord>& gemms, GemmDType dtype, double min_flop,
@@ -110,43 +130,26 @@ std::string profile_to_yaml(const ProfileInfo& info, const std::vector<GemmRecor
   // refuses them (costmodel/device_profile.cpp), so they are not written.
   for (const auto& g : gemms)
     if (g.ok() && !(g.efficiency > 1.1)) grows.push_back(&g);
-  if (!grows.empty()) {
-    out << YAML::Key << "gemm_table" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "source" << YAML::Value;
-    emit_source(out, info.provenance, info.gemm_provenance, "measured", true);
-    out << YAML::Key << "rows" << YAML::Value << YAML::BeginSeq;
-    for (const GemmRecord* g : grows) {
-      out << YAML::Flow << YAML::BeginMap;
-      out << YAML::Key << "m" << YAML::Value << g->m;
-      out << YAML::Key << "n" << YAML::Value << g->n;
-      out << YAML::Key << "k" << YAML::Value << g->k;
-      out << YAML::Key << "dtype" << YAML::Value << to_string(g->dtype);
-      out << YAML::Key << "time_us" << YAML::Value << num(g->time.median_us);
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq << YAML::EndMap;
-  }
+  emit_table(out, "gemm_table", info.provenance, info.gemm_provenance, grows, [&](const GemmRecord& g) {
+    out << YAML::Key << "m" << YAML::Value << g.m;
+    out << YAML::Key << "n" << YAML::Value << g.n;
+    out << YAML::Key << "k" << YAML::Value << g.k;
+    out << YAML::Key << "dtype" << YAML::Value << to_string(g.dtype);
+    out << YAML::Key << "time_us" << YAML::Value << num(g.time.median_us);
+  });
 
   std::vector<const CollectiveRecord*> crows;
   for (const auto& c : collectives)
     if (c.ok()) crows.push_back(&c);
-  if (!crows.empty()) {
-    out << YAML::Key << "collective_table" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "source" << YAML::Value;
-    emit_source(out, info.provenance, info.collective_provenance, "measured", true);
-    out << YAML::Key << "rows" << YAML::Value << YAML::BeginSeq;
-    for (const CollectiveRecord* c : crows) {
-      out << YAML::Flow << YAML::BeginMap;
-      out << YAML::Key << "collective" << YAML::Value << to_string(c->collective);
-      out << YAML::Key << "ranks" << YAML::Value << c->ranks;
-      out << YAML::Key << "bytes" << YAML::Value << c->bytes;
-      out << YAML::Key << "time_us" << YAML::Value << num(c->time.median_us);
-      out << YAML::Key << "busbw_gbps" << YAML::Value << num(c->busbw_gbps);
-      if (c->trivial) out << YAML::Key << "trivial" << YAML::Value << true;
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq << YAML::EndMap;
-  }
+  emit_table(out, "collective_table", info.provenance, info.collective_provenance, crows,
+             [&](const CollectiveRecord& c) {
+               out << YAML::Key << "collective" << YAML::Value << to_string(c.collective);
+               out << YAML::Key << "ranks" << YAML::Value << c.ranks;
+               out << YAML::Key << "bytes" << YAML::Value << c.bytes;
+               out << YAML::Key << "time_us" << YAML::Value << num(c.time.median_us);
+               out << YAML::Key << "busbw_gbps" << YAML::Value << num(c.busbw_gbps);
+               if (c.trivial) out << YAML::Key << "trivial" << YAML::Value << true;
+             });
   out << YAML::EndMap;
   std::string text;
   for (const auto& line : info.comments) text += line.empty() ? "#\n" : "# " + line + "\n";

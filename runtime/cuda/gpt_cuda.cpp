@@ -129,6 +129,16 @@ struct GptCudaTrainer::Impl {
   Operand W(const std::string& name) {
     return {P(name), lowp ? params_lp.get() + tensor(name).offset : nullptr};
   }
+  // Tensor `name` of `buffer` (the parameters or the gradients), copied to the host once
+  // the stream's work is done.
+  std::vector<float> download(const DeviceBuffer<float>& buffer, const std::string& name) const {
+    const Tensor& t = tensor(name);
+    std::vector<float> out(t.numel);
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
+    STRATA_CUDA_CHECK(
+        cudaMemcpy(out.data(), buffer.get() + t.offset, t.numel * sizeof(float), cudaMemcpyDeviceToHost));
+    return out;
+  }
 
   void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, Operand a,
             Operand b, float beta, float* c, std::int64_t batch = 1);
@@ -504,22 +514,8 @@ std::vector<std::string> GptCudaTrainer::param_names() const {
   return out;
 }
 
-std::vector<float> GptCudaTrainer::param(const std::string& name) const {
-  const auto& t = impl_->tensor(name);
-  std::vector<float> out(t.numel);
-  STRATA_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
-  STRATA_CUDA_CHECK(cudaMemcpy(out.data(), impl_->params.get() + t.offset, t.numel * sizeof(float),
-                               cudaMemcpyDeviceToHost));
-  return out;
-}
+std::vector<float> GptCudaTrainer::param(const std::string& name) const { return impl_->download(impl_->params, name); }
 
-std::vector<float> GptCudaTrainer::grad(const std::string& name) const {
-  const auto& t = impl_->tensor(name);
-  std::vector<float> out(t.numel);
-  STRATA_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
-  STRATA_CUDA_CHECK(cudaMemcpy(out.data(), impl_->grads.get() + t.offset, t.numel * sizeof(float),
-                               cudaMemcpyDeviceToHost));
-  return out;
-}
+std::vector<float> GptCudaTrainer::grad(const std::string& name) const { return impl_->download(impl_->grads, name); }
 
 }  // namespace strata::runtime

@@ -268,6 +268,17 @@ __global__ void heads_to_rows_kernel(float* dst, const float* src, std::int64_t 
     dst[heads_to_rows_index(i, seq, heads, head_dim, width, col0)] = src[i];
 }
 
+// Either head permute above over all batch * seq * heads * head_dim elements.
+template <typename Kernel>
+void launch_head_permute(Kernel kernel, float* dst, const float* src, std::int64_t batch, std::int64_t seq,
+                         std::int64_t heads, std::int64_t head_dim, std::int64_t width, std::int64_t col0,
+                         cudaStream_t stream) {
+  const std::int64_t n = batch * seq * heads * head_dim;
+  if (n <= 0) return;
+  kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(dst, src, n, seq, heads, head_dim, width, col0);
+  check_launch();
+}
+
 // One block per score row. Every element j is read and rewritten by the same thread
 // (j = threadIdx.x + k * blockDim.x) in each pass, so the passes need no barrier beyond
 // the ones inside block_reduce.
@@ -446,21 +457,13 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const 
 void rows_to_heads(float* dst, const float* src, std::int64_t batch, std::int64_t seq,
                    std::int64_t heads, std::int64_t head_dim, std::int64_t width, std::int64_t col0,
                    cudaStream_t stream) {
-  const std::int64_t n = batch * seq * heads * head_dim;
-  if (n <= 0) return;
-  rows_to_heads_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(dst, src, n, seq, heads, head_dim,
-                                                                       width, col0);
-  check_launch();
+  launch_head_permute(rows_to_heads_kernel, dst, src, batch, seq, heads, head_dim, width, col0, stream);
 }
 
 void heads_to_rows(float* dst, const float* src, std::int64_t batch, std::int64_t seq,
                    std::int64_t heads, std::int64_t head_dim, std::int64_t width, std::int64_t col0,
                    cudaStream_t stream) {
-  const std::int64_t n = batch * seq * heads * head_dim;
-  if (n <= 0) return;
-  heads_to_rows_kernel<<<elementwise_blocks(n), kThreads, 0, stream>>>(dst, src, n, seq, heads, head_dim,
-                                                                       width, col0);
-  check_launch();
+  launch_head_permute(heads_to_rows_kernel, dst, src, batch, seq, heads, head_dim, width, col0, stream);
 }
 
 void causal_softmax_forward(float* p, std::int64_t rows, std::int64_t seq, cudaStream_t stream) {

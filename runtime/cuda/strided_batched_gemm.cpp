@@ -34,16 +34,12 @@ void make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t t, std::int64_t 
 }  // namespace
 
 StridedBatchedGemm::StridedBatchedGemm(std::size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
-  cublasLtHandle_t h = nullptr;
-  STRATA_CUBLAS_CHECK(cublasLtCreate(&h));
-  handle_ = h;
-  STRATA_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
+  kernels::open_cublaslt(handle_, workspace_, workspace_bytes_);
 }
 
 StridedBatchedGemm::~StridedBatchedGemm() {
   plans_.clear();
-  if (workspace_) cudaFree(workspace_);
-  if (handle_) cublasLtDestroy(lt(handle_));
+  kernels::close_cublaslt(handle_, workspace_);
 }
 
 StridedBatchedGemm::Plan& StridedBatchedGemm::plan(kernels::GemmDType dtype, bool trans_a, bool trans_b,
@@ -55,15 +51,9 @@ StridedBatchedGemm::Plan& StridedBatchedGemm::plan(kernels::GemmDType dtype, boo
   if (it != plans_.end()) return *it->second;
   auto p = std::make_unique<Plan>();
   const cudaDataType_t t = kernels::cublaslt_storage_type(dtype);
-  STRATA_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, kernels::cublaslt_compute_type(dtype), CUDA_R_32F));
   // Row-major C (m,n) = op(A) op(B) is the column-major C^T (n,m) = op(B)^T op(A)^T: the
   // row-major buffers are passed unchanged, our B as cuBLASLt's A and our A as its B.
-  const cublasOperation_t op_lt_a = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_lt_b = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  STRATA_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_lt_a,
-                                                     sizeof(op_lt_a)));
-  STRATA_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_lt_b,
-                                                     sizeof(op_lt_b)));
+  p->describe(dtype, trans_a, trans_b);
   // Stored column-major shapes: B row-major (k,n) is col-major (n,k) with ld n; B row-major
   // (n,k) [trans_b] is col-major (k,n) with ld k. Likewise A (m,k) -> (k,m) ld k, or
   // A (k,m) [trans_a] -> (m,k) ld m. C (m,n) -> (n,m) ld n.
@@ -73,22 +63,9 @@ StridedBatchedGemm::Plan& StridedBatchedGemm::plan(kernels::GemmDType dtype, boo
   else make_layout(&p->b, t, m, k, m, batch, stride_a);
   make_layout(&p->c, t, n, m, n, batch, stride_c);
 
-  cublasLtMatmulPreference_t pref = nullptr;
-  STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  const std::uint64_t ws = workspace_bytes_;
-  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                           &ws, sizeof(ws));
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(lt(handle_), p->desc, p->a, p->b, p->c, p->c, pref, 1, &result,
-                                        &found);
-  cublasLtMatmulPreferenceDestroy(pref);
-  STRATA_CUBLAS_CHECK(st);
-  if (found == 0 || result.state != CUBLAS_STATUS_SUCCESS)
+  if (!p->choose_algo(lt(handle_), workspace_bytes_))
     throw DeviceError(fmt::format("cuBLASLt has no algorithm for a batched {} GEMM ({}, {}, {}) x {}",
                                   kernels::to_string(dtype), m, n, k, batch));
-  p->algo = result.algo;
   Plan& ref = *p;
   plans_.emplace(key, std::move(p));
   return ref;

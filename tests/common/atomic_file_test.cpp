@@ -20,10 +20,20 @@
 
 namespace fs = std::filesystem;
 
-TEST(AtomicFile, WritesAndReplacesWithoutLeavingTemporaries) {
-  fs::path dir = fs::temp_directory_path() / "strata_atomic_test";
+namespace {
+
+// A folder of that name in the temp directory, emptied of what an earlier run left there.
+fs::path empty_temp_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST(AtomicFile, WritesAndReplacesWithoutLeavingTemporaries) {
+  fs::path dir = empty_temp_dir("strata_atomic_test");
   std::string p = (dir / "out.yaml").string();
   strata::write_file_atomic(p, "first\n");
   EXPECT_EQ(strata::read_file(p), "first\n");
@@ -41,9 +51,7 @@ TEST(AtomicFile, MissingFolderIsAnInputError) {
 }
 
 TEST(AtomicFile, FailedWriteKeepsThePreviousFile) {
-  fs::path dir = fs::temp_directory_path() / "strata_atomic_ro";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  fs::path dir = empty_temp_dir("strata_atomic_ro");
   std::string p = (dir / "plan.yaml").string();
   strata::write_file_atomic(p, "old\n");
   // A directory with the target's name cannot be replaced by rename: the write fails.
@@ -86,9 +94,7 @@ fs::file_type lstat_type(const fs::path& p) {
 class OutputPathTest : public ::testing::TestWithParam<OutputCase> {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("strata_outpath_" + GetParam().name);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = empty_temp_dir("strata_outpath_" + GetParam().name);
   }
   void TearDown() override {
     if (reader_ >= 0) ::close(reader_);
@@ -225,9 +231,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.name; });
 
 TEST(AtomicFile, ReadRefusesFilesAboveTheCap) {
-  fs::path dir = fs::temp_directory_path() / "strata_atomic_cap";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  fs::path dir = empty_temp_dir("strata_atomic_cap");
   std::string p = (dir / "big.yaml").string();
   std::ofstream(p) << std::string(5000, 'x');
   EXPECT_EQ(strata::read_file(p, 5000).size(), 5000u);

@@ -4,20 +4,13 @@
 
 #include "common/errors.h"
 #include "common/json_text.h"
+#include "tests/input_error_of.h"
 
 using strata::InputError;
+using strata::testing::input_error_of;
 using strata::YamlReader;
 
 namespace {
-
-std::string message_of(auto&& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 YamlReader reader(const std::string& text) { return YamlReader(strata::parse_yaml(text, "t.yaml"), "t.yaml"); }
 
@@ -34,7 +27,7 @@ TEST(YamlReader, ReadsTypedValues) {
 }
 
 TEST(YamlReader, MalformedYamlNamesFileAndLine) {
-  std::string m = message_of([] { strata::parse_yaml("a: [1, 2\nb: 3\n", "bad.yaml"); });
+  std::string m = input_error_of([] { strata::parse_yaml("a: [1, 2\nb: 3\n", "bad.yaml"); });
   EXPECT_NE(m.find("bad.yaml:"), std::string::npos) << m;
   EXPECT_NE(m.find("malformed YAML"), std::string::npos) << m;
 }
@@ -46,31 +39,31 @@ TEST(YamlReader, EmptyDocumentIsAnError) {
 
 TEST(YamlReader, UnknownKeyIsRejectedWithAllowedList) {
   auto r = reader("layers: 2\nhiden: 3\n");
-  std::string m = message_of([&] { r.expect_keys({"layers", "hidden"}); });
+  std::string m = input_error_of([&] { r.expect_keys({"layers", "hidden"}); });
   EXPECT_NE(m.find("hiden"), std::string::npos) << m;
   EXPECT_NE(m.find("allowed: layers, hidden"), std::string::npos) << m;
 }
 
 TEST(YamlReader, WrongTypesAndRangesNameTheKey) {
   auto r = reader("a: abc\nb: -4\nc: [1]\nd: maybe\ne: 99999999999999999999999\n");
-  EXPECT_NE(message_of([&] { r.get_int("a"); }).find("a: expected an integer"), std::string::npos);
-  EXPECT_NE(message_of([&] { r.get_int_in("b", 1, 10); }).find("out of range"), std::string::npos);
-  EXPECT_NE(message_of([&] { r.get_int("c"); }).find("c: expected an integer"), std::string::npos);
-  EXPECT_NE(message_of([&] { r.get_bool("d"); }).find("expected true or false"), std::string::npos);
-  EXPECT_NE(message_of([&] { r.get_int("e"); }).find("out of range"), std::string::npos);
-  EXPECT_NE(message_of([&] { r.get_string("zz"); }).find("zz: missing required key"),
+  EXPECT_NE(input_error_of([&] { r.get_int("a"); }).find("a: expected an integer"), std::string::npos);
+  EXPECT_NE(input_error_of([&] { r.get_int_in("b", 1, 10); }).find("out of range"), std::string::npos);
+  EXPECT_NE(input_error_of([&] { r.get_int("c"); }).find("c: expected an integer"), std::string::npos);
+  EXPECT_NE(input_error_of([&] { r.get_bool("d"); }).find("expected true or false"), std::string::npos);
+  EXPECT_NE(input_error_of([&] { r.get_int("e"); }).find("out of range"), std::string::npos);
+  EXPECT_NE(input_error_of([&] { r.get_string("zz"); }).find("zz: missing required key"),
             std::string::npos);
 }
 
 TEST(YamlReader, EnumListsChoices) {
   auto r = reader("act: relu\n");
-  std::string m = message_of([&] { r.get_enum("act", {"gelu", "swiglu"}); });
+  std::string m = input_error_of([&] { r.get_enum("act", {"gelu", "swiglu"}); });
   EXPECT_NE(m.find("'relu' is not one of: gelu, swiglu"), std::string::npos) << m;
 }
 
 TEST(YamlReader, NestedPathsAppearInErrors) {
   auto r = reader("outer:\n  inner:\n    x: nope\n");
-  std::string m = message_of([&] { r.child("outer").child("inner").get_double("x"); });
+  std::string m = input_error_of([&] { r.child("outer").child("inner").get_double("x"); });
   EXPECT_NE(m.find("outer.inner.x"), std::string::npos) << m;
   EXPECT_NE(m.find("t.yaml:3"), std::string::npos) << m;
 }
@@ -134,7 +127,7 @@ TEST(JsonInt, RangeCheckedBeforeNarrowing) {
   EXPECT_THROW(strata::json_int<int>(j["str"], "str"), InputError);
   EXPECT_THROW(strata::json_int<std::int64_t>(j["huge"], "huge"), InputError);
   EXPECT_EQ(strata::json_int<std::uint64_t>(j["huge"], "huge"), 18446744073709551615ULL);
-  std::string m = message_of([&] { strata::json_int<int>(j["big"], "plans[0].dp"); });
+  std::string m = input_error_of([&] { strata::json_int<int>(j["big"], "plans[0].dp"); });
   EXPECT_NE(m.find("plans[0].dp"), std::string::npos) << m;
   EXPECT_NE(m.find("out of range"), std::string::npos) << m;
 }

@@ -8,19 +8,15 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "tests/input_error_of.h"
 
 namespace sc = strata::costmodel;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string error_of(const std::string& yaml) {
-  try {
-    sc::parse_cluster_spec(yaml, "c.yaml");
-  } catch (const strata::InputError& e) {
-    return e.what();
-  }
-  return "no error";
+std::string cluster_error_of(const std::string& yaml) {
+  return strata::testing::input_error_of([&] { sc::parse_cluster_spec(yaml, "c.yaml"); });
 }
 
 const char* kCluster = R"(
@@ -86,17 +82,17 @@ TEST(ClusterSpec, BadInputNamesTheKey) {
     s.replace(s.find(from), from.size(), to);
     return s;
   };
-  std::string e = error_of(with("gpus_per_node: 8", "gpus_per_node: 0"));
+  std::string e = cluster_error_of(with("gpus_per_node: 8", "gpus_per_node: 0"));
   EXPECT_NE(e.find("gpus_per_node"), std::string::npos) << e;
-  e = error_of(with("nodes: 4", "nodes: -1"));
+  e = cluster_error_of(with("nodes: 4", "nodes: -1"));
   EXPECT_NE(e.find("nodes"), std::string::npos) << e;
-  e = error_of(with("device: a100-sxm-80gb", "device: a100-sxm"));
+  e = cluster_error_of(with("device: a100-sxm-80gb", "device: a100-sxm"));
   EXPECT_NE(e.find("device"), std::string::npos) << e;
   EXPECT_NE(e.find("did you mean"), std::string::npos) << e;
   EXPECT_NE(e.find("a100-sxm-80gb"), std::string::npos) << e;
-  e = error_of(with("bandwidth_gbps: 25", "bandwidth_gbps: -25"));
+  e = cluster_error_of(with("bandwidth_gbps: 25", "bandwidth_gbps: -25"));
   EXPECT_NE(e.find("inter_node.bandwidth_gbps"), std::string::npos) << e;
-  e = error_of(with("efficiency: 0.9,", "efficiency: 0.9, comm_sms: 16,"));
+  e = cluster_error_of(with("efficiency: 0.9,", "efficiency: 0.9, comm_sms: 16,"));
   EXPECT_NE(e.find("inter_node.comm_sms"), std::string::npos) << e;
   EXPECT_NE(e.find("source.comm_sms"), std::string::npos) << e;
   auto sourced = sc::parse_cluster_spec(
@@ -105,11 +101,11 @@ TEST(ClusterSpec, BadInputNamesTheKey) {
       "c.yaml");
   EXPECT_EQ(sourced.inter_node.comm_sms, 16);
   EXPECT_EQ(sc::parse_cluster_spec(sc::to_yaml(sourced), "round.yaml").inter_node.comm_sms, 16);
-  e = error_of(base + "switch: fat-tree\n");
+  e = cluster_error_of(base + "switch: fat-tree\n");
   EXPECT_NE(e.find("switch"), std::string::npos) << e;
   // Several nodes need a network.
   std::string no_net = base.substr(0, base.find("inter_node"));
-  e = error_of(no_net);
+  e = cluster_error_of(no_net);
   EXPECT_NE(e.find("inter_node"), std::string::npos) << e;
   try {
     sc::load_cluster("dgx-a10");

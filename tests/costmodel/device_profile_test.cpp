@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "tests/input_error_of.h"
 #include "test_profiles.h"
 
 namespace sc = strata::costmodel;
@@ -17,12 +18,7 @@ using sc::DType;
 namespace {
 
 std::string error_of(const std::string& yaml) {
-  try {
-    sc::parse_device_profile(yaml, "test.yaml");
-  } catch (const strata::InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return strata::testing::input_error_of([&] { sc::parse_device_profile(yaml, "test.yaml"); });
 }
 
 const char* kValid = R"(

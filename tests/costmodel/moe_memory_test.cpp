@@ -16,7 +16,7 @@ namespace sm = strata::models;
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
 sc::MemoryInputs nemo_deepseek_v3_layout() {
   sc::MemoryInputs in;
@@ -88,7 +88,7 @@ TEST(MoeMemory, DeepSeekV3NemoLayoutFitsOnEveryStageOnlyWithItsRecompute) {
   const sm::ModelGraph g = sm::ModelGraph::build(sm::load_model("deepseek-v3"), 1);
   const sc::MemoryModel model(g, h100());
   sc::MemoryInputs in = nemo_deepseek_v3_layout();
-  for (const sc::StageMemory& m : model.per_stage(in)) EXPECT_LT(m.total_bytes, 80 * kGiB);
+  for (const sc::StageMemory& m : model.per_stage(in)) EXPECT_LT(m.total_bytes, 80 * kBytesPerGiB);
   // The last stage carries the MTP depth: per micro-batch 12 sbh / 2 = 176160768 (enorm,
   // hnorm, eh_proj input, its final-norm and head inputs) + one block 163840000, 1 in
   // flight, and its fp32 logits 4 x 4096 x 129280 / 2 = 1059061760: 1399062528.
@@ -102,7 +102,7 @@ TEST(MoeMemory, DeepSeekV3NemoLayoutFitsOnEveryStageOnlyWithItsRecompute) {
   in.recompute_modules = {};
   const sc::StageMemory plain = model.per_stage(in)[1];
   EXPECT_EQ(plain.dispatch_activations_bytes, 40391147520.0);
-  EXPECT_GT(plain.total_bytes, 80 * kGiB);
+  EXPECT_GT(plain.total_bytes, 80 * kBytesPerGiB);
 }
 
 }  // namespace

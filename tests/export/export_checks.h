@@ -13,6 +13,7 @@
 #include "common/errors.h"
 #include "export/export_formats.h"
 #include "tests/export/test_plans.h"
+#include "tests/input_error_of.h"
 
 namespace strata::exports::testing {
 
@@ -87,12 +88,7 @@ inline std::map<std::string, std::string> arg_map(const std::vector<Arg>& args) 
 // The export's InputError text, or "no error".
 inline std::string export_error(const planner::Plan& p, ExportTarget t,
                                 const costmodel::SoftwareStack& stack = overlap_stack()) {
-  try {
-    export_plan(p, stack, t);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return strata::testing::input_error_of([&] { export_plan(p, stack, t); });
 }
 
 // [section] and `key = value` lines; an array value may continue over lines until `]`.

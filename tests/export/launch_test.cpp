@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
-#include <sstream>
 
 #include "common/atomic_file.h"
 #include "export/export_formats.h"
@@ -15,6 +14,7 @@
 #include "export/megatron_script_patch.h"
 #include "tests/export/export_checks.h"
 #include "tests/export/test_plans.h"
+#include "tests/text_lines.h"
 
 using namespace strata::exports;
 using namespace strata::exports::testing;
@@ -39,12 +39,7 @@ int bash_syntax_check(const std::string& text) {
   return rc;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
+using strata::testing::lines_of;
 
 // The plan's Megatron flags for a small Llama: dp 2 x tp 2 x pp 2, SP, micro-batch 1 of 16.
 Plan llama_plan() {

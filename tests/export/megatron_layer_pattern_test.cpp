@@ -4,6 +4,7 @@
 
 #include "common/errors.h"
 #include "export/megatron_layer_pattern.h"
+#include "tests/input_error_of.h"
 
 using strata::InputError;
 using strata::exports::eval_layer_pattern;
@@ -13,12 +14,7 @@ using strata::exports::MoeLayerLayout;
 
 namespace {
 std::string message(const std::string& pattern, std::size_t max_len = 100) {
-  try {
-    eval_layer_pattern(pattern, max_len, "--moe-layer-freq", "a");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return strata::testing::input_error_of([&] { eval_layer_pattern(pattern, max_len, "--moe-layer-freq", "a"); });
 }
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "tests/integration/cli_run.h"
@@ -16,15 +17,15 @@ namespace {
 
 const std::string kFixtures = STRATA_FIXTURES;
 
-struct TempDir {
+struct RunsDir {
   fs::path path;
-  TempDir() {
+  RunsDir() {
     path = fs::temp_directory_path() / ("strata-calruns-" + std::to_string(::getpid()) + "-" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(path);
     fs::create_directories(path);
   }
-  ~TempDir() { fs::remove_all(path); }
+  ~RunsDir() { fs::remove_all(path); }
   std::string file(const std::string& name, const std::string& text) const {
     std::ofstream(path / name) << text;
     return (path / name).string();
@@ -50,7 +51,7 @@ std::string runs_yaml(double scale) {
 }
 
 TEST(CliCalibrateRuns, FitsWritesAProfileThatPlanningReads) {
-  TempDir d;
+  RunsDir d;
   const std::string runs = d.file("runs.yaml", runs_yaml(1.0));
   const std::string out = (d.path / "fitted.yaml").string();
   const RunResult r = run_strata({"calibrate", "--from-runs", runs, "--out", out});
@@ -67,13 +68,27 @@ TEST(CliCalibrateRuns, FitsWritesAProfileThatPlanningReads) {
   EXPECT_EQ(s.exit_code, 0) << s.err;
 }
 
+// The script of job-a.sh with its tensor and pipeline sizes replaced: the fixture logs
+// job-b.log (tp 4, pp 1) and job-c.log (tp 1, pp 4) ran the same job on other layouts.
+std::string job_script_with(int tp, int pp) {
+  std::ifstream in(kFixtures + "/job-a.sh");
+  std::string script((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string from = "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2";
+  const auto at = script.find(from);
+  EXPECT_NE(at, std::string::npos) << "job-a.sh no longer runs tp 2 x pp 2";
+  if (at != std::string::npos)
+    script.replace(at, from.size(), "--tensor-model-parallel-size " + std::to_string(tp) +
+                                        " --pipeline-model-parallel-size " + std::to_string(pp));
+  return script;
+}
+
 TEST(CliCalibrateRuns, FromMegatronLogsAndTheirArguments) {
-  TempDir d;
+  RunsDir d;
   const std::string out = (d.path / "from-logs.yaml").string();
   const RunResult r = run_strata({"calibrate", "--cluster", "dgx-h100", "--stack", "mcore-2024", "--from-log",
                                   kFixtures + "/job-a.log", kFixtures + "/job-b.log", kFixtures + "/job-c.log",
-                                  "--job", kFixtures + "/job-a.sh", kFixtures + "/job-b.sh", kFixtures + "/job-c.sh",
-                                  "--out", out});
+                                  "--job", kFixtures + "/job-a.sh", d.file("job-b.sh", job_script_with(4, 1)),
+                                  d.file("job-c.sh", job_script_with(1, 4)), "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // job-a.log: the median after the warm-up interval of 3905.2, 3911.8, 3899.4 ms.
   EXPECT_NE(r.out.find("3.905"), std::string::npos) << r.out;
@@ -81,7 +96,7 @@ TEST(CliCalibrateRuns, FromMegatronLogsAndTheirArguments) {
 }
 
 TEST(CliCalibrateRuns, BadInputIsOneErrorLine) {
-  TempDir d;
+  RunsDir d;
   const std::string out = (d.path / "x.yaml").string();
   expect_one_error(run_strata({"calibrate", "--from-runs", d.file("empty.yaml", ""), "--out", out}), "empty");
   expect_one_error(run_strata({"calibrate", "--from-runs", d.file("none.yaml", "runs: []\n"), "--out", out}),

@@ -60,7 +60,7 @@ std::vector<Writer> writers() {
   };
 }
 
-std::vector<OutputCase> cases() {
+std::vector<OutputCase> output_cases() {
   const std::pair<const char*, Target> targets[] = {
       {"fifo_with_reader", Target::kFifoWithReader}, {"fifo_without_reader", Target::kFifoNoReader},
       {"char_device_copy", Target::kCharDevice},     {"symlink", Target::kSymlink},
@@ -183,7 +183,7 @@ TEST_P(OutputPathCli, WritesThroughOrRefusesAndKeepsTheTarget) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cli, OutputPathCli, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Cli, OutputPathCli, ::testing::ValuesIn(output_cases()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -47,7 +47,7 @@ const std::vector<std::string> kCompare = {"compare", "--model", "model.yaml", "
                                            "--gpus", "4", "--global-batch", "8", "--top", "2"};
 const std::vector<std::string> kTrain = {"train", "--plan", "plan.yaml", "--steps", "1"};
 
-std::vector<AliasCase> cases() {
+std::vector<AliasCase> alias_cases() {
   return {
       // validate --keep-dir writes plan-N.yaml / .jsonl / .log: not over a --plans file there,
       // nor over a user's file of that name (refused before any job is launched).
@@ -289,7 +289,7 @@ TEST(PathAliasingHelp, EveryWritingCommandListsItsFiles) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cli, PathAliasingCli, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Cli, PathAliasingCli, ::testing::ValuesIn(alias_cases()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace {
 using strata::testing::run_strata;
 using strata::testing::RunResult;
 
-const std::vector<std::string> kPlan = {"plan", "--model", "gpt2-124m", "--cluster", "dgx-a100", "--gpus", "16"};
+const std::vector<std::string> kPlanGpt2 = {"plan", "--model", "gpt2-124m", "--cluster", "dgx-a100", "--gpus", "16"};
 
 std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
   args.insert(args.end(), more.begin(), more.end());
@@ -28,11 +28,11 @@ std::size_t lines(const std::string& s) {
 }
 
 TEST(PlanCsv, ListsEveryCandidateThatFitsUnlessTopLimitsIt) {
-  const RunResult all = run_strata(with(kPlan, {"--format", "csv"}));
+  const RunResult all = run_strata(with(kPlanGpt2, {"--format", "csv"}));
   ASSERT_EQ(all.exit_code, 0) << all.err;
   EXPECT_EQ(all.out.rfind("rank,tp,pp,dp,", 0), 0u) << all.out;
   EXPECT_GT(lines(all.out), 11u);  // more than the table's default top 10
-  const RunResult three = run_strata(with(kPlan, {"--format", "csv", "--top", "3"}));
+  const RunResult three = run_strata(with(kPlanGpt2, {"--format", "csv", "--top", "3"}));
   ASSERT_EQ(three.exit_code, 0) << three.err;
   EXPECT_EQ(lines(three.out), 4u);
   // Same ranking: the first rows agree.
@@ -70,7 +70,7 @@ TEST(PlanMemoryHeadroom, KeepsOnlyPlansThatLeaveItFree) {
 TEST(PlanMemoryHeadroom, BadValuesAreOneErrorLine) {
   for (const char* bad : {"five", "-1", "100%", "5%%", "", "4 TiB", "78"}) {
     SCOPED_TRACE(bad);
-    const RunResult r = run_strata(with(kPlan, {"--memory-headroom", bad}));
+    const RunResult r = run_strata(with(kPlanGpt2, {"--memory-headroom", bad}));
     EXPECT_EQ(r.exit_code, 2) << r.err;
     ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
     EXPECT_NE(r.error_lines()[0].find("--memory-headroom"), std::string::npos) << r.err;
@@ -117,7 +117,7 @@ TEST(PlanScaling, BadListsAndFlagsThatTakeOneCountAreOneErrorLine) {
 }
 
 TEST(PlanFront, ListsOnlyPlansNoOtherBeatsOnTimeAndMemory) {
-  const RunResult r = run_strata(with(kPlan, {"--front"}));
+  const RunResult r = run_strata(with(kPlanGpt2, {"--front"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto at = r.out.find("# step time vs memory: the ");
   ASSERT_NE(at, std::string::npos) << r.out;

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/text_lines.h"
+
 extern char** environ;
 
 namespace strata::testing {
@@ -30,12 +32,7 @@ struct RunResult {
   std::string out, err;
   double wall_s = 0;
 
-  std::vector<std::string> err_lines() const {
-    std::vector<std::string> lines;
-    std::istringstream in(err);
-    for (std::string l; std::getline(in, l);) lines.push_back(l);
-    return lines;
-  }
+  std::vector<std::string> err_lines() const { return lines_of(err); }
   // The lines of stderr that start with "error:" (a failed command prints exactly one).
   std::vector<std::string> error_lines() const {
     std::vector<std::string> errors;

@@ -14,6 +14,7 @@
 
 #include "planner/plan.h"
 #include "common/json_text.h"
+#include "tests/design_plan_keys.h"
 #include "tests/integration/cli_run.h"
 
 namespace fs = std::filesystem;
@@ -30,18 +31,9 @@ void expect_clean_success(const RunResult& r) {
   EXPECT_EQ(r.err.find("error:"), std::string::npos) << r.err;
 }
 
-void expect_design_plan_keys(const json& p) {
-  for (const char* k : {"model", "cluster", "gpus", "strategy", "prediction", "fits_memory"})
-    EXPECT_TRUE(p.contains(k)) << "plan lacks " << k << ": " << p.dump();
-  for (const char* k : {"dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "zero", "recompute",
-                        "sequence_parallel", "schedule"})
-    EXPECT_TRUE(p["strategy"].contains(k)) << "strategy lacks " << k;
-  for (const char* k :
-       {"iteration_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu",
-        "peak_memory_gib", "bubble_fraction", "breakdown_s"})
-    EXPECT_TRUE(p["prediction"].contains(k)) << "prediction lacks " << k;
-  for (const char* k : {"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "bubble"})
-    EXPECT_TRUE(p["prediction"]["breakdown_s"].contains(k)) << "breakdown lacks " << k;
+// The DESIGN.md keys, and a layout that covers the plan's GPUs.
+void expect_design_plan(const json& p) {
+  ASSERT_NO_FATAL_FAILURE(strata::testing::expect_design_plan_keys(p));
   const auto& s = p["strategy"];
   EXPECT_EQ(p["gpus"].get<long long>(), s["dp"].get<long long>() * s["tp"].get<long long>() *
                                           s["pp"].get<long long>() * s.value("cp", 1LL));
@@ -109,7 +101,7 @@ TEST(CliPlan, JsonHasDesignKeysAndPlansBestFirst) {
   EXPECT_GE(j["candidates_evaluated"].get<long long>(), static_cast<long long>(j["plans"].size()));
   double prev = 0;
   for (const auto& p : j["plans"]) {
-    expect_design_plan_keys(p);
+    expect_design_plan(p);
     EXPECT_EQ(p["gpus"], 16);
     EXPECT_TRUE(p["fits_memory"].get<bool>());
     double t = p["prediction"]["iteration_s"].get<double>();
@@ -238,7 +230,7 @@ TEST(CliSimulate, JsonHasDesignKeysAndTheGivenStrategy) {
                        "--format",  "json"});
   expect_clean_success(r);
   json j = strata::parse_json(r.out);
-  expect_design_plan_keys(j);
+  expect_design_plan(j);
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["strategy"]["dp"], 8);  // derived from --gpus / (tp x pp)
   EXPECT_EQ(j["strategy"]["tp"], 8);

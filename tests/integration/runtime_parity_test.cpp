@@ -79,6 +79,31 @@ void expect_same_param_grad_norms(const std::string& name, const nlohmann::json&
   }
 }
 
+// A model variant's YAML in `dir`, for `train` to read by path; returns the path.
+std::string write_model(const models::ModelSpec& m, const TempDir& dir) {
+  const std::string model = (dir / (m.name + ".yaml")).string();
+  std::ofstream out(model);
+  out << models::to_yaml(m);
+  return model;
+}
+
+// A model variant's run on several ranks (`run`, named `name`) against its own one-rank run
+// (`one`), step by step and in the first step's per-parameter gradient norms: for variants
+// the cached reference() does not hold. `max_diff` is the largest relative loss difference.
+void expect_same_run(const std::string& name, const TrainRun& one, const TrainRun& run, double& max_diff) {
+  ASSERT_EQ(one.result.exit_code, 0) << one.result.err << one.result.out;
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err << run.result.out;
+  ASSERT_EQ(one.steps.size(), static_cast<std::size_t>(kSteps));
+  ASSERT_EQ(run.steps.size(), static_cast<std::size_t>(kSteps));
+  for (std::size_t i = 0; i < one.steps.size(); ++i) {
+    const auto &a = run.steps[i], &b = one.steps[i];
+    max_diff = std::max(max_diff, std::abs(a.loss - b.loss) / std::abs(b.loss));
+    EXPECT_LE(std::abs(a.loss - b.loss), 1e-5 * std::abs(b.loss)) << "step " << a.step;
+    EXPECT_LE(std::abs(a.grad_norm - b.grad_norm), 1e-4 * b.grad_norm) << "step " << a.step;
+  }
+  expect_same_param_grad_norms(name, one.grad_norms, run.grad_norms);
+}
+
 // The parity fixture: train layout `l` (with `extra` flags) for kSteps and compare it
 // step by step with the one-rank reference. Each test below is one layout.
 void expect_parity(const Layout& l, std::vector<std::string> extra = {}) {
@@ -384,25 +409,11 @@ TEST(RuntimeParity, MoeCapacityFactorExpertParallel2) {
   models::ModelSpec m = models::load_model("tiny-moe");
   m.name = "tiny-moe-cf05";
   m.moe->capacity_factor = 0.5;
-  const std::string model = (dir / "tiny-moe-cf05.yaml").string();
-  {
-    std::ofstream out(model);
-    out << models::to_yaml(m);
-  }
+  const std::string model = write_model(m, dir);
   const TrainRun one = train({.name = "moe_cf_one", .model = model}, dir, kSteps);
   const TrainRun ep2 = train({.name = "moe_cf_ep2", .model = model, .dp = 2, .ep = 2}, dir, kSteps, kSmallBuckets);
-  ASSERT_EQ(one.result.exit_code, 0) << one.result.err << one.result.out;
-  ASSERT_EQ(ep2.result.exit_code, 0) << ep2.result.err << ep2.result.out;
-  ASSERT_EQ(one.steps.size(), static_cast<std::size_t>(kSteps));
-  ASSERT_EQ(ep2.steps.size(), static_cast<std::size_t>(kSteps));
   double max_diff = 0;
-  for (std::size_t i = 0; i < one.steps.size(); ++i) {
-    const auto &a = ep2.steps[i], &b = one.steps[i];
-    max_diff = std::max(max_diff, std::abs(a.loss - b.loss) / std::abs(b.loss));
-    EXPECT_LE(std::abs(a.loss - b.loss), 1e-5 * std::abs(b.loss)) << "step " << a.step;
-    EXPECT_LE(std::abs(a.grad_norm - b.grad_norm), 1e-4 * b.grad_norm) << "step " << a.step;
-  }
-  expect_same_param_grad_norms("moe_cf_ep2", one.grad_norms, ep2.grad_norms);
+  ASSERT_NO_FATAL_FAILURE(expect_same_run("moe_cf_ep2", one, ep2, max_diff));
   std::printf("[ parity   ] %-26s 2 ranks: max relative loss diff %.1e against one rank, micro-batch 1\n",
               "moe_cf05_ep2", max_diff);
   EXPECT_LT(ep2.steps.back().loss, ep2.steps.front().loss);
@@ -428,26 +439,12 @@ TEST(RuntimeParity, MoeInterleavedDenseBlocksExpertParallel2PipelineParallel2) {
   m.name = "tiny-moe-step2";
   m.moe->first_dense_layers = 0;
   m.moe->layer_step = 2;
-  const std::string model = (dir / "tiny-moe-step2.yaml").string();
-  {
-    std::ofstream out(model);
-    out << models::to_yaml(m);
-  }
+  const std::string model = write_model(m, dir);
   const TrainRun one = train({.name = "moe_step2_one", .model = model}, dir, kSteps);
   const TrainRun four =
       train({.name = "moe_step2_ep2_pp2", .model = model, .dp = 2, .pp = 2, .ep = 2}, dir, kSteps, kSmallBuckets);
-  ASSERT_EQ(one.result.exit_code, 0) << one.result.err << one.result.out;
-  ASSERT_EQ(four.result.exit_code, 0) << four.result.err << four.result.out;
-  ASSERT_EQ(one.steps.size(), static_cast<std::size_t>(kSteps));
-  ASSERT_EQ(four.steps.size(), static_cast<std::size_t>(kSteps));
   double max_diff = 0;
-  for (std::size_t i = 0; i < one.steps.size(); ++i) {
-    const auto &a = four.steps[i], &b = one.steps[i];
-    max_diff = std::max(max_diff, std::abs(a.loss - b.loss) / std::abs(b.loss));
-    EXPECT_LE(std::abs(a.loss - b.loss), 1e-5 * std::abs(b.loss)) << "step " << a.step;
-    EXPECT_LE(std::abs(a.grad_norm - b.grad_norm), 1e-4 * b.grad_norm) << "step " << a.step;
-  }
-  expect_same_param_grad_norms("moe_step2_ep2_pp2", one.grad_norms, four.grad_norms);
+  ASSERT_NO_FATAL_FAILURE(expect_same_run("moe_step2_ep2_pp2", one, four, max_diff));
   // The dense blocks hold no expert weights: their gradient norms name the dense MLP.
   const auto& params = one.grad_norms.at("params");
   EXPECT_FALSE(params.contains("blocks.0.moe.router.weight"));

@@ -12,6 +12,15 @@
 namespace strata::kernels {
 namespace {
 
+// Counts of an uneven collective on n ranks: rank q has per_rank * q + extra elements,
+// rank 1 none (a rank outside a ZeRO-3 layer's shard).
+std::vector<std::size_t> uneven_counts(int n, std::size_t per_rank, std::size_t extra) {
+  std::vector<std::size_t> counts(static_cast<std::size_t>(n));
+  for (int q = 0; q < n; ++q)
+    counts[static_cast<std::size_t>(q)] = q == 1 ? 0 : per_rank * static_cast<std::size_t>(q) + extra;
+  return counts;
+}
+
 TEST(MpiCommunicator, WorldHasRankAndSize) {
   auto w = MpiCommunicator::world();
   int r = -1, n = -1;
@@ -70,8 +79,7 @@ TEST(MpiCommunicator, NonBlockingCollectivesInFlightTogether) {
   const int n = w->size(), r = w->rank();
   // Two all-reduces and an uneven reduce-scatter (rank 1 receives nothing) in flight at
   // once, completed out of issue order.
-  std::vector<std::size_t> counts(static_cast<std::size_t>(n));
-  for (int q = 0; q < n; ++q) counts[static_cast<std::size_t>(q)] = q == 1 ? 0 : std::size_t(7 * q + 3);
+  const std::vector<std::size_t> counts = uneven_counts(n, 7, 3);
   const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
   std::size_t offset = 0;
   for (int q = 0; q < r; ++q) offset += counts[static_cast<std::size_t>(q)];
@@ -101,8 +109,7 @@ TEST(MpiCommunicator, UnevenAllGatherConcatenatesInRankOrder) {
   auto w = MpiCommunicator::world();
   const int n = w->size(), r = w->rank();
   // rank q sends 5q + 2 values, rank 1 none (a ZeRO-3 layer outside its shard)
-  std::vector<std::size_t> counts(static_cast<std::size_t>(n));
-  for (int q = 0; q < n; ++q) counts[static_cast<std::size_t>(q)] = q == 1 ? 0 : std::size_t(5 * q + 2);
+  const std::vector<std::size_t> counts = uneven_counts(n, 5, 2);
   const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
   std::vector<float> send(counts[static_cast<std::size_t>(r)]), recv(total, -1);
   for (std::size_t i = 0; i < send.size(); ++i) send[i] = float(1000 * r + int(i));

@@ -2,10 +2,9 @@
 // row, one data row per record, footer summaries; JSON carries the same records.
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include "kernels/profiler/sweep_report.h"
 #include "common/json_text.h"
+#include "tests/text_lines.h"
 
 namespace strata::kernels::profiler {
 namespace {
@@ -25,12 +24,7 @@ RunContext ctx() {
   return c;
 }
 
-std::vector<std::string> lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
+using strata::testing::lines_of;
 
 TEST(SweepReport, GemmTableHasPreambleHeaderUnitsRowsAndFooter) {
   GemmRecord ok;
@@ -44,7 +38,7 @@ TEST(SweepReport, GemmTableHasPreambleHeaderUnitsRowsAndFooter) {
   bad.check.wrong = 2;
   bad.error = "2 wrong";
   bad.time = {};
-  auto ls = lines(format_gemm_table(ctx(), {ok, bad}));
+  auto ls = lines_of(format_gemm_table(ctx(), {ok, bad}));
   int data = 0;
   bool header = false, units = false;
   for (const auto& l : ls) {
@@ -79,7 +73,7 @@ TEST(SweepReport, CollectiveTableStatesFactorsAndAverages) {
   t.trivial = true;
   std::string s = format_collective_table(ctx(), {r, t});
   int data = 0;
-  for (const auto& l : lines(s))
+  for (const auto& l : lines_of(s))
     if (l[0] != '#') ++data;
   EXPECT_EQ(data, 2);
   EXPECT_NE(s.find("2(n-1)/n"), std::string::npos);

@@ -8,6 +8,7 @@
 
 #include "common/errors.h"
 #include "planner/first_last_stages.h"
+#include "tests/input_error_of.h"
 
 namespace strata::planner {
 namespace {
@@ -15,12 +16,7 @@ namespace {
 using Blocks = std::vector<std::int64_t>;
 
 std::string error_of(std::int64_t layers, int pp, int vpp, FirstLastStages fl) {
-  try {
-    first_last_stage_blocks(layers, pp, vpp, fl, "job");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return strata::testing::input_error_of([&] { first_last_stage_blocks(layers, pp, vpp, fl, "job"); });
 }
 
 TEST(FirstLastStages, DeepSeekV3On16StagesByHand) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "costmodel/cluster_spec.h"
+#include "tests/design_plan_keys.h"
 #include "tests/report/format_fixture.h"
 
 namespace strata::report {
@@ -11,19 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-void expect_design_keys(const json& p) {
-  for (const char* k : {"model", "cluster", "gpus", "strategy", "prediction", "fits_memory"})
-    ASSERT_TRUE(p.contains(k)) << k << " in " << p.dump();
-  for (const char* k : {"dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "zero", "recompute",
-                        "sequence_parallel", "schedule"})
-    EXPECT_TRUE(p["strategy"].contains(k)) << "strategy." << k;
-  for (const char* k :
-       {"iteration_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu",
-        "peak_memory_gib", "bubble_fraction", "breakdown_s"})
-    EXPECT_TRUE(p["prediction"].contains(k)) << "prediction." << k;
-  for (const char* k : {"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "bubble"})
-    EXPECT_TRUE(p["prediction"]["breakdown_s"].contains(k)) << "breakdown_s." << k;
-}
+using strata::testing::expect_design_plan_keys;
 
 TEST(FormatPlanJson, ParsesAndHasEveryDesignKeyBestFirst) {
   auto r = testing::make_report();
@@ -32,7 +21,7 @@ TEST(FormatPlanJson, ParsesAndHasEveryDesignKeyBestFirst) {
   EXPECT_EQ(j["candidates_evaluated"], 120);
   EXPECT_DOUBLE_EQ(j["search_s"].get<double>(), 0.012);
   ASSERT_EQ(j["plans"].size(), 2u);
-  for (const auto& p : j["plans"]) expect_design_keys(p);
+  for (const auto& p : j["plans"]) expect_design_plan_keys(p);
   const auto& best = j["plans"][0];
   EXPECT_EQ(best["model"], "gpt2-124m");
   EXPECT_EQ(best["cluster"], "dgx-a100");
@@ -49,7 +38,7 @@ TEST(FormatSimulationJson, IsOnePlanObjectWithSchemaVersion) {
   auto r = testing::make_report();
   r.plans.resize(1);
   json j = strata::parse_json(format_simulation_json(r));
-  expect_design_keys(j);
+  expect_design_plan_keys(j);
   EXPECT_EQ(j["schema_version"], kJsonSchemaVersion);
   EXPECT_FALSE(j.contains("plans"));
 }

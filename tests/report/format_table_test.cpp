@@ -2,26 +2,20 @@
 
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include "common/errors.h"
 #include "tests/report/format_fixture.h"
+#include "tests/text_lines.h"
 
 namespace strata::report {
 namespace {
 
-std::vector<std::string> lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
+using strata::testing::lines_of;
 
 TEST(Table, AlignsColumnsToTheWidestCell) {
   Table t({{"name", Align::Left}, {"n", Align::Right}});
   t.add_row({"a", "1"});
   t.add_row({"longer", "12345"});
-  auto l = lines(t.render());
+  auto l = lines_of(t.render());
   ASSERT_EQ(l.size(), 4u);
   EXPECT_EQ(l[0], "name        n");
   EXPECT_EQ(l[1], "------  -----");
@@ -64,7 +58,7 @@ TEST(FormatPlanTable, ShortHeaderKeepsFirstNoteWarningsAndCountsTheRest) {
 TEST(FormatPlanTable, HasHeaderRankedRowsAndTheReasonTheBestWon) {
   auto r = testing::make_report();
   std::string out = format_plan_table(r);
-  auto l = lines(out);
+  auto l = lines_of(out);
   // Header names model, cluster, gpus, global batch, search statistics, defaults, notes.
   EXPECT_NE(out.find("model gpt2-124m on cluster dgx-a100"), std::string::npos) << out;
   EXPECT_NE(out.find("8 GPUs, global batch 64"), std::string::npos);
@@ -122,7 +116,7 @@ TEST(FormatModelsTable, OneRowPerModelWithParamsInBillions) {
   EXPECT_NE(out.find("gpt3-175b"), std::string::npos);
   EXPECT_NE(out.find("174.6"), std::string::npos);
   EXPECT_NE(out.find("12288"), std::string::npos);
-  EXPECT_EQ(lines(out).size(), 3u);
+  EXPECT_EQ(lines_of(out).size(), 3u);
 }
 
 }  // namespace

@@ -17,14 +17,14 @@ namespace {
 
 using planner::ScheduleKind;
 
-struct Case {
+struct ScheduleCase {
   models::ModelSpec spec;
   int pp, vpp, microbatches;
   ScheduleKind kind;
   std::vector<std::vector<int>> stage_layers;  // empty: even
 };
 
-void check(const Case& c) {
+void check(const ScheduleCase& c) {
   const std::int64_t mb = 1;
   ModelDims d = make_model_dims(c.spec, mb, 1, 0, false, planner::Recompute::None);
   const auto layers = static_cast<int>(c.spec.layers);
