@@ -14,6 +14,7 @@
 #include "common/errors.h"
 #include "export/export_formats.h"
 #include "export/launch_script.h"
+#include "export/megatron_command_line.h"
 #include "export/megatron_flags.h"
 #include "export/megatron_layer_pattern.h"
 #include "export/safe_text.h"
@@ -25,50 +26,9 @@ namespace strata::exports {
 using costmodel::AttentionKernel;
 using costmodel::DType;
 
-std::vector<std::string> shell_words(const std::string& text, const std::string& source) {
-  std::vector<std::string> words;
-  std::string cur;
-  bool in_word = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\\' && i + 1 < text.size()) {
-      if (text[i + 1] == '\n') { ++i; continue; }                       // continuation
-      if (text[i + 1] == '\r' && i + 2 < text.size() && text[i + 2] == '\n') { i += 2; continue; }
-      cur += text[++i];
-      in_word = true;
-    } else if (c == '\'' || c == '"') {
-      const std::size_t end = text.find(c, i + 1);
-      if (end == std::string::npos)
-        input_error("{}: unterminated {} quote", source, c == '\'' ? "single" : "double");
-      cur += text.substr(i + 1, end - i - 1);
-      i = end;
-      in_word = true;
-    } else if (c == '#' && !in_word) {
-      while (i < text.size() && text[i] != '\n') ++i;
-    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      if (in_word) words.push_back(cur);
-      cur.clear();
-      in_word = false;
-    } else {
-      cur += c;
-      in_word = true;
-    }
-  }
-  if (in_word) words.push_back(cur);
-  return words;
-}
-
 namespace {
 
 using Kind = MegatronFlagKind;
-
-std::int64_t to_int(const std::string& flag, const std::string& v, const std::string& source) {
-  std::int64_t out = 0;
-  const auto r = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (r.ec != std::errc() || r.ptr != v.data() + v.size() || out < 1)
-    input_error("{}: {} '{}' is not a positive integer", source, flag, one_line(v));
-  return out;
-}
 
 double to_float(const std::string& flag, const std::string& v, const std::string& source) {
   try {
@@ -81,7 +41,7 @@ double to_float(const std::string& flag, const std::string& v, const std::string
 }
 
 int to_int32(const std::string& flag, const std::string& v, const std::string& source) {
-  const std::int64_t x = to_int(flag, v, source);
+  const std::int64_t x = flag_positive_int(flag, v, source);
   if (x > (1 << 20)) input_error("{}: {} ({}) is larger than {}", source, flag, x, 1 << 20);
   return static_cast<int>(x);
 }
@@ -120,7 +80,7 @@ std::vector<std::vector<int>> groups_from_layout(const std::string& layout, std:
       } else if (part == "m" || part.rfind("m*", 0) == 0) {
         // MTP blocks: with the loss, right before it (where strata and Megatron put them).
         const std::int64_t n =
-            part == "m" ? 1 : to_int("--pipeline-model-parallel-layout", part.substr(2), source);
+            part == "m" ? 1 : flag_positive_int("--pipeline-model-parallel-layout", part.substr(2), source);
         std::string rest = comma == std::string::npos ? "" : st.substr(comma + 1);
         rest.erase(std::remove(rest.begin(), rest.end(), ' '), rest.end());
         if (v + 1 != stages.size() || rest != "L")
@@ -132,7 +92,7 @@ std::vector<std::vector<int>> groups_from_layout(const std::string& layout, std:
         count += 1;
         if (count > layers) bad(fmt::format("it holds more layers than --num-layers ({})", layers));
       } else if (part.rfind("t*", 0) == 0) {
-        const std::int64_t n = to_int("--pipeline-model-parallel-layout", part.substr(2), source);
+        const std::int64_t n = flag_positive_int("--pipeline-model-parallel-layout", part.substr(2), source);
         if (n > layers) bad(fmt::format("t*{} holds more layers than --num-layers ({})", n, layers));
         count += n;
       } else {
@@ -156,92 +116,6 @@ std::vector<std::vector<int>> groups_from_layout(const std::string& layout, std:
   return planner::stage_layers_from_blocks(blocks, layers);
 }
 
-// Launcher prefix: VAR=value assignments, torchrun (or python -m torch.distributed.run)
-// options, the interpreter; the arguments start after the training script (*.py). Sets
-// job.world_size from --nnodes x --nproc_per_node; returns the index of the first argument.
-std::size_t read_launcher(const std::vector<std::string>& words, ImportedJob& job,
-                          const std::string& source) {
-  std::size_t i = 0;
-  const bool has_script = std::any_of(words.begin(), words.end(), [](const std::string& w) {
-    return w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0;
-  });
-  if (has_script) {
-    std::int64_t nnodes = 0, per_node = 0;
-    for (; i < words.size(); ++i) {
-      const std::string& w = words[i];
-      if (w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0) { ++i; break; }
-      std::string key = w, value;
-      if (const auto eq = w.find('='); eq != std::string::npos && w.rfind("--", 0) == 0) {
-        key = w.substr(0, eq);
-        value = w.substr(eq + 1);
-      }
-      std::replace(key.begin(), key.end(), '_', '-');
-      if (key == "--nnodes" || key == "--nproc-per-node") {
-        if (value.empty() && i + 1 < words.size()) value = words[++i];
-        if (value.find(':') != std::string::npos)
-          input_error("{}: torchrun {} '{}' is an elastic range; strata needs a fixed world size "
-                      "(or pass --gpus)", source, key, one_line(value));
-        if (value == "gpu" || value == "auto") continue;  // per-node count from the machine
-        (key == "--nnodes" ? nnodes : per_node) = to_int("torchrun " + key, value, source);
-      }
-    }
-    if (nnodes > 0 && per_node > 0) {
-      const std::int64_t world = checked_mul(nnodes, per_node, "torchrun --nnodes x --nproc_per_node");
-      if (world > INT_MAX)
-        input_error("{}: torchrun world size {} exceeds {} GPUs", source, world, INT_MAX);
-      job.world_size = static_cast<int>(world);
-    }
-  }
-  return i;
-}
-
-// The arguments from words[i] on: each modelled flag with its value ("" for a flag without
-// one); operational flags go to job.ignored, any other flag is refused, all named at once.
-std::map<std::string, std::string> read_flags(const std::vector<std::string>& words, std::size_t i,
-                                              ImportedJob& job, const std::string& source) {
-  std::map<std::string, std::string> v;  // modelled flag -> value ("" for a flag)
-  std::vector<std::string> refused;
-  for (; i < words.size(); ++i) {
-    std::string flag = words[i], value;
-    bool inline_value = false;
-    if (flag.rfind("--", 0) != 0)
-      input_error("{}: '{}' is not a flag (expected --name [value] after the script)", source,
-                  one_line(flag));
-    if (const auto eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      inline_value = true;
-    }
-    const auto it = megatron_modelled_flags().find(flag);
-    if (it == megatron_modelled_flags().end()) {
-      // Skip its values: every word up to the next flag (list flags such as
-      // --rampup-batch-size 16 16 5859375 or a weighted --data-path take several).
-      while (!inline_value && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) ++i;
-      if (megatron_operational_flag(flag)) job.ignored.push_back(flag);
-      else refused.push_back(flag);
-      continue;
-    }
-    if (it->second != Kind::Flag && !inline_value) {
-      if (i + 1 >= words.size() || words[i + 1].rfind("--", 0) == 0)
-        input_error("{}: {} needs a value", source, flag);
-      value = words[++i];
-      while (it->second == Kind::List && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0)
-        value += " " + words[++i];
-    }
-    if (it->second == Kind::Flag && inline_value)
-      input_error("{}: {} takes no value", source, flag);
-    v[flag] = value;
-  }
-  if (!refused.empty()) {
-    std::string names;
-    for (const auto& r : refused) names += (names.empty() ? "" : ", ") + one_line(r);
-    input_error("{}: strata does not model {} (unknown to the import, or changing the job in a "
-                "way strata cannot predict); remove {} to predict the rest",
-                source, names, refused.size() == 1 ? "it" : "them");
-  }
-  return v;
-}
-
 // The modelled flags of one command line read into the job, one step per part of it (the
 // steps run in import_megatron_args' order, so the first error found is the same).
 class MegatronArgsReader {
@@ -261,7 +135,7 @@ class MegatronArgsReader {
   void read_attention_kind(models::ModelSpec& m);
   void read_moe(models::ModelSpec& m);
   bool has(const char* f) const { return v.count(f) > 0; }
-  std::int64_t get_int(const char* f) const { return to_int(f, v.at(f), source); }
+  std::int64_t get_int(const char* f) const { return flag_positive_int(f, v.at(f), source); }
   std::int64_t need(const char* f) const {
     if (!has(f)) input_error("{}: {} is missing (strata needs it to build the model)", source, f);
     return get_int(f);
@@ -277,7 +151,7 @@ class MegatronArgsReader {
 // only where strata's model has what they mean.
 void MegatronArgsReader::read_attention_kind(models::ModelSpec& m) {
   const auto get = [&](const char* f, std::int64_t dflt) {
-    return has(f) ? to_int(f, v.at(f), source) : dflt;
+    return has(f) ? flag_positive_int(f, v.at(f), source) : dflt;
   };
   if (has("--rope-type") && v.at("--rope-type") != "rope")
     input_error("{}: --rope-type '{}' is not modelled (strata's positions are plain RoPE: "

@@ -13,12 +13,10 @@
 #include <vector>
 
 #include "export/imported_job.h"
+#include "export/megatron_command_line.h"  // shell_words
 
 namespace strata::exports {
 
 ImportedJob import_megatron_args(const std::string& text, const std::string& source);
-// Shell words of `text`: quotes, backslash escapes and line continuations resolved, `#`
-// comments dropped. InputError on an unterminated quote.
-std::vector<std::string> shell_words(const std::string& text, const std::string& source);
 
 }  // namespace strata::exports

@@ -3,6 +3,8 @@
 # the ASan + UBSan build of the tests (preset `sanitize`; LeakSanitizer on, with Open MPI's
 # own allocations suppressed by tests/lsan-openmpi.supp), its non-MPI tests, then the
 # libFuzzer targets for a bounded time ($1 seconds over all targets, default 60).
+# `--build-only`: the sanitizer build alone (scripts/test.sh runs it beside the release
+# tests, then this script again, whose build step then has nothing to do).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ci-env.sh
@@ -14,15 +16,21 @@ phase "sanitizer build (preset sanitize: ASan + UBSan)"
 cmake --preset sanitize -DSTRATA_WARNINGS_AS_ERRORS=ON >/dev/null
 cmake --build --preset sanitize -j"$jobs"
 phase_done "sanitizer build"
+[ "${1:-}" = --build-only ] && exit 0
 
 # The exhaustive equivalence checks (pruned search = simulating every candidate, rank grid
 # = naive enumeration, worst placed group = brute-force scan) are left to the release run:
 # they re-walk the same code as the other planner tests, only over many more cases (about
 # 80 s of the sanitizer run on 2 cores). So is the walkthrough page (docs/walkthrough.md): it
-# runs the commands the CLI tests run, on full-size models and clusters. The preset runs each
-# test program as one ctest test (STRATA_TEST_WHOLE_PROGRAMS), so GoogleTest's filter leaves
-# them out.
+# runs the commands the CLI tests run, on full-size models and clusters. So are three more
+# that repeat, only larger, what other tests run here (37 s of the run): the README
+# transcript (the default plan, which CliPlan.NoArgumentsPrintsTheDefaultTable runs too),
+# the leave-one-source-out fit (the fit the other FitRuns tests run once, once per source)
+# and the absurd sizes, a check of time that an unoptimized instrumented build
+# cannot make. The preset runs each test program as whole programs
+# (STRATA_TEST_WHOLE_PROGRAMS), so GoogleTest's filter leaves them out.
 exhaustive='*SearchPruning*:*MatchesNaiveEnumerator*:*MatchesABruteForceScan*:*Walkthrough*'
+exhaustive+=':*TheReadmeTranscriptMatchesTheDefaultPlan:*LeaveOneSourceOut*:*AbsurdSizeTest*'
 phase "sanitizer tests (ctest --preset sanitize -LE 'mpi|browser', GTEST_FILTER='-$exhaustive')"
 GTEST_FILTER="-$exhaustive" ctest --preset sanitize -j"$jobs" -LE 'mpi|browser'
 phase_done "sanitizer tests"

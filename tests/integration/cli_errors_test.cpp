@@ -70,13 +70,17 @@ std::string profile_with(const std::string& extra, const std::string& bandwidth 
          "memory_gib: 80\nmemory_bandwidth_gbps: " + bandwidth + "\npeak_tflops: {bf16: 312}\n" + extra;
 }
 
-std::vector<BadInput> cases() {
-  const std::vector<std::string> plan_m = {"plan", "--model", "{dir}/m.yaml", "--cluster",
-                                           "dgx-a100", "--gpus", "8"};
-  auto with_model = [&](std::string name, std::string yaml, std::vector<std::string> mentions,
-                        int code = 2) {
-    return BadInput{std::move(name), plan_m, code, std::move(mentions), {{"m.yaml", std::move(yaml)}}};
-  };
+// A plan command on the model file m.yaml (`yaml`), refused with `code` and `mentions`.
+BadInput with_model(std::string name, std::string yaml, std::vector<std::string> mentions, int code = 2) {
+  return BadInput{std::move(name),
+                  {"plan", "--model", "{dir}/m.yaml", "--cluster", "dgx-a100", "--gpus", "8"},
+                  code,
+                  std::move(mentions),
+                  {{"m.yaml", std::move(yaml)}}};
+}
+
+// Names, files, flags, strategies, outputs and plan files edited into inconsistency.
+std::vector<BadInput> input_cases() {
   return {
       // Names and files.
       {"unknown_model_suggests_close_name", {"plan", "--model", "gpt3-175"}, 2, {"--model", "gpt3-175b"}},
@@ -159,6 +163,13 @@ std::vector<BadInput> cases() {
                 "rank_grid: {dp: 1", "rank_grid: {dp: 2", {"rank_grid"}),
       plan_file("plan_unknown_schedule", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
                 "schedule: 1f1b", "schedule: zigzag", {"schedule", "zigzag"}),
+  };
+}
+
+// Stored numbers no simulation gives, the other commands' flags, time to train, silent
+// wrong answers.
+std::vector<BadInput> stored_number_and_command_cases() {
+  return {
       // Stored predictions no simulation gives (planner/plan.cpp read_prediction).
       plan_file("plan_negative_step_time_export", {"export", "--plan", "{dir}/p.yaml", "--to", "megatron"},
                 "  iteration_s: ", "  iteration_s: -", {"--plan", "iteration_s"}),
@@ -264,6 +275,13 @@ std::vector<BadInput> cases() {
       {"cluster_absurd_link_bandwidth", {"plan", "--cluster", "{dir}/c.yaml"}, 2, {"bandwidth_gbps"},
        {{"c.yaml", "name: c\ndevice: a100-sxm-80gb\ngpus_per_node: 8\nnodes: 1\n"
                    "intra_node: {bandwidth_gbps: 1e9, latency_us: 3, source: {kind: estimate, ref: test}}\n"}}},
+  };
+}
+
+// Device limits, calibrate, FP8, timeline bounds, validate, integer ranges, replaced files,
+// stack limits, report formats, nothing fitting.
+std::vector<BadInput> limit_and_format_cases() {
+  return {
       // Cluster numbers checked against the device: NCCL's SMs are the device's; a link
       // latency of a second or more (1e308 us printed a 300-digit step time).
       {"cluster_comm_sms_beyond_the_device", {"plan", "--cluster", "{dir}/c.yaml"}, 2,
@@ -360,6 +378,13 @@ std::vector<BadInput> cases() {
       {"no_strategy_fits_memory", {"plan", "--model", "llama3-405b", "--cluster", "dgx-a100", "--gpus", "1"},
        3, {"memory", "GiB"}},
   };
+}
+
+std::vector<BadInput> cases() {
+  std::vector<BadInput> all = input_cases();
+  for (auto part : {stored_number_and_command_cases(), limit_and_format_cases()})
+    all.insert(all.end(), part.begin(), part.end());
+  return all;
 }
 
 void PrintTo(const BadInput& c, std::ostream* os) { *os << c.name; }
