@@ -10,8 +10,6 @@ namespace {
 
 // Tokens of one micro-batch a rank holds when the MoE layer starts, as a fraction of
 // the op's (unsharded) tokens: 1/tp with sequence parallelism.
-TimeSource worse(TimeSource a, TimeSource b) { return static_cast<int>(a) > static_cast<int>(b) ? a : b; }
-
 double token_share(const ExpertLayout& l) { return l.tp > 1 ? 1.0 / l.tp : 1.0; }
 
 void check(const ExpertLayout& l) {

@@ -32,6 +32,11 @@ namespace strata::costmodel {
 
 // Where a predicted time came from; reported next to predictions.
 enum class TimeSource { Measured, Interpolated, Roofline };
+
+// The less direct of two sources: what a time built from both parts can claim.
+inline TimeSource worse(TimeSource a, TimeSource b) {
+  return static_cast<int>(a) > static_cast<int>(b) ? a : b;
+}
 const char* to_string(TimeSource s);  // "measured" | "interpolated" | "roofline"
 
 struct GemmEstimate {

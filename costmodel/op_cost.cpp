@@ -12,10 +12,6 @@ namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-TimeSource worse(TimeSource a, TimeSource b) {
-  return static_cast<int>(a) > static_cast<int>(b) ? a : b;
-}
-
 // Memory-bound ops: the divisor of the op's unsharded bytes on one rank.
 double bytes_divisor(const models::Op& op, int tp, bool sequence_parallel) {
   if (op.kind == models::OpKind::Embedding) return 1;

@@ -45,7 +45,7 @@ TEST(TraceBounds, EstimateBoundsTheRecordedEventsAndTheWrittenBytes) {
     const SimulationResult r = simulate(m, cluster, s, so);
     const double events = static_cast<double>(r.timeline.size());
     const double estimate = trace_event_estimate(s);
-    SCOPED_TRACE(testing::Message() << m.name << " tp " << s.tp << " pp " << s.pp << " dp " << s.dp
+    SCOPED_TRACE(::testing::Message() << m.name << " tp " << s.tp << " pp " << s.pp << " dp " << s.dp
                                     << " vpp " << s.vpp << " mbs " << s.micro_batch << " gb "
                                     << s.global_batch << " zero " << s.zero);
     EXPECT_GE(estimate, events);
