@@ -49,9 +49,29 @@ void check_unique_keys(const YAML::Node& root, const std::string& source) {
   }
 }
 
+// The line of the first byte that is not part of well-formed UTF-8, or 0 when all are.
+// YAML is Unicode text: yaml-cpp reads a stray byte in a plain scalar but not where strata
+// writes the string back quoted, so such a file would not survive its own round trip.
+std::size_t first_non_utf8_line(const std::string& text) {
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') ++line;
+    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > text.size()) return line;
+    for (std::size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return line;
+    if (n == 2 && c < 0xC2) return line;  // overlong
+    i += n;
+  }
+  return 0;
+}
+
 }  // namespace
 
 YAML::Node parse_yaml(const std::string& text, const std::string& source) {
+  if (const std::size_t line = first_non_utf8_line(text); line > 0)
+    input_error("{}:{}: not UTF-8 text (YAML files are Unicode)", source, line);
   YAML::Node n;
   try {
     n = YAML::Load(text);

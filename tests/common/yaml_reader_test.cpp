@@ -32,6 +32,19 @@ TEST(YamlReader, MalformedYamlNamesFileAndLine) {
   EXPECT_NE(m.find("malformed YAML"), std::string::npos) << m;
 }
 
+// A stray byte that is not UTF-8 (the fuzzer's cluster file with 0xff in a source ref) is
+// refused with its line; UTF-8 text, multi-byte characters included, is read.
+TEST(YamlReader, BytesThatAreNotUtf8AreRefusedWithTheirLine) {
+  const std::string e = strata::testing::input_error_of(
+      [] { strata::parse_yaml("name: a\nref: x\xff\xffy\n", "c.yaml"); });
+  EXPECT_NE(e.find("c.yaml:2: not UTF-8"), std::string::npos) << e;
+  for (const char* bad : {"a: \xc3\n", "a: \xe2\x82\n", "a: \xc0\xaf\n"})
+    EXPECT_NE(strata::testing::input_error_of([&] { strata::parse_yaml(bad, "c.yaml"); }).find("not UTF-8"),
+              std::string::npos) << bad;
+  EXPECT_EQ(strata::parse_yaml("unit: \"\xc2\xb5s \xe2\x82\xac \xf0\x9f\x99\x82\"\n", "c.yaml")["unit"].as<std::string>(),
+            "\xc2\xb5s \xe2\x82\xac \xf0\x9f\x99\x82");
+}
+
 TEST(YamlReader, EmptyDocumentIsAnError) {
   EXPECT_THROW(strata::parse_yaml("", "e.yaml"), InputError);
   EXPECT_THROW(strata::parse_yaml("# only a comment\n", "e.yaml"), InputError);
