@@ -13,6 +13,7 @@
 #include "export/imported_job.h"
 #include "export/launch_script.h"
 #include "tests/export/test_plans.h"
+#include "tests/input_error_of.h"
 
 using namespace strata::exports;
 using namespace strata::exports::testing;
@@ -144,12 +145,7 @@ TEST(ImportMegatron, RefusesWhatStrataDoesNotModelByName) {
       "--vocab-size 1000 --micro-batch-size 1 ";
   EXPECT_NO_THROW(import_megatron_args(base, "a"));
   const auto message = [&](const std::string& extra) {
-    try {
-      import_megatron_args(base + extra, "a");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return strata::testing::input_error_of([&] { import_megatron_args(base + extra, "a"); });
   };
   // Group-limited routing is read into the model (moe.groups, max_groups_per_token); one
   // flag without the other is refused.
@@ -601,12 +597,7 @@ TEST(ImportMegatron, ReadsRecomputeModulesAndTheBatchLevelEpOverlap) {
   EXPECT_EQ(back.stack.moe_once_per_node, true);
   EXPECT_TRUE(back.strategy.ep_overlap);
   const auto error = [&](const std::string& extra) {
-    try {
-      import_megatron_args(base + extra, "a");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return strata::testing::input_error_of([&] { import_megatron_args(base + extra, "a"); });
   };
   EXPECT_NE(error("--recompute-modules layernorm").find("needs --recompute-granularity selective"),
             std::string::npos);
