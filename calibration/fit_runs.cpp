@@ -543,7 +543,10 @@ RunsCheck check_runs(const std::vector<MeasuredRun>& runs, const costmodel::Devi
                    "measured", "predicted", "err(%)", "losses");
   for (const auto& run : runs) {
     MeasuredRun r = run;
-    if (profile) costmodel::apply_profile(r.cluster, *profile, profile_name);
+    if (profile) {
+      costmodel::apply_profile(r.cluster, *profile, profile_name);
+      r.graphs = planner::make_simulation_graphs();  // another device description: its own graphs
+    }
     const TrainingLosses& l = r.cluster.device.training_losses;
     const planner::Prediction p = predict_run(r, l);
     RowFit f = row_fit(r, p);

@@ -193,6 +193,7 @@ planner::Prediction predict_run(const MeasuredRun& run, const costmodel::Trainin
   c.device.training_losses = losses;
   planner::SimulateOptions o;
   o.stack = &run.stack;
+  o.graphs = run.graphs;
   return planner::simulate(run.model, c, run.strategy, o).prediction;
 }
 

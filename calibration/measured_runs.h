@@ -20,6 +20,7 @@
 // model_tflops_per_gpu counts FLOPs as strata does (Prediction::model_tflops_per_gpu, no
 // recompute); a throughput with another convention should be converted to iteration_s.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "costmodel/training_losses.h"
 #include "models/model_spec.h"
 #include "planner/prediction.h"
+#include "planner/simulator.h"
 #include "planner/strategy.h"
 
 namespace strata::calibration {
@@ -43,6 +45,9 @@ struct MeasuredRun {
   costmodel::SoftwareStack stack;
   planner::Strategy strategy;
   double measured_s = 0;     // seconds per iteration
+  // The run's model graphs, built by its first simulation and reused by the rest (the fit
+  // simulates a run dozens of times, each with other losses); copies of a run share them.
+  std::shared_ptr<planner::SimulationGraphs> graphs = planner::make_simulation_graphs();
 };
 
 // Reads and checks a runs file: every row's model, cluster, stack and strategy load and

@@ -22,6 +22,54 @@ function(strata_add_component)
   if(C_DEPS)
     target_link_libraries(strata_${C_NAME} PUBLIC ${C_DEPS})
   endif()
+  strata_use_library_pch(strata_${C_NAME})
+endfunction()
+
+# strata_use_library_pch(<target>): under clang (the sanitizer and fuzz presets) the library
+# reuses a precompiled header of the standard, fmt, yaml-cpp and nlohmann-json headers
+# (STRATA_PRECOMPILE_HEADERS). Measured on 2 cores, from scratch: the sanitizer build's CPU
+# time 352 -> 305 s (at -O0 a unit is mostly header parsing); under GCC -O3 the library
+# units went 345 -> 336 s and the two PCHs cost 16 s, so GCC builds parse the text. A PCH
+# is valid only for units compiled with its flags, and clang refuses one built without
+# libFuzzer's coverage for a unit with it, so the fuzzed libraries (STRATA_FUZZ_LIBS) have
+# their own, as do the folders compiled at -O1 in Release; the first library of a flavour
+# makes it with its folder's options. A target with CUDA sources keeps the text (nvcc).
+function(strata_use_library_pch target)
+  if(NOT STRATA_PRECOMPILE_HEADERS OR NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    return()
+  endif()
+  get_target_property(sources ${target} SOURCES)
+  foreach(source IN LISTS sources)
+    if(source MATCHES "\\.cu$")
+      return()
+    endif()
+  endforeach()
+  get_directory_property(folder_options COMPILE_OPTIONS)
+  set(flavour o3)
+  if(folder_options MATCHES "-O1")
+    set(flavour o1)
+  endif()
+  set(fuzzed OFF)
+  if(STRATA_BUILD_FUZZ AND target IN_LIST STRATA_FUZZ_LIBS)
+    set(fuzzed ON)
+    string(APPEND flavour _fuzz)
+  endif()
+  set(pch strata_pch_${flavour})
+  if(NOT TARGET ${pch})
+    add_library(${pch} OBJECT ${PROJECT_SOURCE_DIR}/cmake/pch_anchor.cpp)
+    target_link_libraries(${pch} PRIVATE fmt::fmt yaml-cpp nlohmann_json::nlohmann_json)
+    strata_warnings(${pch})
+    if(fuzzed)
+      target_compile_options(${pch} PRIVATE ${STRATA_FUZZ_FLAGS})
+    endif()
+    target_precompile_headers(${pch} PRIVATE
+      <fmt/format.h> <yaml-cpp/yaml.h> <nlohmann/json.hpp>
+      <algorithm> <cmath> <cstdint> <filesystem> <fstream> <functional> <map> <memory>
+      <optional> <set> <sstream> <string> <string_view> <utility> <vector>)
+  endif()
+  target_precompile_headers(${target} REUSE_FROM ${pch})
+  # The PCH's headers need these targets' include paths and macros (FMT_SHARED) alike.
+  target_link_libraries(${target} PRIVATE fmt::fmt yaml-cpp nlohmann_json::nlohmann_json)
 endfunction()
 
 # strata_add_test(NAME <name> SOURCES ... DEPS ... [SHARDS n] [COST c]): one GoogleTest

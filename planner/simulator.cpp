@@ -102,15 +102,15 @@ std::string too_large_to_simulate(const Strategy& s) {
 
 const SimEngine::Graph& SimEngine::graph_for(std::int64_t micro_batch, int cp) {
   const auto key = std::make_pair(micro_batch, cp);
-  auto it = graphs_.find(key);
-  if (it != graphs_.end()) return it->second;
+  auto it = graphs_->by_shape.find(key);
+  if (it != graphs_->by_shape.end()) return it->second;
   models::ModelSpec local = model_;
   local.seq_len = model_.seq_len / cp;  // validate() made cp divide it (2*cp chunks)
   Graph g;
   g.graph = std::make_unique<models::ModelGraph>(models::ModelGraph::build(local, micro_batch));
   g.memory = std::make_unique<costmodel::MemoryModel>(*g.graph, cluster_.device);
   g.first_alike = first_alike_blocks(*g.graph);
-  return graphs_.emplace(key, std::move(g)).first->second;
+  return graphs_->by_shape.emplace(key, std::move(g)).first->second;
 }
 
 const Placement& SimEngine::placement_for(const Strategy& s) {
@@ -548,6 +548,8 @@ void SimEngine::record_pipeline_events(std::vector<TimelineEvent>& events) const
 
 }  // namespace detail
 
+std::shared_ptr<SimulationGraphs> make_simulation_graphs() { return std::make_shared<SimulationGraphs>(); }
+
 SimulationResult simulate(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
                           const Strategy& strategy, const SimulateOptions& options) {
   require_valid(strategy, model);
@@ -561,6 +563,7 @@ SimulationResult simulate(const models::ModelSpec& model, const costmodel::Clust
   detail::SimEngine engine(model, cluster, options.stack, strategy.precision);
   if (const std::string why = stack_refusal(strategy, engine.stack()); !why.empty()) throw InputError(why);
   engine.record_ops(options.op_costs);
+  engine.share_graphs(options.graphs);
   SimulationResult r = engine.run(strategy, options.timeline, options.stage_layers);
   r.prediction.notes = engine.notes(strategy);
   if (auto w = costmodel::mfu_warning(cluster.device.name, r.prediction.mfu, r.prediction.uncertainty_high); !w.empty())

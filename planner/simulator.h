@@ -4,6 +4,7 @@
 // between stages, DP gradient reduction overlapped with backward in buckets, and the
 // optimizer step. It returns the prediction and the timeline (for traces and charts).
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,13 @@ struct SimulationResult {
   std::vector<TimelineEvent> timeline;         // empty unless SimulateOptions::timeline
 };
 
+// The model graphs a simulation builds (one per micro-batch size and context split), kept
+// across simulate() calls of one model on one device that change only what ops cost: the
+// training-loss fit (calibration/fit_runs.h) simulates each measured run dozens of times
+// with other loss parameters, and building the graphs was about half of every call.
+class SimulationGraphs;
+std::shared_ptr<SimulationGraphs> make_simulation_graphs();
+
 struct SimulateOptions {
   bool timeline = false;                           // record events (costs time; off in search)
   bool op_costs = false;                           // fill SimulationResult::ops (first block, head)
@@ -50,6 +58,9 @@ struct SimulateOptions {
   // of the cluster's device. Must outlive the call.
   const costmodel::SoftwareStack* stack = nullptr;
   std::vector<std::vector<int>> stage_layers;      // empty: partition by StagePartition
+  // Graphs to reuse and fill (make_simulation_graphs), only ever for this model and device;
+  // nullptr: built for this call.
+  std::shared_ptr<SimulationGraphs> graphs;
 };
 
 // Throws InputError listing violations if the strategy is invalid for the model or does

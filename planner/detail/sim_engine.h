@@ -32,6 +32,21 @@
 #include "planner/simulator.h"
 #include "planner/strategy.h"
 
+namespace strata::planner {
+
+// A SimEngine's graphs (planner/simulator.h): by (micro-batch size, cp).
+class SimulationGraphs {
+ public:
+  struct Graph {
+    std::unique_ptr<models::ModelGraph> graph;
+    std::unique_ptr<costmodel::MemoryModel> memory;
+    std::vector<std::size_t> first_alike;  // first_alike_blocks(*graph)
+  };
+  std::map<std::pair<std::int64_t, int>, Graph> by_shape;
+};
+
+}  // namespace strata::planner
+
 namespace strata::planner::detail {
 
 // Costs of one layer group for one micro-batch on one rank (given tp and SP).
@@ -124,6 +139,10 @@ class SimEngine {
   // Keep per-op costs of the first block and the head group (SimulationResult::ops); set
   // before the first run().
   void record_ops(bool on) { record_ops_ = on; }
+  // Reuse and fill `graphs` (built for this engine's model and device) instead of its own.
+  void share_graphs(std::shared_ptr<SimulationGraphs> graphs) {
+    if (graphs) graphs_ = std::move(graphs);
+  }
   // Notes on where the numbers came from, for a strategy (cheap to skip in search).
   std::vector<std::string> notes(const Strategy& s);
 
@@ -133,11 +152,7 @@ class SimEngine {
   const costmodel::SoftwareStack& stack() const { return stack_; }
 
  private:
-  struct Graph {
-    std::unique_ptr<models::ModelGraph> graph;
-    std::unique_ptr<costmodel::MemoryModel> memory;
-    std::vector<std::size_t> first_alike;  // first_alike_blocks(*graph)
-  };
+  using Graph = SimulationGraphs::Graph;
   // ---- Event engine (simulator.cpp): placement, partition, the walk and its steps. ----
   // The graph of one micro-batch; cp > 1: the graph of one rank's s/cp tokens.
   const Graph& graph_for(std::int64_t micro_batch, int cp = 1);
@@ -243,7 +258,7 @@ class SimEngine {
   double mem_bytes_per_s_ = 0;    // achieved device memory bandwidth
   double kernel_overhead_s_ = 0;  // per non-GEMM kernel (stack or device)
 
-  std::map<std::pair<std::int64_t, int>, Graph> graphs_;
+  std::shared_ptr<SimulationGraphs> graphs_ = std::make_shared<SimulationGraphs>();
   // Keys: (tp, pp, dp, cp, order, ep, etp); costs add (ep, etp and the placement of their
   // groups) for MoE models only, so dense models keep sharing one table across dp.
   std::map<std::tuple<int, int, int, int, std::string, int, int>, Placement> placements_;
