@@ -84,7 +84,8 @@ KernelCount kernel_count(const models::Op& op, const OpCostOptions& o) {
 OpCost::OpCost(const DeviceProfile& profile, const OpCostOptions& options)
     : gemm_(profile),
       ops_(profile.op_table),
-      memory_bytes_per_s_(profile.memory_bandwidth_gbps * 1e9 * profile.memory_efficiency),
+      memory_bytes_per_s_(profile.memory_bandwidth_gbps * 1e9 * profile.memory_efficiency *
+                          profile.training_losses.memory_sustain()),
       options_(options) {
   for (const auto& [d, tf] : profile.peak_tflops)
     attention_flops_per_s_[d] = tf * 1e12 * profile.attention_efficiency *

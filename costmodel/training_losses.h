@@ -20,6 +20,10 @@
 //                       and protocol at scale), on top of the link's latency_us.
 //   jitter_cv           Simulator: the straggler cost of synchronising N ranks every step, the
 //                       expected maximum of N jittery step times: t * cv * sqrt(2 ln N).
+//   memory_sustain      OpCost and the simulator: the bandwidth of memory-bound kernels (norms,
+//                       activations, residuals, the unfused attention's softmax and dropout,
+//                       loss, optimizer and gradient-buffer passes) x memory_sustain; not GEMMs,
+//                       not measured op rows.
 #pragma once
 #include <array>
 #include <string>
@@ -28,7 +32,7 @@
 
 namespace strata::costmodel {
 
-inline constexpr int kLossParameters = 6;
+inline constexpr int kLossParameters = 7;
 
 // The description of one parameter: what the fit reads as its prior.
 struct LossParameter {
@@ -46,13 +50,13 @@ int loss_parameter_index(const std::string& name);
 
 struct TrainingLosses {
   // In loss_parameters() order: gemm_sustain, attention_sustain, host_gap_us,
-  // network_efficiency, step_latency_us, jitter_cv.
-  std::array<double, kLossParameters> value{1.0, 1.0, 0.0, 1.0, 0.0, 0.0};
+  // network_efficiency, step_latency_us, jitter_cv, memory_sustain.
+  std::array<double, kLossParameters> value{1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0};
   std::array<double, kLossParameters> std_error{};  // 0: not fitted
   // Per parameter: "prior" (frozen at its prior), "fitted", "at_bound" (the fit ended on a
   // bound: a missing mechanism, not a parameter), "measured" (a device measurement replaced
   // it), "neutral" (no section).
-  std::array<std::string, kLossParameters> status{"neutral", "neutral", "neutral",
+  std::array<std::string, kLossParameters> status{"neutral", "neutral", "neutral", "neutral",
                                                   "neutral", "neutral", "neutral"};
   bool present = false;  // the profile has a training_losses section
   // The fit's record (source, rows, residuals, cross-validation) as the YAML block it was
@@ -65,6 +69,7 @@ struct TrainingLosses {
   double network_efficiency() const { return value[3]; }
   double step_latency_s() const { return value[4] * 1e-6; }
   double jitter_cv() const { return value[5]; }
+  double memory_sustain() const { return value[6]; }
 };
 
 // Straggler cost (seconds) of an iteration of `iteration_s` synchronised over `ranks`

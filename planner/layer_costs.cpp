@@ -190,7 +190,8 @@ SimEngine::SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpe
       fp8_(stack_.precision == DType::Fp8),
       walk_(std::make_unique<PipelineWalk>()) {
   act_bytes_ = costmodel::dtype_bytes(dtype_);
-  mem_bytes_per_s_ = cluster.device.memory_bandwidth_gbps * 1e9 * cluster.device.memory_efficiency;
+  mem_bytes_per_s_ = cluster.device.memory_bandwidth_gbps * 1e9 * cluster.device.memory_efficiency *
+                     cluster.device.training_losses.memory_sustain();
   kernel_overhead_s_ = op_cost_.options().kernel_overhead_s;
 }
 

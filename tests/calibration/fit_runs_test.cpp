@@ -45,7 +45,7 @@ TEST(FitRuns, RecoversKnownParametersFromSynthesisedRuns) {
   auto runs = cal::parse_measured_runs(synthetic_runs_yaml(), "synthetic.yaml");
   TrainingLosses truth;
   truth.present = true;
-  truth.value = {0.87, 1.0, 3.0, 1.0, 2.5, 0.012};  // gemm_sustain 0.87, host gap 3 us, jitter 1.2%
+  truth.value = {0.87, 1.0, 3.0, 1.0, 2.5, 0.012, 1.0};  // gemm_sustain 0.87, host gap 3 us, jitter 1.2%
   std::mt19937 rng(7);
   std::normal_distribution<double> noise(0.0, 0.005);  // 0.5% run-to-run scatter
   for (auto& r : runs) r.measured_s = cal::predict_run_s(r, truth) * std::exp(noise(rng));
@@ -60,6 +60,35 @@ TEST(FitRuns, RecoversKnownParametersFromSynthesisedRuns) {
   EXPECT_LT(f.fitted.mape, 0.015) << cal::fit_report(f);
   // Before the fit (no losses) every row was predicted fast by 13% or more.
   EXPECT_LT(f.neutral.bias, -0.10);
+}
+
+// memory_sustain is told apart from gemm_sustain by rows whose memory-bound share differs:
+// unfused attention (softmax and dropout over s x s scores per head) weighs more in small
+// models. On flash-attention rows alone (above) the two trade off.
+TEST(FitRuns, RecoversMemorySustainWhereTheMemoryBoundShareVaries) {
+  std::string y = "source: synthetic\ndefaults: {cluster: dgx-a100, stack: megatron-2021-torch-ddp}\nruns:\n";
+  int i = 0;
+  for (const char* model : {"megatron-1.7b", "megatron-3.6b", "megatron-7.5b", "megatron-18.4b"})
+    for (int mbs : {1, 4})
+      for (int tp : {1, 2, 8})
+        y += fmt::format("  - {{id: r{}, model: {}, strategy: {{tp: {}, pp: 1, dp: 8, micro_batch: {}, "
+                         "global_batch: 64, recompute: full}}, measured: {{iteration_s: 1}}}}\n",
+                         i++, model, tp, mbs);
+  auto runs = cal::parse_measured_runs(y, "synthetic.yaml");
+  TrainingLosses truth;
+  truth.present = true;
+  truth.value = {0.87, 1.0, 1.0, 1.0, 2.5, 0.0075, 0.8};
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(0.0, 0.005);
+  for (auto& r : runs) r.measured_s = cal::predict_run_s(r, truth) * std::exp(noise(rng));
+  cal::FitOptions o;
+  o.row_sigma = 0.01;
+  o.cross_validate = false;
+  const cal::FitResult f = cal::fit_training_losses(runs, o);
+  const auto mem = static_cast<std::size_t>(strata::costmodel::loss_parameter_index("memory_sustain"));
+  ASSERT_EQ(f.losses.status[mem], "fitted") << cal::fit_report(f);
+  EXPECT_NEAR(f.losses.value[mem], 0.8, std::max(0.03, 2 * f.losses.std_error[mem])) << cal::fit_report(f);
+  EXPECT_NEAR(f.losses.value[0], 0.87, std::max(0.015, 2 * f.losses.std_error[0])) << cal::fit_report(f);
 }
 
 TEST(FitRuns, TooFewRowsAndMixedDevicesAreRefused) {
@@ -101,7 +130,7 @@ TEST(FitRuns, LeaveOneSourceOutPredictsEachSourceWithoutIt) {
   auto runs = cal::parse_measured_runs(synthetic_runs_yaml(), "synthetic.yaml");
   TrainingLosses truth;
   truth.present = true;
-  truth.value = {0.9, 1.0, 1.0, 1.0, 2.5, 0.0075};
+  truth.value = {0.9, 1.0, 1.0, 1.0, 2.5, 0.0075, 1.0};
   for (std::size_t i = 0; i < runs.size(); ++i) {
     runs[i].measured_s = cal::predict_run_s(runs[i], truth);
     runs[i].source = i % 2 ? "odd" : "even";
