@@ -12,6 +12,7 @@
 
 #include "costmodel/op_cost.h"
 #include "costmodel/prediction_band.h"
+#include "costmodel/training_losses.h"
 #include "planner/detail/sim_engine.h"
 
 namespace strata::planner::detail {
@@ -83,6 +84,18 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
                           measured_ops.empty() ? "" : "otherwise: ", dev.attention_efficiency * 100,
                           dev.memory_efficiency * 100, dev.memory_bandwidth_gbps,
                           dev.source.measured() || dev.efficiency_source.measured() ? "measured" : "datasheet"));
+  // The training losses a fitted profile applies (costmodel/training_losses.h), by name and
+  // value, so that no fitted number acts unseen.
+  if (const costmodel::TrainingLosses& l = dev.training_losses; l.present) {
+    std::vector<std::string> applied;
+    const auto& ps = costmodel::loss_parameters();
+    for (std::size_t i = 0; i < ps.size(); ++i)
+      if (l.status[i] != "neutral")
+        applied.push_back(fmt::format("{} {:.3g} {}({})", ps[i].name, l.value[i],
+                                      std::string(ps[i].unit) == "1" ? "" : std::string(ps[i].unit) + " ",
+                                      l.status[i]));
+    n.push_back(fmt::format("training losses applied on {}: {}", dev.name, fmt::join(applied, ", ")));
+  }
   // MFU counts QK^T and AV over the whole s x s matrix (Korthikanti et al. 2022, Eq. 7; the
   // PaLM appendix B count), while a causal flash kernel runs only its lower half: at long
   // sequences MFU then overstates what the GPUs execute, past what attention's efficiency allows.

@@ -226,6 +226,28 @@ TEST_F(SimulatorOnGpt2, MeasuredBlockTimesReplaceTheBlocksCompute) {
   EXPECT_TRUE(noted);
 }
 
+// A profile's fitted training losses are named in the notes with their values and statuses;
+// a profile without them adds no such note.
+TEST_F(SimulatorOnGpt2, NotesNameTheTrainingLossesAProfileApplies) {
+  const Strategy s = strategy(8, 1, 1, 2, 64);
+  auto losses_note = [&](const costmodel::ClusterSpec& c) {
+    for (const auto& n : simulate(model, c, s).prediction.notes)
+      if (n.find("training losses applied") != std::string::npos) return n;
+    return std::string();
+  };
+  EXPECT_EQ(losses_note(cluster), "");
+  auto c = cluster;
+  c.device.training_losses.present = true;
+  c.device.training_losses.value[0] = 0.85;
+  c.device.training_losses.status[0] = "fitted";
+  c.device.training_losses.value[6] = 0.7;
+  c.device.training_losses.status[6] = "at_bound";
+  const std::string n = losses_note(c);
+  EXPECT_NE(n.find("gemm_sustain 0.85 (fitted)"), std::string::npos) << n;
+  EXPECT_NE(n.find("memory_sustain 0.7 (at_bound)"), std::string::npos) << n;
+  EXPECT_EQ(n.find("jitter_cv"), std::string::npos) << n;  // neutral: charges nothing, not listed
+}
+
 // Rows measured with a real TP group give the block's TP communication (with-group minus
 // compute) for groups inside one node; a group across nodes keeps the collective model.
 TEST_F(SimulatorOnGpt2, BlockRowsWithARealTpGroupGiveTheBlocksTpCommunication) {
