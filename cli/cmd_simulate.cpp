@@ -23,6 +23,7 @@
 #include "export/imported_job.h"
 #include "planner/plan.h"
 #include "planner/simulator.h"
+#include "planner/stack_support.h"
 #include "planner/layout_request.h"
 #include "planner/strategy.h"
 
@@ -49,7 +50,8 @@ struct SimulateFlags : planner::LayoutRequest {
 // Simulates `s` and prints or writes the result (shared by flags and imported jobs).
 void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& model,
              const costmodel::ClusterSpec& cluster, const costmodel::SoftwareStack& stack,
-             const planner::Strategy& s, std::vector<std::vector<int>> stage_layers) {
+             const planner::Strategy& asked, std::vector<std::vector<int>> stage_layers) {
+  const planner::Strategy s = planner::with_stack_recompute(asked, stack);
   if (auto v = planner::validate(s, model); !v.empty())
     throw InputError(fmt::format("invalid strategy for {}: {}", model.name, join_violations(v)));
   if (s.gpus() > cluster.total_gpus())

@@ -79,6 +79,15 @@ double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_
 
   if (recompute == RecomputeMode::Full) return 2.0 * sbh / (sequence_parallel ? t : 1.0);
   const RecomputeModules drop = dropped_modules(recompute, modules);
+  if (drop.per_op) {
+    // TorchTitan's per-op policy (recompute_modules.h) keeps, 2 bytes each: the block input
+    // and the w2 output (h wide, sequence-sharded with SP), the wq, wv and w1 outputs and the
+    // attention output (tp-sharded), and the attention kernel's fp32 log-sum-exp per head.
+    const double q = static_cast<double>(spec.q_dim()), kvd = spec.explicit_head_dim != 0 && spec.kv_heads > 0 ? static_cast<double>(spec.kv_dim()) : kv;
+    const double kept_replicated = 4.0 * sbh;
+    const double kept_sharded = s * b * (2.0 * q + 2.0 * kvd + 2.0 * q + 4.0 * a + 2.0 * f);
+    return sequence_parallel ? (kept_replicated + kept_sharded) / t : kept_replicated + kept_sharded / t;
+  }
 
   double replicated = (drop.layernorm ? 6.0 : 10.0) * sbh;
   // Q, K (2sb(h + kv)), V (2sb kv), out-proj input (2sbh): 8sbh for full multi-head attention.

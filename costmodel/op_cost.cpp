@@ -4,6 +4,7 @@
 
 #include "common/errors.h"
 #include "costmodel/cross_entropy_cost.h"
+#include "costmodel/eager_elementwise.h"
 #include "costmodel/fp8_linear.h"
 
 namespace strata::costmodel {
@@ -42,8 +43,11 @@ models::GemmShape sharded_gemm(const models::Op& op, int tp, bool sequence_paral
   return g;
 }
 
-OpCostOptions op_cost_options(const SoftwareStack& stack, const DeviceProfile& device) {
+OpCostOptions op_cost_options(const SoftwareStack& stack, const DeviceProfile& device, models::Norm norm) {
   OpCostOptions o;
+  o.rms_norm = norm == models::Norm::RmsNorm;
+  o.fused_rope = stack.fused_rope;
+  o.attention_layout_copies = stack.attention_layout_copies;
   o.attention = stack.attention;
   o.softmax_fused = stack.softmax_fused;
   o.attention_dropout = stack.attention_dropout;
@@ -61,12 +65,21 @@ KernelCount kernel_count(const models::Op& op, const OpCostOptions& o) {
   using models::OpKind;
   switch (op.kind) {
     case OpKind::Embedding: return {1, 1};
-    // Fused LayerNorm: one forward kernel, backward dx and dgamma/dbeta; unfused: mean,
-    // variance, normalise + affine forward, about twice that backward.
-    case OpKind::Norm: return o.fused_layernorm ? KernelCount{1, 2} : KernelCount{3, 5};
-    case OpKind::Rope: return {2, 2};  // Q and K
+    // Fused (or PyTorch's native layer_norm): one forward kernel, backward dx and
+    // dgamma/dbeta; an RMSNorm composed of tensor ops: costmodel/eager_elementwise.h.
+    case OpKind::Norm:
+      if (!o.fused_layernorm && o.rms_norm) return {kComposedRmsNorm.fwd_kernels, kComposedRmsNorm.bwd_kernels};
+      return {1, 2};
+    case OpKind::Rope:  // Q and K
+      if (!o.fused_rope) return {2 * kComplexRope.fwd_kernels, 2 * kComplexRope.bwd_kernels};
+      return {2, 2};
     case OpKind::AttentionCore: {
-      if (o.attention != AttentionKernel::Unfused) return {1, 2};  // flash bwd: preprocess + main
+      if (o.attention != AttentionKernel::Unfused) {  // flash bwd: preprocess + main
+        if (!o.attention_layout_copies) return {1, 2};
+        const AttentionCopyWork c = attention_layout_copies(1, static_cast<double>(op.attention.heads),
+                                                           static_cast<double>(op.attention.kv_heads));
+        return {1 + c.fwd_kernels, 2 + c.bwd_kernels};
+      }
       const int softmax = o.softmax_fused ? 1 : 3;
       const int dropout = o.attention_dropout > 0 ? 1 : 0;
       return {softmax + dropout + 1, softmax + dropout + 1};  // + the context copy
@@ -140,6 +153,16 @@ OpTime OpCost::time(const models::Op& op, int tp, bool sequence_parallel, DType 
     double flops = op.flops_fwd * kCausalAttentionFraction / tp;
     t.fwd_s = flops / it->second + over_fwd;
     t.bwd_s = kFlashBackwardFlopsRatio * (flops / it->second) + over_bwd;
+    if (options_.attention_layout_copies) {  // kernels in over_fwd / over_bwd
+      const models::AttentionShape& a = op.attention;
+      const double heads = static_cast<double>(ceil_div(a.heads, tp));
+      const double kv_heads = static_cast<double>(ceil_div(a.kv_heads > 0 ? a.kv_heads : a.heads, tp));
+      const double d = static_cast<double>(a.head_dim);
+      const AttentionCopyWork c = attention_layout_copies(static_cast<double>(a.batch * a.seq), heads * d, kv_heads * d);
+      const double scale = dtype_bytes(dtype) / 2.0;
+      t.fwd_s += c.fwd_bytes * scale / memory_bytes_per_s_;
+      t.bwd_s += c.bwd_bytes * scale / memory_bytes_per_s_;
+    }
     t.source = TimeSource::Roofline;
     return t;
   }
@@ -163,6 +186,16 @@ OpTime OpCost::time(const models::Op& op, int tp, bool sequence_parallel, DType 
       (op.kind == models::OpKind::Residual && !options_.fused_bias_dropout_add)) {
     fwd_bytes *= 2;
     bwd_bytes *= 1.5;
+  }
+  // Eager compositions (costmodel/eager_elementwise.h) against the fused op's 4 B forward
+  // and 8 B backward per element.
+  if (op.kind == models::OpKind::Norm && !options_.fused_layernorm && options_.rms_norm) {
+    fwd_bytes *= kComposedRmsNorm.fwd_bytes_per_element / 4.0;
+    bwd_bytes *= kComposedRmsNorm.bwd_bytes_per_element / 8.0;
+  }
+  if (op.kind == models::OpKind::Rope && !options_.fused_rope) {
+    fwd_bytes *= kComplexRope.fwd_bytes_per_element / 4.0;
+    bwd_bytes *= kComplexRope.bwd_bytes_per_element / 8.0;
   }
   t.fwd_s = fwd_bytes * scale / memory_bytes_per_s_ + over_fwd;
   t.bwd_s = bwd_bytes * scale / memory_bytes_per_s_ + over_bwd;

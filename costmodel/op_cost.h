@@ -23,6 +23,10 @@
 //   softmax kernels when not fused: 12 B), backward read y, dy + write dx (6 B); dropout
 //   (p > 0) forward read + write + 1-byte mask (5 B), backward the same (5 B); and the
 //   context's [b, np, s, d] -> [s, b, h] copy (read + write b*s*h/tp) each way.
+// Eager (unfused) elementwise parts, by the stack (costmodel/eager_elementwise.h): an
+//   RMSNorm composed of fp32 tensor ops (fusions.layernorm false on an RMSNorm model), RoPE
+//   as a complex multiply (fusions.rope false), and the attention module's K/V repeat and
+//   output copies (attention.layout_copies) charged on the attention core.
 // Loss (Op::logits > 0): the stack's cross-entropy passes over the V/tp logits of each
 //   token (costmodel/cross_entropy_cost.h: unfused Megatron 38 B per bf16 logit forward,
 //   14 B backward), as a memory-bound op.
@@ -46,6 +50,7 @@
 #include "costmodel/gemm_cost.h"
 #include "costmodel/op_table.h"
 #include "costmodel/software_stack.h"
+#include "models/model_spec.h"
 #include "models/op.h"
 
 namespace strata::costmodel {
@@ -75,14 +80,20 @@ struct OpCostOptions {
   bool fused_bias_gelu = true;
   bool fused_bias_dropout_add = true;
   bool fused_layernorm = true;
+  bool rms_norm = false;  // the model's norm: with fused_layernorm false, composed in fp32
+  bool fused_rope = true;
+  bool attention_layout_copies = false;
   bool fused_cross_entropy = false;
   double kernel_overhead_s = 0;
   // Idle GPU time per launched kernel, GEMMs included (training_losses.h host_gap_us); not
   // charged on measured op_table rows.
   double host_gap_s = 0;
 };
-// The stack's kernels, with its kernel overhead or else the device profile's.
-OpCostOptions op_cost_options(const SoftwareStack& stack, const DeviceProfile& device);
+// The stack's kernels, with its kernel overhead or else the device profile's; `norm` is the
+// model's (an unfused RMSNorm is composed of tensor ops, an unfused LayerNorm is PyTorch's
+// native kernel).
+OpCostOptions op_cost_options(const SoftwareStack& stack, const DeviceProfile& device,
+                              models::Norm norm = models::Norm::LayerNorm);
 
 // Non-GEMM kernels the framework launches for the op: {forward, backward}. GEMM ops: {0, 0}.
 struct KernelCount {

@@ -62,7 +62,8 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
                  "attention", "fusions", "overlap", "grad_bucket_params", "optimizer",
                  "distributed_optimizer", "kernel_overhead_us", "cp_comm_type", "zero_prefetch",
                  "zero3_recompute_regather",
-                 "grad_buffer", "fp8_params", "moe_dispatcher", "supports", "sources"});
+                 "grad_buffer", "fp8_params", "moe_dispatcher", "supports", "sources",
+                 "selective_recompute_modules"});
   SoftwareStack s;
   s.file = source;
   s.name = r.get_string("name");
@@ -78,23 +79,25 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
       dtype_from_string(r.get_enum("grad_reduce_dtype", {"bf16", "fp16", "tf32", "fp32"}, "fp32"));
 
   YamlReader a = r.child("attention");
-  a.expect_keys({"kernel", "softmax_fused", "dropout"});
+  a.expect_keys({"kernel", "softmax_fused", "dropout", "layout_copies"});
   const std::string kernel = a.get_enum("kernel", {"unfused", "flash2", "cudnn"});
   s.attention = kernel == "unfused" ? AttentionKernel::Unfused
                 : kernel == "flash2" ? AttentionKernel::Flash2
                                      : AttentionKernel::Cudnn;
   s.softmax_fused = a.get_bool("softmax_fused", true);
   s.attention_dropout = a.get_double("dropout", 0.0);
+  s.attention_layout_copies = a.get_bool("layout_copies", false);
   if (!(s.attention_dropout >= 0 && s.attention_dropout < 1))
     a.fail("dropout", fmt::format("{} must be in [0, 1)", s.attention_dropout));
 
   if (r.has("fusions")) {
     YamlReader f = r.child("fusions");
-    f.expect_keys({"bias_gelu", "bias_dropout_add", "layernorm", "grad_accumulation", "cross_entropy"});
+    f.expect_keys({"bias_gelu", "bias_dropout_add", "layernorm", "grad_accumulation", "cross_entropy", "rope"});
     s.fused_grad_accumulation = f.get_bool("grad_accumulation", true);
     s.fused_bias_gelu = f.get_bool("bias_gelu", true);
     s.fused_bias_dropout_add = f.get_bool("bias_dropout_add", true);
     s.fused_layernorm = f.get_bool("layernorm", true);
+    s.fused_rope = f.get_bool("rope", true);
     s.fused_cross_entropy = f.get_bool("cross_entropy", false);
   }
   YamlReader o = r.child("overlap");
@@ -114,6 +117,20 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   s.distributed_optimizer = r.get_bool("distributed_optimizer", false);
   s.kernel_overhead_us = r.get_double("kernel_overhead_us", -1.0);
   s.fp8_params = r.get_bool("fp8_params", false);
+  if (r.has("selective_recompute_modules")) {
+    const YamlReader list = r.child("selective_recompute_modules");
+    list.expect_sequence();
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (!list.element(i).node().IsScalar()) r.fail("selective_recompute_modules", "must be a list of module names");
+      names.push_back(list.element(i).node().as<std::string>());
+    }
+    try {
+      s.selective_recompute = recompute_modules_from_names(names);
+    } catch (const InputError& e) {
+      r.fail("selective_recompute_modules", e.what());
+    }
+  }
   s.moe_once_per_node = r.get_enum("moe_dispatcher", {"alltoall", "deepep"}, "alltoall") == "deepep";
   if (r.has("kernel_overhead_us") && !(s.kernel_overhead_us >= 0 && s.kernel_overhead_us < 1e4))
     r.fail("kernel_overhead_us", fmt::format("{} must be in [0, 10000)", s.kernel_overhead_us));

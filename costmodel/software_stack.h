@@ -13,7 +13,10 @@
 //   precision: fp16                 # fp16 | bf16 | fp32 | tf32: GEMM/activation dtype
 //   grad_reduce_dtype: fp32         # dtype of the data-parallel gradient reduction
 //   attention: {kernel: unfused, softmax_fused: true, dropout: 0.1}   # unfused | flash2 | cudnn
-//   fusions: {bias_gelu: true, bias_dropout_add: true, layernorm: true, grad_accumulation: true}
+//              layout_copies: false  # optional: GQA K/V repeat and output copies around the
+//                                    # kernel (costmodel/eager_elementwise.h), default false
+//   fusions: {bias_gelu: true, bias_dropout_add: true, layernorm: true, grad_accumulation: true,
+//             rope: true}           # rope optional, default true (false: complex-multiply RoPE)
 //   overlap: {tp_comm: false, tp_backward: false, grad_reduce: false, param_gather: false,
 //             p2p: blocking}
 //   grad_bucket_params: 0           # 0: one reduction after the backward; -1: max(40M, 1M x dp)
@@ -25,6 +28,7 @@
 //   zero_prefetch: true             # optional: ZeRO-3 gathers ahead of use (default true)
 //   zero3_recompute_regather: true  # optional: under full recompute the re-run forward gathers
 //                                   # the ZeRO-3 parameters again (default true, DeepSpeed)
+//   selective_recompute_modules: [per_op]   # optional: what recompute selective re-runs here
 //   grad_buffer: {zero: true, nan_check: false, scale: true}   # optional, default all false:
 //                                   # passes over the gradient buffer every iteration
 //   sources: {precision: {ref: ..., commit: ..., status: P}, ...}   # one per setting
@@ -37,6 +41,7 @@
 
 #include "costmodel/cp_comm_type.h"
 #include "costmodel/device_profile.h"
+#include "costmodel/recompute_modules.h"
 
 namespace strata::costmodel {
 
@@ -81,7 +86,12 @@ struct SoftwareStack {
   double attention_dropout = 0.0;
   bool fused_bias_gelu = true;
   bool fused_bias_dropout_add = true;
+  // false: PyTorch's native layer_norm for LayerNorm models (as fused); an RMSNorm composed
+  // of fp32 tensor ops (costmodel/eager_elementwise.h) for RMSNorm models.
   bool fused_layernorm = true;
+  bool fused_rope = true;  // false: RoPE as an eager complex multiply (eager_elementwise.h)
+  // The attention module copies K/V (GQA repeat) and its output around the kernel.
+  bool attention_layout_copies = false;
   bool fused_cross_entropy = false;  // Megatron-LM --cross-entropy-loss-fusion (off by default)
   // Weight gradients accumulated by the wgrad GEMM into the main gradient buffer; when
   // false, each micro-batch's backward writes a fresh gradient that a separate kernel
@@ -110,6 +120,10 @@ struct SoftwareStack {
   // fp8_model_init; NeMo fp8_params, Megatron-LM --fp8-param-gather): no 16-bit copy beside
   // the FP8 weight and its transpose (costmodel/memory_model.h).
   bool fp8_params = false;
+  // What `recompute: selective` without modules re-runs on this stack (YAML
+  // selective_recompute_modules, e.g. [per_op] for TorchTitan); none = strata's selective
+  // mode, the attention core (recompute_modules.h).
+  RecomputeModules selective_recompute{};
   // How MoE tokens reach experts on other ranks (costmodel/expert_dispatch_cost.h):
   // false = Megatron-Core's alltoall dispatcher, one send per routed copy (the default);
   // true = a once-per-node dispatcher (DeepEP's internode kernels through Megatron-Core's

@@ -2,6 +2,7 @@
 #include "export/export_common.h"
 
 #include <cmath>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -70,6 +71,17 @@ std::int64_t train_iterations(const Plan& p, std::int64_t tokens) {
   const std::int64_t per_step = p.strategy.global_batch * p.model.seq_len;
   STRATA_CHECK(per_step > 0 && tokens > 0, "train_iterations of an empty step or no tokens");
   return tokens / per_step + (tokens % per_step != 0 ? 1 : 0);
+}
+
+void refuse_recompute_modules(const planner::Strategy& s, const char* framework) {
+  if (s.recompute_modules.megatron())
+    input_error("the plan recomputes Megatron-Core modules (strategy.recompute_modules), which this "
+                "export does not write; export without them or add --recompute-modules by hand");
+  if (s.recompute_modules.per_op && std::string_view(framework) != "TorchTitan")
+    input_error("the plan recomputes with TorchTitan's per-op policy (strategy.recompute_modules [per_op], "
+                "a torchtitan stack's selective recompute), which {} has no setting for; export it --to "
+                "torchtitan, or plan it on the framework's own stack (--stack)",
+                framework);
 }
 
 }  // namespace strata::exports

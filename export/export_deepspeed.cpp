@@ -20,9 +20,7 @@ void check_deepspeed_can_run(const Plan& p, const SoftwareStack& stack) {
   if (p.strategy.ep_overlap)
     input_error("the plan runs Megatron-Core's batch-level EP overlap (strategy.ep_overlap), which DeepSpeed "
                 "has no setting for; export it --to megatron, or simulate it without --ep-overlap");
-  if (p.strategy.recompute_modules.any())
-    input_error("the plan recomputes Megatron-Core modules (strategy.recompute_modules), which this "
-                "export does not write; export without them or add --recompute-modules by hand");
+  refuse_recompute_modules(p.strategy, "DeepSpeed");
   // deepspeed/runtime/constants.py and precision_config.py at v0.19.5 have bf16 and fp16
   // sections and no FP8 training key (FP8 comes from model code, e.g. Transformer Engine).
   if (stack.precision == DType::Fp8)
@@ -79,9 +77,7 @@ void check_megatron_deepspeed_can_run(const Plan& p) {
     input_error("model '{}' trains {} multi-token-prediction block(s) (model.mtp_layers), which "
                 "{} has no arguments for; export it --to megatron",
                 one_line(m.name), m.mtp_layers, kMegatronDeepSpeedVersion);
-  if (p.strategy.recompute_modules.any())
-    input_error("the plan recomputes Megatron-Core modules (strategy.recompute_modules), which this "
-                "export does not write; export without them or add --recompute-modules by hand");
+  refuse_recompute_modules(p.strategy, "DeepSpeed");
   if (m.mla)
     input_error("model '{}' uses multi-latent attention (model.mla), which {} has no arguments "
                 "for; export it --to megatron or --to torchtitan",

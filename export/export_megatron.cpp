@@ -32,9 +32,7 @@ bool megatron_pp_dp_order(const std::string& o) { return o == "tp-pp-dp" || o ==
 
 // What Megatron-LM cannot run as planned, refused by name.
 void check_megatron_can_run(const Plan& p) {
-  if (p.strategy.recompute_modules.any())
-    input_error("the plan recomputes Megatron-Core modules (strategy.recompute_modules), which this "
-                "export does not write; export without them or add --recompute-modules by hand");
+  refuse_recompute_modules(p.strategy, "Megatron-LM");
   // TransformerConfig.__post_init__ at d98e8a64: "Bias in Moe is only supported when ETP==1".
   if (p.model.moe && models::has_bias(p.model) && p.strategy.etp > 1)
     input_error("export megatron: model '{}' has linear biases (GELU), which Megatron-LM's "

@@ -38,9 +38,7 @@ void check_torchtitan_can_run(const Plan& p) {
     input_error("model '{}' trains {} multi-token-prediction block(s) (model.mtp_layers), which "
                 "{} has no module or setting for; export it --to megatron",
                 one_line(p.model.name), p.model.mtp_layers, kTorchTitanVersion);
-  if (p.strategy.recompute_modules.any())
-    input_error("the plan recomputes Megatron-Core modules (strategy.recompute_modules), which this "
-                "export does not write; export without them or add --recompute-modules by hand");
+  refuse_recompute_modules(p.strategy, "TorchTitan");
   if (!p.model.moe) return;
   // torchtitan/models/moe/moe.py MoEArgs at v0.2.2 has no capacity: its MoE is dropless.
   if (p.model.moe->capacity_factor > 0)
@@ -216,8 +214,15 @@ std::string export_torchtitan(const Plan& p, const SoftwareStack& plan_stack, co
 
   out += "\n[activation_checkpoint]\n";
   out += fmt::format("mode = {}\n", toml_string(planner::to_string(s.recompute)));
-  if (s.recompute == Recompute::Selective)
+  if (s.recompute == Recompute::Selective) {
     out += "selective_ac_option = \"op\"  # op-level selective recompute\n";
+    // TorchTitan has no attention-core-only recompute: the plan's own selective mode
+    // (planned on another stack) keeps more and re-runs less than what runs here.
+    if (!s.recompute_modules.per_op)
+      out += "# the plan's selective recompute re-runs the attention core (strata's mode), which TorchTitan\n"
+             "# has no option for; \"op\" is its nearest and differs in memory and time: plan with\n"
+             "# --stack torchtitan-2024 for a prediction of this setting\n";
+  }
   return opt.launcher == Launcher::Torchrun ? out : torchtitan_slurm_script(p, out, opt);
 }
 

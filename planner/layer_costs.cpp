@@ -183,7 +183,7 @@ SimEngine::SimEngine(const models::ModelSpec& model, const costmodel::ClusterSpe
     : model_(model),
       cluster_(cluster),
       stack_(resolve_stack(stack, cluster.device, precision)),
-      op_cost_(cluster.device, costmodel::op_cost_options(stack_, cluster.device)),
+      op_cost_(cluster.device, costmodel::op_cost_options(stack_, cluster.device, model.norm)),
       blocks_(cluster.device.block_table),
       coll_(cluster),
       dtype_(stack_dtype(stack_, cluster.device)),
@@ -318,6 +318,21 @@ void SimEngine::charge_recompute_modules(const models::Op& op, double fwd_s, con
   }
   if (local == "expert_activation") add(c.moe_act);
   if (shared) add(c.shared_experts);
+  // per_op: everything but the kept mm outputs (wq, wv, w1, w2) and the attention kernel;
+  // of the fused QKV GEMM, the K part (wk) re-runs. Collectives are not re-run (the
+  // policy keeps the reduce-scatter outputs; the SP all-gather before QKV is left out).
+  const auto add_share = [&](GroupCost::ModuleCost& m, double share) {
+    m.fwd_s += share * fwd_s;
+    m.flops_fwd += share * op.flops_fwd * in.cp;
+  };
+  if (op.kind == models::OpKind::Norm || op.kind == models::OpKind::Rope || op.kind == models::OpKind::Residual ||
+      local == "mlp_activation" || local == "out_proj" || local == "mlp_up")
+    add(c.per_op);
+  if (local == "qkv") {
+    const double q = static_cast<double>(model_.q_dim());
+    const double kv = model_.kv_heads > 0 ? static_cast<double>(model_.kv_dim()) : q;
+    add_share(c.per_op, kv / (q + 2.0 * kv));
+  }
 }
 
 void SimEngine::charge_op(const LayerCostInputs& in, std::size_t gi, std::size_t v, GroupCostTable& t) const {

@@ -190,7 +190,7 @@ void add_variants(const models::ModelSpec& model, const SearchOptions& options, 
           s.sequence_parallel = sp;
           s.ep = ep;
           s.etp = etp;
-          if (stack_refusal(s, stack).empty()) space.push_back(s);  // what the stack cannot run at all
+          if (stack_refusal(s, stack).empty()) space.push_back(with_stack_recompute(s, stack));  // what the stack cannot run at all
         }
       }
     }

@@ -551,8 +551,11 @@ void SimEngine::record_pipeline_events(std::vector<TimelineEvent>& events) const
 std::shared_ptr<SimulationGraphs> make_simulation_graphs() { return std::make_shared<SimulationGraphs>(); }
 
 SimulationResult simulate(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
-                          const Strategy& strategy, const SimulateOptions& options) {
-  require_valid(strategy, model);
+                          const Strategy& asked, const SimulateOptions& options) {
+  require_valid(asked, model);
+  detail::SimEngine engine(model, cluster, options.stack, asked.precision);
+  const Strategy strategy = with_stack_recompute(asked, engine.stack());
+  if (strategy.recompute_modules != asked.recompute_modules) require_valid(strategy, model);
   if (const std::string why = detail::too_large_to_simulate(strategy); !why.empty())
     throw InputError(why);
   if (strategy.gpus() > cluster.total_gpus())
@@ -560,7 +563,6 @@ SimulationResult simulate(const models::ModelSpec& model, const costmodel::Clust
                 "nodes x {})",
                 strategy.gpus(), strategy.dp, strategy.tp, strategy.pp, strategy.cp, cluster.name,
                 cluster.total_gpus(), cluster.nodes, cluster.gpus_per_node);
-  detail::SimEngine engine(model, cluster, options.stack, strategy.precision);
   if (const std::string why = stack_refusal(strategy, engine.stack()); !why.empty()) throw InputError(why);
   engine.record_ops(options.op_costs);
   engine.share_graphs(options.graphs);

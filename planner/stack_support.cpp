@@ -25,4 +25,9 @@ std::string stack_refusal(const Strategy& s, const costmodel::SoftwareStack& sta
   return "";
 }
 
+Strategy with_stack_recompute(Strategy s, const costmodel::SoftwareStack& stack) {
+  if (s.recompute == Recompute::Selective && !s.recompute_modules.any()) s.recompute_modules = stack.selective_recompute;
+  return s;
+}
+
 }  // namespace strata::planner

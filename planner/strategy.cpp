@@ -69,6 +69,10 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
       add("strategy.recompute_modules", "recompute module mla_up_proj needs a model with mla attention");
     if ((s.recompute_modules.moe || s.recompute_modules.moe_act || s.recompute_modules.shared_experts) && !m.moe)
       add("strategy.recompute_modules", "recompute modules moe, moe_act and shared_experts need a mixture-of-experts model");
+    if (s.recompute_modules.per_op && s.recompute_modules.megatron())
+      add("strategy.recompute_modules", "recompute module per_op (TorchTitan's per-op policy) stands alone: it cannot be combined with Megatron-Core modules");
+    if (s.recompute_modules.per_op && (m.moe || m.mla))
+      add("strategy.recompute_modules", "recompute module per_op (TorchTitan's per-op policy) is modelled for dense blocks without MLA only");
   }
   if (s.ep_overlap) {
     // Megatron-Core TransformerConfig.__post_init__ (d98e8a64): the batch-level EP overlap

@@ -23,6 +23,7 @@ inline double recomputed_modules_fwd(const GroupCost& c, const costmodel::Recomp
   if (m.layernorm) t += v(c.norm);
   if (m.mla_up_proj) t += v(c.mla_up);
   if (m.mlp) t += v(c.dense_mlp);
+  if (m.per_op) t += v(c.per_op);
   if (m.moe) t += v(c.moe);
   else {  // parts of the MoE MLP, when the whole is not recomputed
     if (m.moe_act) t += v(c.moe_act);
@@ -35,7 +36,7 @@ inline double recomputed_modules_fwd(const GroupCost& c, const costmodel::Recomp
 inline int recompute_key(const Strategy& s) {
   const costmodel::RecomputeModules& m = s.recompute_modules;
   const int bits = (m.layernorm ? 1 : 0) | (m.mla_up_proj ? 2 : 0) | (m.core_attn ? 4 : 0) | (m.mlp ? 8 : 0) |
-                   (m.moe ? 16 : 0) | (m.moe_act ? 32 : 0) | (m.shared_experts ? 64 : 0);
+                   (m.moe ? 16 : 0) | (m.moe_act ? 32 : 0) | (m.shared_experts ? 64 : 0) | (m.per_op ? 128 : 0);
   return static_cast<int>(s.recompute) + 4 * bits;
 }
 

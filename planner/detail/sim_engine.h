@@ -64,6 +64,7 @@ struct GroupCost {
     double fwd_s = 0, flops_fwd = 0;
   };
   ModuleCost norm, mla_up, dense_mlp, moe, moe_act, shared_experts;
+  ModuleCost per_op;  // what TorchTitan's per-op policy re-runs (recompute_modules.h)
   double moe_ep_fwd_s = 0;
   double cp_fwd_s = 0, cp_bwd_s = 0;  // context-parallel K/V exchange left exposed
   double flops_fwd = 0, flops_bwd = 0;  // model FLOPs, whole group, unsharded

@@ -61,6 +61,26 @@ TEST(LayerActivation, MatchesKorthikantiTable2ForGpt3) {
   EXPECT_NEAR(sc::layer_activation_bytes(m, 4, 8, true, RecomputeMode::Selective), 4 * sbh * 34 / 8, 4.0);
 }
 
+// TorchTitan's per-op policy keeps, per token of a Llama 3 8B block (h 4096, 32 heads of 128,
+// 8 K/V heads, ffn 14336), in bf16: the block input and the w2 output (2 x 2 x 4096), the wq
+// output and the attention output (2 x 2 x 4096), the wv output (2 x 1024), the w1 output
+// (2 x 14336) and the fp32 log-sum-exp of 32 heads (4 x 32): 63,616 B; on tp 2 with SP all
+// of it is split, without SP only the tp-sharded part.
+TEST(LayerActivation, TorchTitanPerOpPolicyKeepsTheSavedMmOutputs) {
+  sm::ModelSpec m = gpt3_175b();
+  m.hidden = 4096, m.heads = 32, m.kv_heads = 8, m.ffn = 14336, m.seq_len = 8192;
+  m.activation = sm::Activation::SwiGlu, m.norm = sm::Norm::RmsNorm, m.positions = sm::Positions::Rope;
+  sc::RecomputeModules per_op;
+  per_op.per_op = true;
+  const double tokens = 2 * 8192.0;
+  EXPECT_NEAR(sc::layer_activation_bytes(m, 2, 1, false, RecomputeMode::Selective, 0, 1, 1, per_op), tokens * 63616, 1.0);
+  EXPECT_NEAR(sc::layer_activation_bytes(m, 2, 2, true, RecomputeMode::Selective, 0, 1, 1, per_op), tokens * 63616 / 2, 1.0);
+  EXPECT_NEAR(sc::layer_activation_bytes(m, 2, 2, false, RecomputeMode::Selective, 0, 1, 1, per_op),
+              tokens * (16384 + (63616 - 16384) / 2.0), 1.0);
+  // Under full recompute the modules do not matter.
+  EXPECT_NEAR(sc::layer_activation_bytes(m, 2, 1, false, RecomputeMode::Full, 0, 1, 1, per_op), tokens * 2 * 4096, 1.0);
+}
+
 TEST(LayerActivation, AgreesWithTheModelGraphTerms) {
   // The model graph sums per-op Korthikanti terms; the memory model uses the closed
   // form: two different paths must agree for GPT and Llama blocks.

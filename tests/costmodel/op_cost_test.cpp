@@ -142,3 +142,59 @@ TEST(OpCost, LossChargesMegatronsCrossEntropyPassesOverTheVocabParallelLogits) {
   EXPECT_NEAR(t.fwd_s, 32 * loss.logits / bw + 5 * 2e-6, 1e-12);
   EXPECT_NEAR(t.bwd_s, 8 * loss.logits / bw + 1 * 2e-6, 1e-12);
 }
+
+// The eager compositions of TorchTitan's Llama (costmodel/eager_elementwise.h), by hand: a
+// composed fp32 RMSNorm moves 36 B per element forward and 72 B backward against the fused
+// kernel's 4 and 8; the complex-multiply RoPE 20 B each way against 4 and 8; an unfused
+// LayerNorm is PyTorch's native kernel, as fused. No per-kernel time on the toy device.
+TEST(OpCost, EagerNormAndRopeMoveTheBytesOfTheirTensorOps) {
+  const auto p = sc::testing::toy_device();
+  const double bw = 2000e9 * 0.9, elements = 1.0e8;
+  sc::OpCostOptions eager;
+  eager.fused_layernorm = false;
+  eager.fused_rope = false;
+  eager.rms_norm = true;
+  sm::Op norm;
+  norm.kind = sm::OpKind::Norm;
+  norm.sharding = sm::Sharding::Replicated;
+  norm.bytes_fwd = 4 * elements;
+  norm.bytes_bwd = 8 * elements;
+  const sc::OpTime t = sc::OpCost(p, eager).time(norm, 1, false, DType::Bf16);
+  EXPECT_NEAR(t.fwd_s, 36 * elements / bw, 1e-12);
+  EXPECT_NEAR(t.bwd_s, 72 * elements / bw, 1e-12);
+  sc::OpCostOptions native = eager;
+  native.rms_norm = false;  // LayerNorm: torch.nn.LayerNorm's own kernel
+  EXPECT_NEAR(sc::OpCost(p, native).time(norm, 1, false, DType::Bf16).fwd_s, 4 * elements / bw, 1e-12);
+  sm::Op rope = norm;
+  rope.kind = sm::OpKind::Rope;
+  rope.sharding = sm::Sharding::HeadParallel;
+  const sc::OpTime r = sc::OpCost(p, eager).time(rope, 2, false, DType::Bf16);
+  EXPECT_NEAR(r.fwd_s, 20 * elements / 2 / bw, 1e-12);
+  EXPECT_NEAR(r.bwd_s, 20 * elements / 2 / bw, 1e-12);
+  EXPECT_NEAR(sc::OpCost(p).time(rope, 2, false, DType::Bf16).fwd_s, 4 * elements / 2 / bw, 1e-12);
+}
+
+// Attention written with tensor ops copies around the kernel: GQA's repeated K and V (read
+// the kv heads, write all heads, each of K and V) and the contiguous output (read + write).
+// Llama 3 8B widths, one micro-batch of 2 x 8192 tokens on tp 1, by hand.
+TEST(OpCost, AttentionLayoutCopiesAreChargedBesideTheKernel) {
+  const auto p = sc::testing::toy_device();
+  sm::Op att;
+  att.kind = sm::OpKind::AttentionCore;
+  att.sharding = sm::Sharding::HeadParallel;
+  att.attention = {2, 32, 8, 8192, 128};
+  att.flops_fwd = 4.0 * 2 * 8192.0 * 8192.0 * 4096;
+  sc::OpCostOptions copies;
+  copies.attention_layout_copies = true;
+  const double tokens = 2 * 8192.0, bw = 2000e9 * 0.9;
+  const double bytes = 2 * 2 * tokens * 4096 + 2 * 2 * tokens * (4096 + 1024);
+  const sc::OpTime with = sc::OpCost(p, copies).time(att, 1, false, DType::Bf16);
+  const sc::OpTime without = sc::OpCost(p).time(att, 1, false, DType::Bf16);
+  EXPECT_NEAR(with.fwd_s - without.fwd_s, bytes / bw, 1e-12);
+  EXPECT_NEAR(with.bwd_s - without.bwd_s, bytes / bw, 1e-12);
+  // Without GQA only the output copy remains.
+  att.attention.kv_heads = 32;
+  EXPECT_NEAR(sc::OpCost(p, copies).time(att, 1, false, DType::Bf16).fwd_s -
+                  sc::OpCost(p).time(att, 1, false, DType::Bf16).fwd_s,
+              2 * 2 * tokens * 4096 / bw, 1e-12);
+}

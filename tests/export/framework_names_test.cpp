@@ -551,3 +551,21 @@ TEST(ExportRefusals, RecomputeModulesAreNotWrittenSoTheyAreRefused) {
                       ExportTarget::TorchTitan})
     EXPECT_NE(export_error(p, target).find("strategy.recompute_modules"), std::string::npos) << to_string(target);
 }
+
+// TorchTitan's per-op policy (a torchtitan stack's selective recompute) is TorchTitan's
+// selective_ac_option "op": only that export writes it, the others refuse it by name; a plan
+// whose selective recompute is strata's attention-core mode is written as "op" too, with a
+// comment that the two differ.
+TEST(ExportRefusals, PerOpRecomputeIsTorchTitansOwn) {
+  Plan p = make_plan(llama(8), 2, 1, 1, 1, 1, 32);
+  p.strategy.recompute = strata::planner::Recompute::Selective;
+  const std::string core = export_torchtitan(p, overlap_stack());
+  EXPECT_NE(core.find("selective_ac_option = \"op\""), std::string::npos);
+  EXPECT_NE(core.find("re-runs the attention core"), std::string::npos);
+  p.strategy.recompute_modules.per_op = true;
+  const std::string per_op = export_torchtitan(p, overlap_stack());
+  EXPECT_NE(per_op.find("selective_ac_option = \"op\""), std::string::npos);
+  EXPECT_EQ(per_op.find("re-runs the attention core"), std::string::npos);
+  for (auto target : {ExportTarget::Megatron, ExportTarget::DeepSpeed, ExportTarget::MegatronDeepSpeed})
+    EXPECT_NE(export_error(p, target).find("per-op policy"), std::string::npos) << to_string(target);
+}

@@ -19,6 +19,7 @@
 #include "planner/detail/pipeline_walk.h"
 #include "planner/plan_recompute.h"
 #include "planner/schedule.h"
+#include "planner/stack_support.h"
 #include "tests/tables_only_cluster.h"
 #include "tests/planner/simulator_fixtures.h"
 
@@ -289,6 +290,62 @@ TEST(PlanRecompute, ReplacesAStalePredictionAndSaysSo) {
   EXPECT_EQ(gone.prediction.peak_memory_gib, 3.5);
   gone.prediction.peak_memory_gib = 0;
   EXPECT_THROW(recompute_plan_prediction(gone, "--plan p.yaml"), InputError);
+}
+
+// On a TorchTitan stack, recompute selective is TorchTitan's per-op policy: the backward
+// re-runs wk, wo and w3 (every second mm of the block) besides the elementwise ops, and
+// nothing else with FLOPs. Executed FLOPs per iteration (hardware TFLOP/s x time x GPUs)
+// grow over no recompute by exactly those three GEMMs per block and micro-batch, by hand.
+TEST(Simulator, TorchTitanSelectiveRecomputeIsThePerOpPolicy) {
+  models::ModelSpec m = strata::testing::test_model("gqa", 4, 1024, 16, 4, 2816, 8, 512);
+  m.activation = models::Activation::SwiGlu;
+  m.norm = models::Norm::RmsNorm;
+  m.positions = models::Positions::Rope;
+  const auto cluster = flops_only_cluster();
+  auto stack = costmodel::load_software_stack("torchtitan-2024");
+  stack.kernel_overhead_us = 0;
+  SimulateOptions o;
+  o.stack = &stack;
+  Strategy none = strategy(1, 1, 1, 2, 4);
+  none.zero = 0;
+  Strategy sel = none;
+  sel.recompute = Recompute::Selective;
+  EXPECT_TRUE(with_stack_recompute(sel, stack).recompute_modules.per_op);
+  EXPECT_FALSE(with_stack_recompute(sel, costmodel::load_software_stack("mcore-2024")).recompute_modules.any());
+  const auto executed = [&](const Strategy& s) {
+    const Prediction p = simulate(m, cluster, s, o).prediction;
+    return p.hardware_tflops_per_gpu * 1e12 * p.iteration_s;
+  };
+  const double tokens = 2 * 512.0, h = 1024, kv = 4 * 64.0, f = 2816;
+  const double per_block = 2 * tokens * h * kv + 2 * tokens * h * h + 2 * tokens * h * f;
+  const double micro_batches = 2, blocks = 4;
+  EXPECT_NEAR(executed(sel) - executed(none), blocks * micro_batches * per_block, 1e-6 * executed(none));
+  // Named explicitly, the same; and it stands alone.
+  Strategy named = sel;
+  named.recompute_modules.per_op = true;
+  EXPECT_NEAR(executed(named), executed(sel), 1e-9 * executed(sel));
+  named.recompute_modules.layernorm = true;
+  EXPECT_THROW(simulate(m, cluster, named, o), InputError);
+}
+
+// TorchTitan's A100 page (bench/validation/torchtitan-a100.yaml, TA-L2-70B-64-sel-op-b1): Llama 2
+// 70B under FSDP on 64 A100 80GB with per-op selective AC ran at local batch 1, and local batch
+// 2 ran out of memory (the page's footnote). The per_op memory terms say the same; strata's
+// attention-core selective mode, which keeps every activation of the block, would refuse both.
+TEST(Simulator, TorchTitanPerOpMemoryAgreesWithThePublishedOutOfMemory) {
+  const models::ModelSpec m = models::load_model("llama2-70b");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
+  const auto stack = costmodel::load_software_stack("torchtitan-2024");
+  SimulateOptions o;
+  o.stack = &stack;
+  for (std::int64_t lbs : {1, 2}) {
+    Strategy s = strategy(64, 1, 1, lbs, 64 * lbs);
+    s.zero = 3;
+    s.recompute = Recompute::Selective;
+    EXPECT_EQ(simulate(m, cluster, s, o).prediction.fits_memory, lbs == 1) << "local batch " << lbs;
+    s.recompute_modules.core_attn = true;  // strata's selective mode on the same stack
+    EXPECT_FALSE(simulate(m, cluster, s, o).prediction.fits_memory) << "local batch " << lbs;
+  }
 }
 
 }  // namespace
