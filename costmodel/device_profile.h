@@ -127,6 +127,10 @@ struct DeviceProfile {
   std::map<DType, double> peak_tflops;
   double gemm_efficiency = 0.8;       // achieved/peak for roofline fallback
   double attention_efficiency = 0.5;
+  // The fused cuDNN attention's fraction (stacks with attention.kernel cudnn) where it
+  // differs from FlashAttention-2's, which attention_efficiency describes (on Hopper, cuDNN
+  // and FlashAttention-3 use the wgmma/TMA path FlashAttention-2 lacks); 0 = the same.
+  double attention_cudnn_efficiency = 0;
   double memory_efficiency = 0.85;
   Provenance efficiency_source;       // empty kind: the built-in defaults above
   double reserve_gib = 0;

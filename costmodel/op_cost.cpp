@@ -43,6 +43,11 @@ models::GemmShape sharded_gemm(const models::Op& op, int tp, bool sequence_paral
   return g;
 }
 
+double attention_efficiency(const DeviceProfile& device, AttentionKernel kernel) {
+  return kernel == AttentionKernel::Cudnn && device.attention_cudnn_efficiency > 0 ? device.attention_cudnn_efficiency
+                                                                                   : device.attention_efficiency;
+}
+
 OpCostOptions op_cost_options(const SoftwareStack& stack, const DeviceProfile& device, models::Norm norm) {
   OpCostOptions o;
   o.rms_norm = norm == models::Norm::RmsNorm;
@@ -100,9 +105,9 @@ OpCost::OpCost(const DeviceProfile& profile, const OpCostOptions& options)
       memory_bytes_per_s_(profile.memory_bandwidth_gbps * 1e9 * profile.memory_efficiency *
                           profile.training_losses.memory_sustain()),
       options_(options) {
+  const double efficiency = attention_efficiency(profile, options.attention);
   for (const auto& [d, tf] : profile.peak_tflops)
-    attention_flops_per_s_[d] = tf * 1e12 * profile.attention_efficiency *
-                                profile.training_losses.attention_sustain();
+    attention_flops_per_s_[d] = tf * 1e12 * efficiency * profile.training_losses.attention_sustain();
 }
 
 OpTime OpCost::time(const models::Op& op, int tp, bool sequence_parallel, DType dtype) const {

@@ -12,7 +12,8 @@
 // AttentionCore, by the stack's attention kernel (OpCostOptions):
 // flash2 / cudnn: the model FLOPs of the op (QK^T and AV: 4*b*s^2*h
 //   forward, unsharded) are halved for the causal mask, divided by tp (heads/tp
-//   per rank), and run at peak(dtype) * attention_efficiency. Backward charges
+//   per rank), and run at peak(dtype) * attention_efficiency (cudnn: the profile's
+//   attention_cudnn where it has one). Backward charges
 //   2.5x the forward FLOPs (flash backward recomputes QK^T: 5 matmuls vs 2;
 //   Dao 2023, FlashAttention-2 sec. 4), at the same efficiency.
 // unfused (Megatron's CoreAttention before FlashAttention): per rank b*heads/tp
@@ -89,6 +90,10 @@ struct OpCostOptions {
   // charged on measured op_table rows.
   double host_gap_s = 0;
 };
+// The fraction of peak the stack's fused attention kernel reaches on `device` (cuDNN's own
+// where the profile gives one, DeviceProfile::attention_cudnn_efficiency).
+double attention_efficiency(const DeviceProfile& device, AttentionKernel kernel);
+
 // The stack's kernels, with its kernel overhead or else the device profile's; `norm` is the
 // model's (an unfused RMSNorm is composed of tensor ops, an unfused LayerNorm is PyTorch's
 // native kernel).

@@ -81,7 +81,7 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
                             ref(dev.op_source)));
   n.push_back(fmt::format("{}attention at {:.0f}% of peak, elementwise/optimizer at {:.0f}% of "
                           "{:.0f} GB/s ({})",
-                          measured_ops.empty() ? "" : "otherwise: ", dev.attention_efficiency * 100,
+                          measured_ops.empty() ? "" : "otherwise: ", costmodel::attention_efficiency(dev, stack_.attention) * 100,
                           dev.memory_efficiency * 100, dev.memory_bandwidth_gbps,
                           dev.source.measured() || dev.efficiency_source.measured() ? "measured" : "datasheet"));
   // The training losses a fitted profile applies (costmodel/training_losses.h), by name and
