@@ -276,7 +276,8 @@ void add_plan_command(CLI::App& app) {
       ->check(CLI::IsMember({"megatron", "deepspeed"}));
   cmd->add_option("job_file", f.job_file, "the file --from reads")->check(non_empty_path());
   add_files_help(*cmd, "--model, --cluster, --profile, --stack (files, or catalog names), the --from job file",
-                 "--out (plan YAML, - for stdout), --trace (Chrome trace JSON, at most 200 MB)");
+                 "--out (plan YAML, - for stdout), --trace (Chrome trace JSON, at most 200 MB), --report (the "
+                 "scaling or front view, HTML)");
   f.gpus_opt = cmd->add_option("--gpus,-g", f.gpus_text,
                                fmt::format("number of GPUs to use (default {}), or a list 128,256,512: the best "
                                            "plan per count with time to train (--train-tokens)", kDefaultGpus));

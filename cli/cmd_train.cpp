@@ -70,6 +70,18 @@ void train(const TrainOptions& o) {
     return runtime::run_cuda_training_job(job, o.gemm_dtype, peak);
   }
   if (o.gemm_dtype != "bf16") input_error("--gemm-dtype is for --backend cuda (the CPU runtime is fp32)");
+  // The CPU runtime is fp32 whatever the plan says: a bf16 or fp16 plan, or one made for a
+  // GPU, runs its layout here, but its stored step time and memory describe another run.
+  const std::string precision = job.plan.strategy.precision.empty() ? "the device's" : job.plan.strategy.precision;
+  const bool plan_is_fp32_cpu = device && device->compute_dtype == costmodel::DType::Fp32 &&
+                                (job.plan.strategy.precision.empty() || job.plan.strategy.precision == "fp32");
+  if (!plan_is_fp32_cpu) {
+    // Rank 0 prints it in the job header (every rank runs this function).
+    job.plan_note += fmt::format("{}made for {} ({}) in {} precision; the CPU runtime trains the same layout "
+                                 "in fp32, so its loss, memory and step time are not the plan's predicted ones",
+                                 job.plan_note.empty() ? "" : "; ", job.plan.cluster,
+                                 device ? device->name : "a device not in the catalog", precision);
+  }
   job.device_reserve_gib = device ? device->reserve_gib : 0;
   runtime::run_training_job(job);
 }

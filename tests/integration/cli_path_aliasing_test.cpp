@@ -85,6 +85,12 @@ std::vector<AliasCase> alias_cases() {
       {"plan_out_over_stack", cat(kPlan, {"--stack", "stack.yaml", "--out", "stack.yaml"}),
        {"--out", "--stack"}},
       {"plan_out_is_trace", cat(kPlan, {"--out", "x.json", "--trace", "x.json"}), {"--out", "--trace"}},
+      {"plan_report_over_model", {"plan", "--model", "model.yaml", "--cluster", "cluster.yaml", "--gpus", "4,8",
+                                  "--global-batch", "8", "--report", "model.yaml"},
+       {"--report", "--model"}},
+      {"plan_report_is_out", {"plan", "--model", "model.yaml", "--cluster", "cluster.yaml", "--gpus", "4,8",
+                              "--global-batch", "8", "--out", "x.html", "--report", "x.html"},
+       {"--out", "--report"}},
       {"plan_out_and_trace_stdout", cat(kPlan, {"--out", "-", "--trace", "-"}), {"--out", "--trace"}},
       {"plan_out_over_hf_folder",
        {"plan", "--model", "hf", "--cluster", "cluster.yaml", "--gpus", "4", "--global-batch", "8",
@@ -117,6 +123,9 @@ std::vector<AliasCase> alias_cases() {
       {"calibrate_out_over_job",
        {"calibrate", "--from-log", "job.log", "--job", "job.sh", "--cluster", "dgx-h100", "--out", "job.sh"},
        {"--out", "--job"}},
+      {"calibrate_out_over_runs",
+       {"calibrate", "--from-runs", "runs.yaml", "--out", "runs.yaml"},
+       {"--out", "--from-runs"}},
       {"calibrate_out_over_model",
        {"calibrate", "--backend", "cpu", "--quick", "--model", "model.yaml", "--out", "model.yaml"},
        {"--out", "--model"}},
@@ -165,6 +174,7 @@ void make_inputs(const fs::path& dir) {
   std::ofstream(dir / "tokens.bin") << "token file bytes";
   std::ofstream(dir / "strategies.yaml") << "strategies:\n  - {tp: 2, pp: 2}\n  - {tp: 4, pp: 1}\n";
   std::ofstream(dir / "measured.json") << "{\"measured\": \"results\"}\n";
+  std::ofstream(dir / "runs.yaml") << "runs: []\n";
   fs::create_symlink("corpus.txt", dir / "corpus.link");
   fs::create_hard_link(dir / "corpus.txt", dir / "corpus.hard");
   fs::create_symlink("plan2.yaml", dir / "dangling.link");
@@ -275,9 +285,9 @@ TEST(PathAliasingProperty, RandomAliasesOfAnInputOrAnOutputAreRefused) {
 // and every output flag there is one the table above aliases.
 TEST(PathAliasingHelp, EveryWritingCommandListsItsFiles) {
   const std::pair<const char*, std::vector<const char*>> commands[] = {
-      {"plan", {"--model", "--out", "--trace"}},        {"simulate", {"--model", "--from", "--out", "--trace"}},
+      {"plan", {"--model", "--out", "--trace", "--report"}},        {"simulate", {"--model", "--from", "--out", "--trace"}},
       {"compare", {"--strategies", "--measured", "--report"}}, {"export", {"--plan", "--out"}},
-      {"train", {"--plan", "--text", "--metrics"}},       {"calibrate", {"--from-log", "--job", "--out"}},
+      {"train", {"--plan", "--text", "--metrics"}},       {"calibrate", {"--from-runs", "--from-log", "--job", "--out"}},
       {"validate", {"--plans", "--runs", "--keep-dir"}}};
   for (const auto& [cmd, flags] : commands) {
     auto r = run_strata({cmd, "--help"});

@@ -126,5 +126,29 @@ TEST(RuntimeMemory, MoeExpertsSplitOverEtpAndShardOverEdp) {
   EXPECT_EQ(z3.gathered_grads, kFloat * (23168 + 12288));
 }
 
+// The CPU runtime trains in fp32 whatever the plan says. A plan made for a GPU in bf16 is
+// still run (its layout is what the run checks), and the job header says that the loss,
+// memory and step time are not the plan's; an fp32 plan for this host gets no such line.
+TEST(RuntimeMemory, AGpuPlanInBf16SaysTheCpuRunIsFp32) {
+  const TempDir dir("mem_bf16_plan");
+  const Layout l{.name = "mem_bf16_plan", .dp = 1, .global_batch = 2};
+  const std::string cpu_plan = write_plan(l, dir);
+  planner::Plan gpu = planner::load_plan(cpu_plan);
+  gpu.cluster = "dgx-a100";
+  gpu.strategy.precision = "bf16";
+  const std::string gpu_plan = (dir / "gpu.plan.yaml").string();
+  write_file_atomic(gpu_plan, planner::plan_to_yaml(gpu));
+  const std::string note = "the CPU runtime trains the same layout in fp32";
+  const RunResult on_cpu = mpirun_strata(1, {"train", "--plan", cpu_plan, "--steps", "1", "--synthetic"});
+  ASSERT_EQ(on_cpu.exit_code, 0) << on_cpu.err;
+  EXPECT_EQ(on_cpu.out.find(note), std::string::npos) << on_cpu.out;
+  const RunResult on_gpu = mpirun_strata(1, {"train", "--plan", gpu_plan, "--steps", "1", "--synthetic"});
+  ASSERT_EQ(on_gpu.exit_code, 0) << on_gpu.err;
+  const std::size_t at = on_gpu.out.find(note);
+  ASSERT_NE(at, std::string::npos) << on_gpu.out;
+  const std::string line = on_gpu.out.substr(on_gpu.out.rfind('\n', at) + 1, on_gpu.out.find('\n', at) - at);
+  EXPECT_NE(line.find("dgx-a100 (a100-sxm-80gb) in bf16 precision"), std::string::npos) << line;
+}
+
 }  // namespace
 }  // namespace strata::testing
