@@ -51,7 +51,9 @@ void train(const TrainOptions& o) {
                 "runtime is fp32, the CUDA runtime takes --gemm-dtype); remove the key to train "
                 "the same layout");
   job.plan_path = o.plan;
-  job.plan_note = planner::recompute_plan_prediction(job.plan, "--plan " + o.plan);
+  // A plan whose cluster is gone is recomputed for this host, where the CPU runtime runs.
+  const bool on_cpu = kernels::backend_from_string(o.backend) != kernels::Backend::Cuda;
+  job.plan_note = planner::recompute_plan_prediction(job.plan, "--plan " + o.plan, on_cpu ? "local-cpu" : "");
   job.metrics_path = o.metrics;
   job.log_every = o.log_every;
   job.die_at_step = o.die_at_step;

@@ -13,19 +13,27 @@
 
 namespace strata::planner {
 
-std::string recompute_plan_prediction(Plan& plan, const std::string& source) {
+std::string recompute_plan_prediction(Plan& plan, const std::string& source, const std::string& stand_in) {
   std::optional<costmodel::ClusterSpec> cluster;
   std::optional<costmodel::SoftwareStack> stack;
+  std::string gone;  // why the plan's own cluster or stack could not be loaded
+  const auto load = [&](const std::string& name, const std::string& stack_name) {
+    cluster = costmodel::load_cluster(name);
+    stack = costmodel::load_software_stack(!stack_name.empty() ? stack_name
+                                                               : costmodel::default_software_stack_name(cluster->device));
+  };
   try {
-    cluster = costmodel::load_cluster(plan.cluster);
-    stack = costmodel::load_software_stack(!plan.prediction.stack.empty()
-                                               ? plan.prediction.stack
-                                               : costmodel::default_software_stack_name(cluster->device));
-  } catch (const InputError&) {
-    if (plan.prediction.peak_memory_gib > 0) return "";
-    input_error("{}: the plan has no memory prediction and its cluster {} cannot be loaded to "
-                "compute one; re-plan it with `strata simulate --out`",
-                source, plan.cluster);
+    load(plan.cluster, plan.prediction.stack);
+  } catch (const InputError& e) {
+    // A stored prediction cannot be trusted unchecked (the model may have been edited
+    // since): the stand-in (the host the job runs on) recomputes it from the model.
+    if (stand_in.empty() && plan.prediction.peak_memory_gib > 0) return "";
+    if (stand_in.empty())
+      input_error("{}: the plan has no memory prediction and its cluster {} cannot be loaded to "
+                  "compute one; re-plan it with `strata simulate --out`",
+                  source, plan.cluster);
+    gone = e.what();
+    load(stand_in, "");
   }
   // More ranks than the cluster lists (CPU parity runs oversubscribe a host): the memory of
   // a rank does not depend on how many nodes there are, so add nodes for the recompute.
@@ -44,6 +52,10 @@ std::string recompute_plan_prediction(Plan& plan, const std::string& source) {
   }
   const Prediction stored = plan.prediction;
   plan.prediction = now;
+  if (!gone.empty())
+    return fmt::format("its cluster {} cannot be loaded ({}): its prediction is recomputed on {} (peak {:.2f} GiB "
+                       "per rank), which this job uses",
+                       plan.cluster, gone, stand_in, now.peak_memory_gib);
   if (!(stored.peak_memory_gib > 0)) return "";  // no stored prediction to compare with
   const auto differs = [](double a, double b) { return !(std::abs(a - b) <= 0.02 * std::max(std::abs(a), std::abs(b)) + 1e-3); };
   if (!differs(stored.peak_memory_gib, now.peak_memory_gib) && !differs(stored.iteration_s, now.iteration_s))

@@ -384,6 +384,11 @@ INSTANTIATE_TEST_SUITE_P(
         // rank): the pre-flight recomputes from the model, not the stored prediction.
         {"plan_does_not_fit_memory", 2, {"--steps", "1"}, "fits_memory: false",
          {{"  hidden: 64", "  hidden: 16384"}}},
+        // The plan's cluster is gone and its stored prediction says 1.5 GiB: the model
+        // (edited to hidden 16384) is recomputed on this host instead of trusted.
+        {"plan_cluster_gone_model_grown", 2, {"--steps", "1"}, "fits_memory: false",
+         {{"  hidden: 64", "  hidden: 16384"}, {"cluster: local-cpu", "cluster: no-such-cluster"},
+          {"peak_memory_gib: 0", "peak_memory_gib: 1.5"}}},
         // Fits an 80 GB A100 (about 70 GiB per rank), not two ranks on a CI host.
         {"plan_over_host_memory", 2, {"--steps", "1"}, "physical memory",
          {{"  hidden: 64", "  hidden: 9216"}, {"cluster: local-cpu", "cluster: dgx-a100"}}},

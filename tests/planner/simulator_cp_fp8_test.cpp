@@ -288,6 +288,13 @@ TEST(PlanRecompute, ReplacesAStalePredictionAndSaysSo) {
   gone.prediction.peak_memory_gib = 3.5;
   EXPECT_EQ(recompute_plan_prediction(gone, "--plan p.yaml"), "");
   EXPECT_EQ(gone.prediction.peak_memory_gib, 3.5);
+  // With a stand-in host, the model is what counts: the edited model's memory, not the
+  // stored 3.5 GiB.
+  Plan stood_in = gone;
+  const std::string moved = recompute_plan_prediction(stood_in, "--plan p.yaml", "local-cpu");
+  EXPECT_NE(moved.find("no-such-cluster cannot be loaded"), std::string::npos) << moved;
+  EXPECT_NE(moved.find("recomputed on local-cpu"), std::string::npos) << moved;
+  EXPECT_NEAR(stood_in.prediction.peak_memory_gib, p.prediction.peak_memory_gib, 1e-9);
   gone.prediction.peak_memory_gib = 0;
   EXPECT_THROW(recompute_plan_prediction(gone, "--plan p.yaml"), InputError);
 }
