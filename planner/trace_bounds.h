@@ -1,8 +1,7 @@
 // How large a timeline (Chrome trace, compare's Gantt charts) of one strategy gets,
 // estimated from the strategy alone, before the simulator records a single event: the
 // commands that write timelines refuse a strategy whose output would pass kMaxTraceBytes
-// instead of allocating gigabytes (a trace holds ~1.7 KB of memory per event while it
-// is built: pp 96 with a global batch of 10,000 took 6 GB).
+// instead of allocating gigabytes (pp 96 with a global batch of 10,000 once took 6 GB).
 #pragma once
 #include <algorithm>
 
@@ -14,12 +13,14 @@ namespace strata::planner {
 
 // The largest timeline output a command writes: 200 MB (decimal).
 inline constexpr double kMaxTraceBytes = 200e6;
-// Bytes of one event in chrome_trace_json's output: 204-214 B measured on the tiny model
-// and on GPT-3 175B (tp 8 pp 16, 253,952 events, 51.9 MB); rounded up.
-inline constexpr double kTraceJsonBytesPerEvent = 220;
-// Peak memory of chrome_trace_json per event (the events, the JSON tree, the text):
-// 1.66 KB measured (GPT-3 175B above: 421 MB peak); rounded up.
-inline constexpr double kTraceMemoryBytesPerEvent = 1800;
+// Bytes of one event in chrome_trace_json's output (one event per line): 157 B measured on
+// GPT-3 175B (tp 8 pp 16 dp 8, 12,050 events), 163 B on the tiny model at 908,634 events
+// (longer micro-batch numbers in the names); rounded up.
+inline constexpr double kTraceJsonBytesPerEvent = 180;
+// Peak memory of a traced simulate per event (the recorded events and the text): 292 B
+// measured (tiny, 908,634 events: 266 MB peak RSS); rounded up. The JSON tree it replaced
+// held 1.66 KB an event.
+inline constexpr double kTraceMemoryBytesPerEvent = 320;
 // Events of a stage that do not scale with micro-batches: DP gradient buckets, the
 // optimizer step, the parameter all-gather, the tied embedding's reduction (at most 64).
 inline constexpr double kTraceEventsPerStage = 64;

@@ -326,7 +326,7 @@ std::vector<BadInput> limit_and_format_cases() {
        2, {"--trace", "200 MB"}},
       {"plan_trace_million_microbatches",
        {"plan", "--model", "tiny", "--cluster", "dgx-a100", "--gpus", "4", "--pp", "4", "--global-batch",
-        "1048576", "--trace", "{dir}/t.json"},
+        "4194304", "--trace", "{dir}/t.json"},
        2, {"--trace", "200 MB"}},
       {"compare_gantt_all_over_bound",
        {"compare", "--model", "tiny", "--cluster", "dgx-a100", "--gpus", "4", "--strategies", "{dir}/s.yaml",
