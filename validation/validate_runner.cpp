@@ -3,13 +3,14 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -85,20 +86,42 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   for (auto& s : args) argp.push_back(s.data());
   argp.push_back(nullptr);
 
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argp[0], &fa, &attr, argp.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) throw DeviceError(fmt::format("cannot start {}: {}", argv[0], std::strerror(rc)));
+  // The program's path, found before fork: the child only calls async-signal-safe functions.
+  std::string program = argv[0];
+  if (program.find('/') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    std::istringstream dirs(path ? path : "/usr/bin:/bin");
+    for (std::string d; std::getline(dirs, d, ':');) {
+      const std::string candidate = (d.empty() ? "." : d) + "/" + program;
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        program = candidate;
+        break;
+      }
+    }
+  }
+  if (::access(program.c_str(), X_OK) != 0)
+    throw DeviceError(fmt::format("cannot start {}: {}", argv[0], std::strerror(errno)));
+  const pid_t parent = ::getpid();
+  // fork + exec rather than posix_spawn: the child (mpirun) must get SIGTERM when strata
+  // dies, even by SIGKILL, which no handler sees (prctl PR_SET_PDEATHSIG survives exec);
+  // mpirun then ends its ranks. Its own process group lets a timeout or a forwarded
+  // signal reach the whole job.
+  const pid_t pid = ::fork();
+  if (pid < 0) throw DeviceError(fmt::format("cannot start {}: fork: {}", argv[0], std::strerror(errno)));
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(128 + SIGTERM);  // strata died before the prctl
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0) ::_exit(127);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::execve(program.c_str(), argp.data(), envp.data());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also here: a signal to the group right after fork must find it
 
   ProcessResult result;
   const auto start = std::chrono::steady_clock::now();

@@ -228,4 +228,29 @@ TEST_F(ValidateCommand, ASignalEndsTheRunningJobAndRemovesTheTemporaryFolder) {
   EXPECT_TRUE(fs::is_empty(tmp)) << "the temporary folder was left in " << tmp;
 }
 
+// SIGKILL reaches no handler: the job (here a fake mpirun with a child of its own) learns of
+// strata's death from the kernel (PR_SET_PDEATHSIG) and ends its child.
+TEST_F(ValidateCommand, TheJobDiesWithAKilledValidate) {
+  const std::string mpirun = (dir_ / "fake-mpirun-kill").string();
+  const fs::path child_pid = dir_ / "child-kill.pid";
+  std::ofstream(mpirun) << "#!/bin/sh\nsleep 300 &\nchild=$!\ntrap 'kill $child; exit 143' TERM\necho $child > "
+                        << child_pid.string() << "\nkill -KILL $PPID\nwait\n";
+  fs::permissions(mpirun, fs::perms::owner_all);
+  const auto r = strata::testing::run_strata({"validate", "--model", "tiny", "--global-batch", "64", "--steps", "3",
+                                              "--top", "1", "--mpirun", mpirun, "--strata", fake_},
+                                             120);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.signal, SIGKILL) << r.err;
+  for (int i = 0; i < 100 && !fs::exists(child_pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(fs::exists(child_pid));
+  const pid_t child = std::stoi(strata::testing::read_all(child_pid.string()));
+  bool gone = false;
+  for (int i = 0; i < 150 && !gone; ++i) {
+    gone = ::kill(child, 0) != 0 && errno == ESRCH;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone) << "the job's child " << child << " outlived a killed validate";
+  if (!gone) ::kill(child, SIGKILL);
+}
+
 }  // namespace
