@@ -12,6 +12,8 @@
 #include "common/yaml_reader.h"
 #include "calibration/training_log.h"
 #include "export/import_megatron.h"
+#include "planner/embedding_loss_split.h"
+#include "planner/first_last_stages.h"
 #include "planner/plan.h"
 #include "planner/simulator.h"
 
@@ -71,10 +73,34 @@ double measured_seconds(const YamlReader& row, const MeasuredRun& r) {
   return flops / (m.get_positive("model_tflops_per_gpu") * 1e12 * gpus);
 }
 
+// Megatron-LM's uneven splits, named by its flags: the embedding and / or loss counted as a
+// layer (planner/embedding_loss_split.h) or the first / last pipeline rank's blocks
+// (planner/first_last_stages.h). Without the key strata balances the stages itself.
+std::vector<std::vector<int>> read_pipeline_split(const YamlReader& split, const MeasuredRun& r) {
+  split.expect_keys({"account_for_embedding", "account_for_loss", "first_stage_blocks", "last_stage_blocks"});
+  const planner::Strategy& s = r.strategy;
+  const planner::EmbeddingLossSplit counted{split.get_bool("account_for_embedding", false),
+                                            split.get_bool("account_for_loss", false)};
+  const bool first_last = split.has("first_stage_blocks") || split.has("last_stage_blocks");
+  const std::string what = split.where();
+  if (first_last && (counted.embedding || counted.loss))
+    split.fail("account_for_embedding", "cannot be combined with first/last_stage_blocks (Megatron-LM's rule)");
+  std::vector<std::int64_t> blocks;
+  if (first_last) {
+    planner::FirstLastStages fl;
+    if (split.has("first_stage_blocks")) fl.first = split.get_int_in("first_stage_blocks", 1, r.model.layers);
+    if (split.has("last_stage_blocks")) fl.last = split.get_int_in("last_stage_blocks", 1, r.model.layers);
+    blocks = planner::first_last_stage_blocks(r.model.layers, s.pp, s.vpp, fl, what);
+  } else {
+    blocks = planner::embedding_loss_split_blocks(r.model.layers, s.pp, s.vpp, counted, what);
+  }
+  return planner::stage_layers_from_blocks(blocks, r.model.layers);
+}
+
 MeasuredRun read_run(const YamlReader& row, const YAML::Node& defaults, const std::string& file_source,
                      std::size_t index) {
   row.expect_keys({"id", "model", "cluster", "stack", "strategy", "precision", "measured", "source", "sweep",
-                   "use", "gpus", "note", "job"});
+                   "use", "gpus", "note", "job", "pipeline_split"});
   MeasuredRun r;
   r.id = row.get_string("id", fmt::format("runs[{}]", index));
   r.source = row.get_string("source", file_source);
@@ -99,12 +125,14 @@ MeasuredRun read_run(const YamlReader& row, const YAML::Node& defaults, const st
     r.model = j.model;
     r.model_name = args;
     r.strategy = j.strategy;
+    r.stage_layers = j.stage_layers;  // the job's own split (uneven stages, layouts)
     r.stack = exports::apply_overrides(r.stack, j.stack);
   } else {
     const YAML::Node model = row_or_default(row, defaults, "model");
     if (!model) row.fail("model", "missing (a catalog name, a path or a model map), or give job");
     r.model = read_run_model(row, model, &r.model_name);
     r.strategy = planner::strategy_from_yaml(row.child("strategy"));
+    if (row.has("pipeline_split")) r.stage_layers = read_pipeline_split(row.child("pipeline_split"), r);
   }
   if (row.has("precision")) r.strategy.precision = row.get_enum("precision", {"bf16", "fp16", "fp8"});
   if (row.has("gpus") && row.get_int("gpus") != r.strategy.gpus())
@@ -113,6 +141,7 @@ MeasuredRun read_run(const YamlReader& row, const YAML::Node& defaults, const st
   try {
     planner::SimulateOptions o;
     o.stack = &r.stack;
+    o.stage_layers = r.stage_layers;
     (void)planner::simulate(r.model, r.cluster, r.strategy, o);
   } catch (const InputError& e) {
     row.fail("strategy", e.what());
@@ -194,6 +223,7 @@ planner::Prediction predict_run(const MeasuredRun& run, const costmodel::Trainin
   planner::SimulateOptions o;
   o.stack = &run.stack;
   o.graphs = run.graphs;
+  o.stage_layers = run.stage_layers;
   return planner::simulate(run.model, c, run.strategy, o).prediction;
 }
 

@@ -44,6 +44,7 @@ struct MeasuredRun {
   costmodel::ClusterSpec cluster;
   costmodel::SoftwareStack stack;
   planner::Strategy strategy;
+  std::vector<std::vector<int>> stage_layers;  // Megatron-LM's split where the row gives one; empty: strata's
   double measured_s = 0;     // seconds per iteration
   // The run's model graphs, built by its first simulation and reused by the rest (the fit
   // simulates a run dozens of times, each with other losses); copies of a run share them.

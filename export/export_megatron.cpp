@@ -10,6 +10,7 @@
 #include "export/launch.h"
 #include "export/megatron_layer_pattern.h"
 #include "export/safe_text.h"
+#include "planner/embedding_loss_split.h"
 #include "planner/first_last_stages.h"
 
 namespace strata::exports {
@@ -244,6 +245,13 @@ void layout_flags(FlagWriter& flag, const Plan& p, const SoftwareStack& stack, c
       // with virtual stages too: then only as --num-virtual-stages-per-pipeline-rank.
       flag("--decoder-first-pipeline-num-layers", num(*fl->first));
       flag("--decoder-last-pipeline-num-layers", num(*fl->last));
+      if (s.vpp > 1) flag("--num-virtual-stages-per-pipeline-rank", num(std::int64_t{s.vpp}));
+    } else if (const auto el = m.mtp_layers == 0 ? planner::embedding_loss_split_of(shape.blocks, m.layers, s.pp, s.vpp)
+                                                 : std::nullopt) {
+      // The embedding and / or loss counted as a layer (planner/embedding_loss_split.h); with
+      // MTP blocks the layout states where they go.
+      if (el->embedding) flag("--account-for-embedding-in-pipeline-split");
+      if (el->loss) flag("--account-for-loss-in-pipeline-split");
       if (s.vpp > 1) flag("--num-virtual-stages-per-pipeline-rank", num(std::int64_t{s.vpp}));
     } else {
       flag("--pipeline-model-parallel-layout", megatron_layout(p));

@@ -18,6 +18,7 @@
 #include "export/megatron_flags.h"
 #include "export/megatron_layer_pattern.h"
 #include "export/safe_text.h"
+#include "planner/embedding_loss_split.h"
 #include "planner/first_last_stages.h"
 #include "planner/plan.h"
 
@@ -493,6 +494,14 @@ void MegatronArgsReader::read_stage_map() {
   if (has("--pipeline-model-parallel-layout") && ways > 1)
     input_error("{}: --pipeline-model-parallel-layout cannot be combined with other stage-size "
                 "flags", source);
+  const planner::EmbeddingLossSplit counted{has("--account-for-embedding-in-pipeline-split"),
+                                            has("--account-for-loss-in-pipeline-split")};
+  const bool account_for = counted.embedding || counted.loss;
+  if (account_for && (has("--pipeline-model-parallel-layout") || has("--decoder-first-pipeline-num-layers") ||
+                      has("--decoder-last-pipeline-num-layers")))
+    input_error("{}: --account-for-embedding/loss-in-pipeline-split cannot be combined with "
+                "--decoder-first/last-pipeline-num-layers or --pipeline-model-parallel-layout (Megatron-LM's rule)",
+                source);
   if (has("--num-layers-per-virtual-pipeline-stage") && has("--num-virtual-stages-per-pipeline-rank"))
     input_error("{}: give --num-layers-per-virtual-pipeline-stage or "
                 "--num-virtual-stages-per-pipeline-rank, not both", source);
@@ -519,6 +528,23 @@ void MegatronArgsReader::read_stage_map() {
     if (has("--decoder-last-pipeline-num-layers")) fl.last = get_int("--decoder-last-pipeline-num-layers");
     job.stage_layers = planner::stage_layers_from_blocks(
         planner::first_last_stage_blocks(m.layers, s.pp, s.vpp, fl, source), m.layers);
+  } else if (account_for) {
+    // The embedding and / or loss count as layers (planner/embedding_loss_split.h); vpp from
+    // either virtual-stage flag, counted the same way (Megatron-LM arguments.py).
+    const std::int64_t per_rank = (m.layers + counted.embedding + counted.loss) / std::max(1, s.pp);
+    if (has("--num-layers-per-virtual-pipeline-stage")) {
+      const std::int64_t per = get_int("--num-layers-per-virtual-pipeline-stage");
+      if (per_rank % per != 0)
+        input_error("{}: the {} layers per pipeline rank (the embedding and loss counted) are not a multiple "
+                    "of --num-layers-per-virtual-pipeline-stage ({})",
+                    source, per_rank, per);
+      s.vpp = static_cast<int>(per_rank / per);
+    } else if (has("--num-virtual-stages-per-pipeline-rank")) {
+      s.vpp = to_int32("--num-virtual-stages-per-pipeline-rank", v.at("--num-virtual-stages-per-pipeline-rank"),
+                       source);
+    }
+    job.stage_layers = planner::stage_layers_from_blocks(
+        planner::embedding_loss_split_blocks(m.layers, s.pp, s.vpp, counted, source), m.layers);
   } else {
     if (has("--num-layers-per-virtual-pipeline-stage")) {
       const std::int64_t per = get_int("--num-layers-per-virtual-pipeline-stage");

@@ -29,6 +29,8 @@ const std::map<std::string, MegatronFlagKind>& megatron_modelled_flags() {
       {"--decoder-first-pipeline-num-layers", Kind::Int},
       {"--decoder-last-pipeline-num-layers", Kind::Int},
       {"--pipeline-model-parallel-layout", Kind::Str}, {"--micro-batch-size", Kind::Int},
+      {"--account-for-embedding-in-pipeline-split", Kind::Flag},
+      {"--account-for-loss-in-pipeline-split", Kind::Flag},
       {"--global-batch-size", Kind::Int}, {"--recompute-granularity", Kind::Str},
       {"--recompute-method", Kind::Str}, {"--recompute-num-layers", Kind::Int},
       {"--recompute-activations", Kind::Flag}, {"--recompute-modules", Kind::List},

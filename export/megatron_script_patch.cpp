@@ -25,7 +25,8 @@ const std::vector<std::string>& megatron_parallel_flags() {
       "--tensor-model-parallel-size", "--pipeline-model-parallel-size",
       "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
       "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
-      "--pipeline-model-parallel-layout", "--context-parallel-size", "--cp-comm-type",
+      "--pipeline-model-parallel-layout", "--account-for-embedding-in-pipeline-split",
+      "--account-for-loss-in-pipeline-split", "--context-parallel-size", "--cp-comm-type",
       "--expert-model-parallel-size", "--expert-tensor-parallel-size",
       // How expert parallelism exchanges tokens: the all-to-all the plan's prediction charged.
       "--moe-token-dispatcher-type", "--sequence-parallel",

@@ -19,10 +19,13 @@ def gpt(name, layers, hidden, heads, vocab, seq, tied=True):
     return {"name": name, "layers": layers, "hidden": hidden, "heads": heads, "kv_heads": heads,
             "ffn": 4 * hidden, "vocab": vocab, "seq_len": seq, "tied_embeddings": str(tied).lower()}
 
-def row(out, rid, model, strategy, seconds, source, stack=None, sweep=None, use="fit", precision=None):
+def row(out, rid, model, strategy, seconds, source, stack=None, sweep=None, use="fit", precision=None,
+        split=None):
     r = {"id": rid, "model": model if isinstance(model, str) else flow(model)}
     if stack: r["stack"] = stack
     r["strategy"] = flow(strategy)
+    if split:  # Megatron-LM's uneven split, by its flags (runs-file key pipeline_split)
+        r["pipeline_split"] = flow({k: str(v).lower() for k, v in split.items()})
     if precision: r["precision"] = precision
     r["measured"] = flow({"iteration_s": f"{seconds:.6g}"})
     r["source"] = f'"{source}"'
@@ -146,7 +149,7 @@ def h100_moe():
         cite = src["cite"] + (f"; {r['note']}" if r.get("note") else "")
         row(out, r["id"], m, st, seconds, cite.replace('"', "'"), stack=r.get("stack", src.get("stack")),
             sweep=r.get("sweep"),
-            use=r.get("use", "check"), precision=r.get("precision"))
+            use=r.get("use", "check"), precision=r.get("precision"), split=r.get("split"))
     head = ("# MoE rows, DGX H100 (written by scripts/validation-runs.py from moe-h100.yaml; see that file for\n"
             "# every source, derivation and what strata cannot express yet). All rows `use: check`; tokens/s/GPU\n"
             "# converted as gbs x seq / (tokens/s/GPU x gpus). Settings strata has no knob for (dispatcher, EP\n"

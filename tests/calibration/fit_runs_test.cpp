@@ -14,6 +14,7 @@
 #include "calibration/measured_runs.h"
 #include "common/errors.h"
 #include "costmodel/device_profile.h"
+#include "tests/input_error_of.h"
 
 namespace {
 
@@ -214,6 +215,42 @@ TEST(MeasuredRuns, BadRunsFilesAreOneClearError) {
       "global_batch: 64}, measured: {tokens_per_s_per_gpu: 32768}}]",
       "t.yaml");
   EXPECT_NEAR(a[0].measured_s, 64.0 * 8192 / (32768.0 * 8), 1e-9);
+}
+
+// A row's pipeline_split names Megatron-LM's uneven split by its flags; the run is predicted on
+// that split, not on strata's balanced one, and a split Megatron-LM refuses is one error.
+TEST(MeasuredRuns, PipelineSplitIsMegatronsAndChangesThePrediction) {
+  // llama3-8b: 32 blocks; pp 2 + the embedding and loss counted: 34 / 2 = 17 a rank, so rank
+  // 0 holds the embedding + 16 blocks, rank 1 16 blocks + the head.
+  const std::string row =
+      "{model: llama3-8b, cluster: dgx-h100, source: s, strategy: {tp: 1, pp: 2, dp: 4, micro_batch: 1, "
+      "global_batch: 64}, measured: {iteration_s: 1}%s}";
+  const auto with = [&](const std::string& extra) {
+    std::string r = row;
+    r.replace(r.find("%s"), 2, extra);
+    return "runs: [" + r + "]";
+  };
+  const auto counted =
+      cal::parse_measured_runs(with(", pipeline_split: {account_for_embedding: true, account_for_loss: true}"), "r.yaml");
+  ASSERT_EQ(counted[0].stage_layers.size(), 2u);
+  EXPECT_EQ(counted[0].stage_layers[0].size(), 17u);  // group 0 + blocks 1-16
+  EXPECT_EQ(counted[0].stage_layers[0].back(), 16);
+  EXPECT_EQ(counted[0].stage_layers[1].front(), 17);
+  EXPECT_EQ(counted[0].stage_layers[1].back(), 33);  // the head
+  // Rank 0 with 3 blocks only, rank 1 the other 29: a far slower split than the balanced one.
+  const auto lopsided = cal::parse_measured_runs(with(", pipeline_split: {first_stage_blocks: 3}"), "r.yaml");
+  EXPECT_EQ(lopsided[0].stage_layers[0].size(), 4u);
+  const auto balanced = cal::parse_measured_runs(with(""), "r.yaml");
+  EXPECT_TRUE(balanced[0].stage_layers.empty());
+  EXPECT_GT(cal::predict_run_s(lopsided[0], {}), 1.3 * cal::predict_run_s(balanced[0], {}));
+  const auto err = [&](const std::string& extra) {
+    return strata::testing::input_error_of([&] { cal::parse_measured_runs(with(extra), "r.yaml"); });
+  };
+  EXPECT_NE(err(", pipeline_split: {account_for_loss: true}").find("divisible by the pipeline size (2)"),
+            std::string::npos);  // 33 over 2 ranks
+  EXPECT_NE(err(", pipeline_split: {account_for_loss: true, last_stage_blocks: 3}").find("cannot be combined"),
+            std::string::npos);
+  EXPECT_NE(err(", pipeline_split: {first: 3}").find("first"), std::string::npos);
 }
 
 // The TorchTitan dev set (bench/validation/runs/torchtitan.yaml, H100 and A100 rows) loads on its

@@ -189,8 +189,12 @@ TEST(MegatronNames, StageMapsUseFirstLastFlagsOrTheLayout) {
   EXPECT_EQ(f["--decoder-last-pipeline-num-layers"], "1");
   EXPECT_EQ(f.count("--pipeline-model-parallel-layout"), 0u);
   f.clear();
+  // 10 blocks as 2, 3 | 3, 2 on pp 2 x vpp 2 is Megatron-LM's split with the embedding and
+  // loss counted (12 / 4 = 3 a chunk): its two flags, no layout string.
   for (const auto& [k, v] : megatron_args(plans()[3], plain_stack())) f[k] = v;
-  EXPECT_EQ(f["--pipeline-model-parallel-layout"], "E,t*2|t*3|t*3|t*2,L");
+  EXPECT_EQ(f.count("--account-for-embedding-in-pipeline-split"), 1u);
+  EXPECT_EQ(f.count("--account-for-loss-in-pipeline-split"), 1u);
+  EXPECT_EQ(f.count("--pipeline-model-parallel-layout"), 0u);
   EXPECT_EQ(f.count("--num-layers-per-virtual-pipeline-stage"), 0u);
   // First/last counts with virtual stages: Megatron-LM takes those as a count per rank
   // (first 4, last 6 over 2 chunks of 2, 5, 5, 3 blocks), and the names exist at the pin.
@@ -206,6 +210,19 @@ TEST(MegatronNames, StageMapsUseFirstLastFlagsOrTheLayout) {
   EXPECT_EQ(f["--num-virtual-stages-per-pipeline-rank"], "2");
   EXPECT_EQ(f.count("--pipeline-model-parallel-layout"), 0u);
   EXPECT_EQ(f.count("--num-layers-per-virtual-pipeline-stage"), 0u);
+  // The embedding and loss counted as layers (22 + 2 = 24 over 4 x 2 chunks of 3; the first
+  // and last chunk hold 2): Megatron-LM's two flags, not a layout.
+  Plan counted = make_plan(gpt(22), 1, 1, 4, 2, 1, 8);
+  counted.stage_layers = stage_map({2, 3, 3, 3, 3, 3, 3, 2});
+  f.clear();
+  for (const auto& [k, v] : megatron_args(counted, plain_stack())) {
+    f[k] = v;
+    expect_arg_type(table("megatron_args.yaml")["args"], k, v);
+  }
+  EXPECT_EQ(f.count("--account-for-embedding-in-pipeline-split"), 1u);
+  EXPECT_EQ(f.count("--account-for-loss-in-pipeline-split"), 1u);
+  EXPECT_EQ(f["--num-virtual-stages-per-pipeline-rank"], "2");
+  EXPECT_EQ(f.count("--pipeline-model-parallel-layout"), 0u);
   // Middle ranks whose chunks differ are only a layout.
   fl.stage_layers = stage_map({2, 5, 5, 3, 2, 4, 6, 3});
   f.clear();
@@ -213,8 +230,7 @@ TEST(MegatronNames, StageMapsUseFirstLastFlagsOrTheLayout) {
   EXPECT_EQ(f["--pipeline-model-parallel-layout"], "E,t*2|t*5|t*5|t*3|t*2|t*4|t*6|t*3,L");
   EXPECT_EQ(f.count("--decoder-first-pipeline-num-layers"), 0u);
   // Rendered with shell quotes: the layout holds '|' and '*'.
-  EXPECT_NE(export_megatron(plans()[3], plain_stack()).find("'E,t*2|t*3|t*3|t*2,L'"),
-            std::string::npos);
+  EXPECT_NE(export_megatron(fl, plain_stack()).find("'E,t*2|t*5|t*5|t*3|t*2|t*4|t*6|t*3,L'"), std::string::npos);
 }
 
 TEST(MegatronDeepSpeedNames, EveryExportedFlagExistsWithItsType) {

@@ -51,6 +51,15 @@ std::vector<Case> round_trip_plans() {
   Plan deepseek_like = make_plan(gpt(61), 1, 1, 16, 1, 1, 16);
   deepseek_like.stage_layers = stage_map({2, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 3});
   out.push_back({"61 blocks on pp 16, first 2 last 3", deepseek_like});
+  // Megatron-LM's --account-for-embedding/loss-in-pipeline-split: 22 blocks + embedding + loss
+  // = 24 over pp 4 x vpp 2, 3 a chunk; chunk 0 of rank 0 and chunk 1 of rank 3 hold 2 (rank
+  // 0's chunks differ, so no first/last count gives it).
+  Plan counted = make_plan(gpt(22), 1, 1, 4, 2, 1, 8);
+  counted.stage_layers = stage_map({2, 3, 3, 3, 3, 3, 3, 2});
+  out.push_back({"embedding and loss counted, interleaved", counted});
+  Plan loss_counted = make_plan(gpt(15), 1, 1, 4, 2, 1, 8);  // 15 + loss = 16, 2 a chunk
+  loss_counted.stage_layers = stage_map({2, 2, 2, 2, 2, 2, 2, 1});
+  out.push_back({"loss counted, interleaved", loss_counted});
   Plan layout = make_plan(llama(10), 1, 2, 2, 2, 1, 8);
   layout.stage_layers = stage_map({2, 3, 3, 2});
   layout.strategy.zero = 1;
@@ -68,7 +77,7 @@ std::vector<Case> round_trip_plans() {
 
 }  // namespace
 
-TEST(ImportMegatron, ExportThenImportGivesThePlanBackForTenPlansAndThreeStacks) {
+TEST(ImportMegatron, ExportThenImportGivesThePlanBackForTwelvePlansAndThreeStacks) {
   for (const auto& stack : {overlap_stack(), plain_stack(), all_gather_stack()})
     for (const auto& [what, p] : round_trip_plans()) {
       SCOPED_TRACE(std::string(what) + " / " + stack.name);
@@ -190,6 +199,15 @@ TEST(ImportMegatron, RefusesWhatStrataDoesNotModelByName) {
             std::string::npos);
   EXPECT_NE(message("--pipeline-model-parallel-size 3").find("divisible by pp x vpp = 3"),
             std::string::npos);
+  // The embedding / loss counted as layers: not with first/last counts, and L + e + l must
+  // split over the ranks and chunks (Megatron-LM's rules).
+  EXPECT_NE(message("--pipeline-model-parallel-size 2 --decoder-first-pipeline-num-layers 1 "
+                    "--account-for-loss-in-pipeline-split")
+                .find("cannot be combined"),
+            std::string::npos);
+  EXPECT_NE(message("--pipeline-model-parallel-size 4 --account-for-loss-in-pipeline-split")
+                .find("divisible by the pipeline size (4)"),
+            std::string::npos);
   EXPECT_NE(message("--micro-batch-size").find("--micro-batch-size needs a value"), std::string::npos);
   EXPECT_THROW(import_megatron_args("--num-layers 4 --hidden-size 256 --num-attention-heads 4 "
                                     "--seq-length 128", "a"),
@@ -228,7 +246,7 @@ TEST(ImportDeepSpeed, ExportThenImportGivesTheDataAndPipelineLayoutBack) {
       plans.push_back(c);
   plans.push_back({"llama zero-3", with_cp_zero(make_plan(llama(8), 4, 2, 1, 1, 2, 64), 1, 3)});
   plans.push_back({"gpt zero-2", with_cp_zero(make_plan(gpt(8), 8, 1, 1, 1, 1, 64), 1, 2)});
-  ASSERT_EQ(plans.size(), 10u);
+  ASSERT_EQ(plans.size(), 12u);
   for (const auto& [what, p] : plans) {
     SCOPED_TRACE(what);
     ImportedJob job = import_deepspeed_config(export_deepspeed(p, overlap_stack()), "ds.json");
