@@ -10,6 +10,9 @@
 
 #include <chrono>
 #include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "runtime/data_loader.h"
@@ -423,6 +426,60 @@ TEST(RuntimeFaults, SecondJobOnALockedCheckpointFolderIsRefused) {
   EXPECT_NE(second.err.find("is in use by another `strata train` job"), std::string::npos) << second.err;
   EXPECT_EQ(first.exit_code, 0) << "the first job finished: " << first.err;
   EXPECT_TRUE(fs::exists(fs::path(ck) / "step_00000120" / "manifest.json"));
+}
+
+// Property: jobs started at random moments on one --metrics file never interleave. Each job
+// either runs (exit 0) or is refused with one error naming the file (exit 2); the file then
+// holds whole JSON lines of one run only, steps 1..n of a job that ran.
+TEST(RuntimeFaults, ConcurrentJobsOnOneMetricsFileKeepOneRunsWholeLines) {
+  const TempDir dir("safety_metrics_race");
+  Layout l;
+  l.name = "race";
+  const std::string plan = write_plan(l, dir);
+  const std::string metrics = (dir / "m.jsonl").string();
+  std::mt19937 rng(4242);
+  for (int trial = 0; trial < 4; ++trial) {
+    const int jobs = std::uniform_int_distribution<int>(2, 3)(rng);
+    std::vector<int> steps(static_cast<std::size_t>(jobs)), delay_ms(steps.size());
+    for (std::size_t j = 0; j < steps.size(); ++j) {
+      steps[j] = std::uniform_int_distribution<int>(20, 120)(rng);
+      delay_ms[j] = std::uniform_int_distribution<int>(0, 150)(rng);
+    }
+    std::vector<RunResult> results(steps.size());
+    std::vector<std::thread> threads;
+    for (std::size_t j = 0; j < steps.size(); ++j)
+      threads.emplace_back([&, j] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms[j]));
+        results[j] = run_strata({"train", "--plan", plan, "--steps", std::to_string(steps[j]), "--metrics", metrics,
+                                 "--log-every", "1000"},
+                                120);
+      });
+    for (auto& t : threads) t.join();
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    std::set<std::int64_t> ran_steps;
+    for (std::size_t j = 0; j < results.size(); ++j) {
+      const RunResult& r = results[j];
+      ASSERT_FALSE(r.timed_out);
+      if (r.exit_code == 0) {
+        ran_steps.insert(steps[j]);
+        continue;
+      }
+      EXPECT_EQ(r.exit_code, 2) << r.err;
+      EXPECT_EQ(count(r.err, "error:"), 1) << r.err;
+      EXPECT_NE(r.err.find("is being written by another `strata train` job"), std::string::npos) << r.err;
+    }
+    ASSERT_FALSE(ran_steps.empty()) << "no job ran";
+    std::istringstream in(read_all(metrics));
+    std::set<std::string> runs;
+    std::int64_t expected = 1;
+    for (std::string line; std::getline(in, line); ++expected) {
+      const auto j = strata::parse_json(line);  // throws on a broken line
+      runs.insert(j.at("run").get<std::string>());
+      EXPECT_EQ(j.at("step").get<std::int64_t>(), expected) << line;
+    }
+    EXPECT_EQ(runs.size(), 1u) << "lines of more than one run";
+    EXPECT_EQ(ran_steps.count(expected - 1), 1u) << "the file's " << expected - 1 << " steps are no job's";
+  }
 }
 
 // A job killed after step 5 whose last checkpoint is step 3: the resumed job's metrics
