@@ -77,6 +77,8 @@ void run_validate(ValidateFlags& f) {
   ValidateReport report = new_report(o, model.name, plans);
   report.host = kernels::read_cpu_info().host_line();
   report.blas = kernels::blas_version();
+  if (!o.recalibrate)
+    if (const std::string note = report::other_processor_note(cluster, report.host); !note.empty()) warn(note);
   const MeasuredSteps measured = run_plans(o, strata, plans, cluster, stack, report, warn_line);
   finish_report(report, measured, o, warn_line);
   print_stdout(f.format == "json" ? validate_json(report) : validate_table(report));

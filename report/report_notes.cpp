@@ -17,6 +17,21 @@ std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& c) {
                   d.name, d.source.kind.empty() ? "datasheet" : d.source.kind)};
 }
 
+std::string other_processor_note(const costmodel::ClusterSpec& c, const std::string& this_host) {
+  // The processor is what precedes the first comma: model name with family and model.
+  const auto processor = [](const std::string& line) { return line.substr(0, line.find(',')); };
+  for (const costmodel::Provenance* src : {&c.device.gemm_source, &c.device.collective_source}) {
+    if (!src->measured()) continue;
+    const auto dev = src->fields.find("device");
+    if (dev == src->fields.end() || processor(dev->second) == processor(this_host)) continue;
+    return fmt::format("the measured tables of cluster {} come from {}, not this host ({}): predictions use "
+                       "another processor's numbers; `strata validate --recalibrate` or `strata calibrate "
+                       "--backend cpu` measures this one",
+                       c.name, processor(dev->second), processor(this_host));
+  }
+  return "";
+}
+
 void append_new_notes(std::vector<std::string>& notes, const std::vector<std::string>& more) {
   for (const auto& n : more)
     if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);

@@ -14,6 +14,11 @@ namespace strata::report {
 // calibrated): run `strata calibrate` ..."); none when the device has measured tables.
 std::vector<std::string> provenance_notes(const costmodel::ClusterSpec& cluster);
 
+// When the cluster's measured tables name the processor they were measured on and it is not
+// `this_host` (kernels::CpuInfo::host_line(): "model (family f model m), N logical CPUs, ..."),
+// a warning that the predictions use another processor's numbers; "" otherwise.
+std::string other_processor_note(const costmodel::ClusterSpec& cluster, const std::string& this_host);
+
 // Appends each of `more` that `notes` does not hold yet, in order.
 void append_new_notes(std::vector<std::string>& notes, const std::vector<std::string>& more);
 

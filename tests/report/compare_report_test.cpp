@@ -53,6 +53,24 @@ TEST(ReportNotes, OnlyAnUncalibratedDeviceGetsTheTrustWarning) {
   EXPECT_TRUE(provenance_notes(c).empty());
 }
 
+// A committed CPU profile measured on one processor says so when validate runs on another;
+// the same processor (other memory size, other load) says nothing.
+TEST(ReportNotes, MeasuredTablesOfAnotherProcessorAreNamed) {
+  costmodel::ClusterSpec c;
+  c.name = "local-cpu";
+  const std::string here = "Intel(R) Xeon(R) Processor (family 6 model 167), 2 logical CPUs, avx512, 23.4 GiB";
+  EXPECT_EQ(other_processor_note(c, here), "") << "no measured tables";
+  c.device.gemm_source.kind = "measured";
+  c.device.gemm_source.fields["device"] =
+      "AMD EPYC (family 26 model 2), 2 logical CPUs, avx512, caches L1d 48 KiB, 23.5 GiB";
+  const std::string note = other_processor_note(c, here);
+  EXPECT_NE(note.find("come from AMD EPYC (family 26 model 2), not this host (Intel(R) Xeon(R) Processor "
+                      "(family 6 model 167))"),
+            std::string::npos)
+      << note;
+  EXPECT_EQ(other_processor_note(c, "AMD EPYC (family 26 model 2), 2 logical CPUs, avx512, 31.0 GiB"), "");
+}
+
 TEST(ReportNotes, ShortNoteLeavesOutTheAsidesAndCutsLongOnes) {
   EXPECT_EQ(short_note("stack megatron-2021 (Megatron-LM v2.x (v2.5 tag), SC21): attention unfused, fp16 "
                        "(`strata stacks` lists the sources)"),
