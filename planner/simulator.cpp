@@ -184,8 +184,14 @@ const std::vector<std::vector<int>>& SimEngine::partition_for(const Strategy& s,
   const auto key = std::make_tuple(&t, s.pp, s.vpp, recompute_key(s));
   auto it = partitions_.find(key);
   if (it != partitions_.end()) return it->second;
-  std::vector<double> cost(t.groups.size());
   const int layers = static_cast<int>(model_.layers);
+  if (stages > layers)
+    input_error("strategy: pp x vpp = {} virtual stages for {} transformer blocks: more stages than blocks run "
+                "only with the embedding and / or the loss on stages of their own, which strata does not choose "
+                "itself (a plan's stage_layers, a runs row's pipeline_split, or an imported job's "
+                "--account-for-embedding/loss-in-pipeline-split)",
+                stages, layers);
+  std::vector<double> cost(t.groups.size());
   for (std::size_t g = 0; g < t.groups.size(); ++g) {
     double fc, ft, bc, bt;
     group_times(t.groups[g], static_cast<int>(g), layers, s, &fc, &ft, &bc, &bt);

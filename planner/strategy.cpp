@@ -152,11 +152,15 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
   }
 
   // Pipeline.
+  // A virtual stage holds at least one block, or only the embedding or only the loss
+  // (Megatron-LM's --account-for-embedding/loss-in-pipeline-split, planner/embedding_loss_split.h):
+  // at most L + 2 virtual stages. Beyond L only such a split runs it (the simulator says so).
   if (pp_ok && vpp_ok && m.layers > 0) {
     __int128 stages = static_cast<__int128>(s.pp) * s.vpp;
-    if (stages > m.layers)
+    if (stages > m.layers + 2)
       add("strategy.pp",
-          fmt::format("model.layers ({}) must be >= strategy.pp ({}) x strategy.vpp ({})",
+          fmt::format("model.layers ({}) + 2 must be >= strategy.pp ({}) x strategy.vpp ({}) (every virtual "
+                      "stage holds a block, or only the embedding or only the loss)",
                       m.layers, s.pp, s.vpp));
   }
   const bool interleaved = s.schedule == ScheduleKind::Interleaved;

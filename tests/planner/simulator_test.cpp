@@ -19,6 +19,7 @@
 #include "planner/schedule.h"
 #include "tests/tables_only_cluster.h"
 #include "tests/planner/simulator_fixtures.h"
+#include "tests/input_error_of.h"
 
 namespace strata::planner {
 namespace {
@@ -290,6 +291,22 @@ TEST_F(SimulatorOnGpt2, UsesTheGivenStageLayersOrPartitionsItself) {
   EXPECT_GT(manual.prediction.iteration_s, auto_split.prediction.iteration_s);
   opt.stage_layers = {{0, 1, 2}, {4, 5, 6, 7, 8, 9, 10, 11, 12, 13}};  // group 3 missing
   EXPECT_THROW(simulate(model, cluster, s, opt), InputError);
+}
+
+// 12 blocks on pp 14: Megatron-LM runs it with the embedding and the loss on stages of their
+// own (--account-for-embedding/loss-in-pipeline-split); strata simulates that split when it is
+// given and refuses, by name, to invent one.
+TEST_F(SimulatorOnGpt2, EmbeddingAndLossStagesOfTheirOwnRunWhenGiven) {
+  Strategy s = strategy(1, 1, 14, 1, 16);
+  SimulateOptions opt;
+  for (int g = 0; g <= 13; ++g) opt.stage_layers.push_back({g});
+  const auto r = simulate(model, cluster, s, opt);
+  EXPECT_EQ(r.stage_layers, opt.stage_layers);
+  EXPECT_TRUE(std::isfinite(r.prediction.iteration_s));
+  EXPECT_GT(r.prediction.iteration_s, 0);
+  EXPECT_EQ(r.prediction.stage_memory_gib.size(), 14u);
+  const std::string why = strata::testing::input_error_of([&] { simulate(model, cluster, s); });
+  EXPECT_NE(why.find("stages of their own"), std::string::npos) << why;
 }
 
 TEST_F(SimulatorOnGpt2, RejectsInvalidStrategies) {
