@@ -52,7 +52,9 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
              const costmodel::ClusterSpec& cluster, const costmodel::SoftwareStack& stack,
              const planner::Strategy& asked, std::vector<std::vector<int>> stage_layers) {
   const planner::Strategy s = planner::with_stack_recompute(asked, stack);
-  if (auto v = planner::validate(s, model); !v.empty())
+  if (auto v = planner::validate(s, model, stage_layers.empty() ? planner::StageSplit::Strata
+                                                                 : planner::StageSplit::Given);
+      !v.empty())
     throw InputError(fmt::format("invalid strategy for {}: {}", model.name, join_violations(v)));
   if (s.gpus() > cluster.total_gpus())
     input_error("dp x tp x pp x cp ({}) exceeds cluster {} ({} GPUs = {} nodes x {})", s.gpus(),

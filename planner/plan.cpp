@@ -480,7 +480,8 @@ Plan parse_plan_yaml(const std::string& text, const std::string& source) {
 
   YamlReader sr = r.child("strategy");
   p.strategy = read_strategy(sr);
-  if (auto v = validate(p.strategy, p.model); !v.empty()) {
+  if (auto v = validate(p.strategy, p.model, r.has("stage_layers") ? StageSplit::Given : StageSplit::Strata);
+      !v.empty()) {
     std::string msg;
     for (const auto& x : v) msg += (msg.empty() ? "" : "; ") + x.message;
     const std::string key = v.front().field.rfind("strategy.", 0) == 0

@@ -184,14 +184,8 @@ const std::vector<std::vector<int>>& SimEngine::partition_for(const Strategy& s,
   const auto key = std::make_tuple(&t, s.pp, s.vpp, recompute_key(s));
   auto it = partitions_.find(key);
   if (it != partitions_.end()) return it->second;
-  const int layers = static_cast<int>(model_.layers);
-  if (stages > layers)
-    input_error("strategy: pp x vpp = {} virtual stages for {} transformer blocks: more stages than blocks run "
-                "only with the embedding and / or the loss on stages of their own, which strata does not choose "
-                "itself (a plan's stage_layers, a runs row's pipeline_split, or an imported job's "
-                "--account-for-embedding/loss-in-pipeline-split)",
-                stages, layers);
   std::vector<double> cost(t.groups.size());
+  const int layers = static_cast<int>(model_.layers);
   for (std::size_t g = 0; g < t.groups.size(); ++g) {
     double fc, ft, bc, bt;
     group_times(t.groups[g], static_cast<int>(g), layers, s, &fc, &ft, &bc, &bt);
@@ -558,10 +552,11 @@ std::shared_ptr<SimulationGraphs> make_simulation_graphs() { return std::make_sh
 
 SimulationResult simulate(const models::ModelSpec& model, const costmodel::ClusterSpec& cluster,
                           const Strategy& asked, const SimulateOptions& options) {
-  require_valid(asked, model);
+  const StageSplit split = options.stage_layers.empty() ? StageSplit::Strata : StageSplit::Given;
+  require_valid(asked, model, split);
   detail::SimEngine engine(model, cluster, options.stack, asked.precision);
   const Strategy strategy = with_stack_recompute(asked, engine.stack());
-  if (strategy.recompute_modules != asked.recompute_modules) require_valid(strategy, model);
+  if (strategy.recompute_modules != asked.recompute_modules) require_valid(strategy, model, split);
   if (const std::string why = detail::too_large_to_simulate(strategy); !why.empty())
     throw InputError(why);
   if (strategy.gpus() > cluster.total_gpus())

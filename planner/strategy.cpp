@@ -40,7 +40,7 @@ std::int64_t padded_vocab(std::int64_t vocab, int tp) {
   return (vocab + mult - 1) / mult * mult;
 }
 
-std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
+std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m, StageSplit split) {
   std::vector<Violation> out;
   auto add = [&](std::string field, std::string msg) {
     out.push_back(Violation{std::move(field), std::move(msg)});
@@ -152,16 +152,23 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
   }
 
   // Pipeline.
-  // A virtual stage holds at least one block, or only the embedding or only the loss
-  // (Megatron-LM's --account-for-embedding/loss-in-pipeline-split, planner/embedding_loss_split.h):
-  // at most L + 2 virtual stages. Beyond L only such a split runs it (the simulator says so).
+  // A virtual stage holds at least one block; a given split may also give the embedding and
+  // the loss stages of their own (StageSplit).
   if (pp_ok && vpp_ok && m.layers > 0) {
-    __int128 stages = static_cast<__int128>(s.pp) * s.vpp;
-    if (stages > m.layers + 2)
+    const __int128 stages = static_cast<__int128>(s.pp) * s.vpp;
+    if (split == StageSplit::Given && stages > m.layers + 2)
       add("strategy.pp",
           fmt::format("model.layers ({}) + 2 must be >= strategy.pp ({}) x strategy.vpp ({}) (every virtual "
                       "stage holds a block, or only the embedding or only the loss)",
                       m.layers, s.pp, s.vpp));
+    if (split == StageSplit::Strata && stages > m.layers)
+      add("strategy.pp",
+          fmt::format("model.layers ({}) must be >= strategy.pp ({}) x strategy.vpp ({}){}", m.layers, s.pp, s.vpp,
+                      stages <= m.layers + 2
+                          ? " (more stages than blocks run only with the embedding and / or the loss on stages of "
+                            "their own, which strata does not choose itself: a plan's stage_layers, a runs row's "
+                            "pipeline_split, or an imported job's --account-for-embedding/loss-in-pipeline-split)"
+                          : ""));
   }
   const bool interleaved = s.schedule == ScheduleKind::Interleaved;
   if (vpp_ok && s.vpp > 1 && !interleaved)
@@ -189,8 +196,8 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m) {
   return out;
 }
 
-void require_valid(const Strategy& s, const models::ModelSpec& m) {
-  auto v = validate(s, m);
+void require_valid(const Strategy& s, const models::ModelSpec& m, StageSplit split) {
+  auto v = validate(s, m, split);
   if (v.empty()) return;
   std::string msg;
   for (const auto& x : v) msg += (msg.empty() ? "" : "; ") + x.message;

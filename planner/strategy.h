@@ -54,11 +54,18 @@ struct Violation {
   std::string message; // "strategy.tp (3) must divide model.heads (32)"
 };
 
+// Who splits the layers into pp x vpp virtual stages: strata (every stage holds a block, so
+// at most L stages) or a given split (a plan's stage_layers, a runs row's pipeline_split, an
+// imported job), which may put the embedding and the loss on stages of their own as
+// Megatron-LM's --account-for-embedding/loss-in-pipeline-split does: at most L + 2.
+enum class StageSplit { Strata, Given };
+
 // Structural constraints (divisibility, ranges, schedule/vpp consistency); memory
 // is checked by the planner. Empty = valid.
-std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m);
+std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m,
+                                StageSplit split = StageSplit::Strata);
 // Throws InputError listing every violation ("a; b; c") when validate() is not empty.
-void require_valid(const Strategy& s, const models::ModelSpec& m);
+void require_valid(const Strategy& s, const models::ModelSpec& m, StageSplit split = StageSplit::Strata);
 
 // True for the orders of tp, dp, pp (and optionally cp) written innermost first
 // ("tp-dp-pp", "tp-cp-dp-pp"); an order without cp places it right after tp.

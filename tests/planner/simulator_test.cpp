@@ -306,7 +306,7 @@ TEST_F(SimulatorOnGpt2, EmbeddingAndLossStagesOfTheirOwnRunWhenGiven) {
   EXPECT_GT(r.prediction.iteration_s, 0);
   EXPECT_EQ(r.prediction.stage_memory_gib.size(), 14u);
   const std::string why = strata::testing::input_error_of([&] { simulate(model, cluster, s); });
-  EXPECT_NE(why.find("stages of their own"), std::string::npos) << why;
+  EXPECT_NE(why.find("stages of their own, which strata does not choose itself"), std::string::npos) << why;
 }
 
 TEST_F(SimulatorOnGpt2, RejectsInvalidStrategies) {
