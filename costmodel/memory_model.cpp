@@ -96,6 +96,9 @@ double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_
     const double q = static_cast<double>(spec.q_dim()), kvd = static_cast<double>(spec.kv_dim());
     attention_linear = 2.0 * s * b * (q + kvd) + 2.0 * s * b * kvd + 2.0 * s * b * q;
   }
+  // Q and K norms per head (model.qk_norm) keep their inputs, the QKV projection's Q and K.
+  if (spec.qk_norm && !spec.mla)
+    attention_linear += 2.0 * s * b * static_cast<double>(spec.q_dim() + spec.kv_dim());
   if (spec.mla) {
     const models::MlaSpec& m = *spec.mla;
     const double qk = a * static_cast<double>(m.qk_head_dim()), v = a * static_cast<double>(m.v_head_dim);

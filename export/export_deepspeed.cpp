@@ -82,6 +82,10 @@ void check_megatron_deepspeed_can_run(const Plan& p) {
     input_error("model '{}' uses multi-latent attention (model.mla), which {} has no arguments "
                 "for; export it --to megatron or --to torchtitan",
                 one_line(m.name), kMegatronDeepSpeedVersion);
+  if (m.qk_norm)
+    input_error("model '{}' has per-head Q and K norms (model.qk_norm), which {} has no argument for "
+                "(--qk-layernorm is Megatron-LM's); export it --to megatron",
+                one_line(m.name), kMegatronDeepSpeedVersion);
   if (m.explicit_head_dim != 0)
     input_error("model '{}' has an explicit head_dim ({}), which {} has no argument for "
                 "(--kv-channels is Megatron-LM's); export it --to megatron",

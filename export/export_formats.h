@@ -83,7 +83,8 @@ std::string export_deepspeed(const planner::Plan& p, const costmodel::SoftwareSt
 // Megatron-DeepSpeed pretrain_gpt.py arguments (model shape, tp, pp, batch, recompute,
 // --deepspeed --deepspeed_config ds_config.json --zero-stage), after a comment header with
 // what DeepSpeed cannot express. InputError also for multi-latent attention, multi-token
-// prediction, leading dense blocks and experts narrower than the dense MLP (no arguments).
+// prediction, per-head Q and K norms, leading dense blocks and experts narrower than the dense
+// MLP (no arguments).
 std::vector<Arg> megatron_deepspeed_args(const planner::Plan& p,
                                          const costmodel::SoftwareStack& stack,
                                          const ExportOptions& opt = {});

@@ -103,6 +103,7 @@ void model_flags(FlagWriter& flag, const models::ModelSpec& m, const SoftwareSta
   }
   // Per-head width where it is not hidden / heads (Megatron's kv_channels defaults to it).
   if (m.explicit_head_dim != 0 && !m.mla) flag("--kv-channels", num(m.explicit_head_dim));
+  if (m.qk_norm) flag("--qk-layernorm");  // per-head Q and K norms (model.qk_norm)
   if (m.mla) {
     // Multi-latent attention (Megatron-LM MLATransformerConfig, megatron/core/transformer/
     // transformer_config.py at d98e8a64): --qk-head-dim is the per-head part without

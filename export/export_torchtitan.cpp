@@ -88,10 +88,11 @@ std::string export_torchtitan(const Plan& p, const SoftwareStack& plan_stack, co
                           "Python configs instead of TOML",
                           kTorchTitanVersion));
   c.push_back(fmt::format("merge into train_configs/*.toml; set [model] name/flavor to a flavor "
-                          "with n_layers {}, dim {}, n_heads {}, n_kv_heads {}, vocab {} (plan "
+                          "with n_layers {}, dim {}, n_heads {}, n_kv_heads {}, vocab {}{} (plan "
                           "model {})",
                           p.model.layers, p.model.hidden, p.model.heads, p.model.kv_heads,
-                          p.model.vocab, p.model.name));
+                          p.model.vocab, p.model.qk_norm ? ", per-head Q and K norms (the qwen3 flavors)" : "",
+                          p.model.name));
   if (p.model.moe) {
     // The MoE shape is model code in TorchTitan (MoEArgs of the deepseek_v3 / llama4 / qwen3
     // flavors), like the dense shape.

@@ -148,8 +148,8 @@ class MegatronArgsReader {
 };
 
 // --multi-latent-attention and its head widths (Megatron-LM's argparse defaults where a
-// width is not given, as Megatron builds it), --kv-channels; --qk-layernorm and --rope-type
-// only where strata's model has what they mean.
+// width is not given, as Megatron builds it), --kv-channels, --qk-layernorm (per-head Q and K
+// norms, or MLA's latent norms); --rope-type only where strata's model has what it means.
 void MegatronArgsReader::read_attention_kind(models::ModelSpec& m) {
   const auto get = [&](const char* f, std::int64_t dflt) {
     return has(f) ? flag_positive_int(f, v.at(f), source) : dflt;
@@ -161,9 +161,9 @@ void MegatronArgsReader::read_attention_kind(models::ModelSpec& m) {
     for (const char* f : {"--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
                           "--qk-pos-emb-head-dim", "--v-head-dim"})
       if (has(f)) input_error("{}: {} needs --multi-latent-attention", source, f);
-    if (has("--qk-layernorm"))
-      input_error("{}: --qk-layernorm is not modelled (strata's attention has no query/key "
-                  "norms)", source);
+    // Per-head norms on Q and K (gpt_layer_specs.py: q_layernorm / k_layernorm = TENorm, the
+    // model's --normalization over kv_channels, when qk_layernorm).
+    m.qk_norm = has("--qk-layernorm");
     if (has("--kv-channels")) m.explicit_head_dim = get("--kv-channels", 0);
     return;
   }

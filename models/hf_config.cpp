@@ -118,6 +118,7 @@ struct HfType {
 };
 constexpr HfType kHfTypes[] = {
     {"llama", HfFamily::Llama},         {"mistral", HfFamily::Llama},       {"qwen2", HfFamily::Llama},
+    {"qwen3", HfFamily::Llama},
     {"gpt2", HfFamily::Gpt2},           {"mixtral", HfFamily::Mixtral},     {"qwen2_moe", HfFamily::QwenMoe},
     {"qwen3_moe", HfFamily::QwenMoe},   {"deepseek_v2", HfFamily::DeepSeek}, {"deepseek_v3", HfFamily::DeepSeek},
     {"llama4_text", HfFamily::Llama4}};
@@ -471,6 +472,14 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
       case HfFamily::QwenMoe: m = parse_qwen_moe(c, j); break;
       case HfFamily::DeepSeek: m = parse_deepseek(c, type == "deepseek_v3"); break;
       case HfFamily::Llama4: m = parse_llama4(c, j); break;
+    }
+    // Qwen3 and Qwen3-MoE attention (transformers modeling_qwen3.py / modeling_qwen3_moe.py,
+    // Qwen3Attention): q_norm and k_norm, an RMSNorm of head_dim over each head of Q and K
+    // before RoPE; no config key switches them off. Qwen3 has no attention bias
+    // (attention_bias, default false).
+    if (type == "qwen3" || type == "qwen3_moe") {
+      refuse_if_true(c, "attention_bias", "a bias on the attention projections");
+      m.qk_norm = true;
     }
   } else if (c.has("n_embd")) {
     refuse_sparse_keys(c, "");

@@ -93,12 +93,24 @@ class Builder {
     edge(n1, vqkv);
 
     Vertex before_attn = vqkv;
+    if (m_.qk_norm) {
+      // Qwen3's q_norm / k_norm (Megatron-LM's q_layernorm / k_layernorm): the model's norm
+      // over each head of Q and of K, its head_dim weights shared by the heads. Sharded with
+      // the heads; the 2 x head_dim weights are counted with them (a few hundred per block).
+      const double d = static_cast<double>(m_.head_dim());
+      Vertex vqn = head_norm(p + "q_head_norm", layer, q_, d);
+      Vertex vkn = head_norm(p + "k_head_norm", layer, kv_, d);
+      edge(vqkv, vqn);
+      edge(vqkv, vkn);
+      edge(vqn, vkn);  // one path on to RoPE: Q's norm, then K's
+      before_attn = vkn;
+    }
     if (m_.positions == Positions::Rope) {
       Op rope = base(p + "rope", OpKind::Rope, layer, Sharding::HeadParallel);
       rope.bytes_fwd = 2 * (2 * t_ * (q_ + kv_));  // read and write Q and K
       rope.bytes_bwd = 2 * rope.bytes_fwd;
       Vertex vr = add(std::move(rope));
-      edge(vqkv, vr);
+      edge(before_attn, vr);
       before_attn = vr;
     }
 
@@ -176,6 +188,16 @@ class Builder {
     Vertex va = add(std::move(attn));
     edge(vr, va);
     return va;
+  }
+
+  // The model's norm over each head of a tensor `width` wide (Q or K), head_dim weights.
+  Vertex head_norm(std::string name, int layer, double width, double head_dim) {
+    Op op = base(std::move(name), OpKind::Norm, layer, Sharding::HeadParallel);
+    op.params = m_.norm == Norm::LayerNorm ? 2 * head_dim : head_dim;
+    op.bytes_fwd = 4 * t_ * width;  // read and write, 2 bytes each
+    op.bytes_bwd = 2 * op.bytes_fwd;
+    op.activation_bytes = 2 * t_ * width;  // its input, saved for the backward
+    return add(std::move(op));
   }
 
   // RMSNorm over a latent of `width` (params) whose saved input is `saved_width` wide.

@@ -168,7 +168,7 @@ void validate(const ModelSpec& spec, const std::string& source) {
 ModelSpec read_model(const YamlReader& r) {
   r.expect_keys({"name", "source", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
                  "seq_len", "activation", "norm", "positions", "rope_base", "tied_embeddings", "head_dim",
-                 "attention", "mla", "moe", "mtp_layers"});
+                 "attention", "mla", "moe", "mtp_layers", "qk_norm"});
   ModelSpec m;
   m.name = r.get_string("name", file_stem(r.source()));
   if (r.has("source")) (void)r.get_string("source");  // provenance text, must be a string
@@ -195,12 +195,15 @@ ModelSpec read_model(const YamlReader& r) {
   }
   m.tied_embeddings = r.get_bool("tied_embeddings", true);
   m.explicit_head_dim = r.get_int("head_dim", 0);
+  m.qk_norm = r.get_bool("qk_norm", false);
   if (r.has("mla")) m.mla = read_mla(r.child("mla"));
   if (r.has("moe")) m.moe = read_moe(r.child("moe"));
   m.mtp_layers = r.get_int("mtp_layers", 0);
   if (auto v = check_spec(m)) throw InputError(fmt::format("{} {}", r.where(v->field), v->rule));
   if (m.explicit_head_dim != 0 && m.mla)
     r.fail("head_dim", "does not apply to mla attention (its per-head widths are under mla:)");
+  if (m.qk_norm && m.mla)
+    r.fail("qk_norm", "does not apply to mla attention (its latent norms are part of the mla: section)");
   if (r.has("attention")) {
     const std::string a = r.get_enum("attention", {"mha", "gqa", "mla"});
     if (a != to_string(m.attention())) {
@@ -281,6 +284,7 @@ std::string to_yaml(const ModelSpec& m) {
   if (m.positions == Positions::Rope) e << YAML::Key << "rope_base" << YAML::Value << m.rope_base;
   e << YAML::Key << "tied_embeddings" << YAML::Value << m.tied_embeddings;
   if (m.explicit_head_dim != 0) e << YAML::Key << "head_dim" << YAML::Value << m.explicit_head_dim;
+  if (m.qk_norm) e << YAML::Key << "qk_norm" << YAML::Value << true;
   if (m.mtp_layers > 0) e << YAML::Key << "mtp_layers" << YAML::Value << m.mtp_layers;
   if (m.mla || m.moe) e << YAML::Key << "attention" << YAML::Value << to_string(m.attention());
   if (m.mla) {

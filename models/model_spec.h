@@ -41,6 +41,10 @@ struct ModelSpec {
   double rope_base = 10000;
   std::int64_t explicit_head_dim = 0;  // per-head width where it is not hidden/heads
                                        // (Qwen3, Gemma); 0 = hidden/heads
+  // Per-head norms (the model's norm kind, head_dim weights each) on Q and K before RoPE:
+  // Qwen3's q_norm / k_norm, Megatron-LM's --qk-layernorm. Not with mla (its latent norms
+  // are part of MlaSpec).
+  bool qk_norm = false;
   std::optional<MlaSpec> mla;          // set: multi-head latent attention
   std::optional<MoeSpec> moe;          // set: mixture-of-experts MLP (is_moe_layer)
   // Multi-token-prediction depths trained with the model (DeepSeek-V3's

@@ -73,7 +73,9 @@ double attention_params(const ModelSpec& m) {
   }
   const double h = d(m.hidden), q = d(m.q_dim()), kv = d(m.kv_dim());
   const double bias = has_bias(m) ? 1.0 : 0.0;
-  return attention_gemm_weights(m) + bias * (q + 2 * kv) + bias * h;
+  // Per-head Q and K norms: head_dim weights each (and biases with LayerNorm).
+  const double qk_norms = m.qk_norm ? 2.0 * d(m.head_dim()) * (m.norm == Norm::LayerNorm ? 2.0 : 1.0) : 0.0;
+  return attention_gemm_weights(m) + bias * (q + 2 * kv) + bias * h + qk_norms;
 }
 
 double dense_mlp_params(const ModelSpec& m, std::int64_t ffn) {
@@ -195,7 +197,9 @@ double attention_activation_per_token(const ModelSpec& m) {
            + 2 * d(a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim)               // latents
            + 2 * heads * d(a.v_head_dim);                                              // out-proj input
   }
-  return 10 * h + 2 * d(m.q_dim()) + 4 * d(m.kv_dim()) + 2 * d(m.q_dim());
+  // Per-head Q and K norms (qk_norm) keep their inputs: Q and K once more.
+  const double qk_norms = m.qk_norm ? 2 * d(m.q_dim() + m.kv_dim()) : 0.0;
+  return 10 * h + 2 * d(m.q_dim()) + 4 * d(m.kv_dim()) + 2 * d(m.q_dim()) + qk_norms;
 }
 }  // namespace
 

@@ -56,6 +56,10 @@ ModelDims make_model_dims(const models::ModelSpec& spec, std::int64_t micro_batc
   if (spec.mla)
     input_error("model '{}' uses multi-head latent attention (model.mla); the strata runtime "
                 "implements mha/gqa attention only", spec.name);
+  if (spec.qk_norm)
+    input_error("model '{}' has per-head Q and K norms (model.qk_norm), which the strata runtime does "
+                "not build (set qk_norm: false to train the layout without them)",
+                spec.name);
   // runtime/rope.h rotates with base kRopeBase; another base would train a different model.
   if (spec.positions == models::Positions::Rope && spec.rope_base != kRopeBase)
     input_error("model '{}': rope_base {} is not supported by the CPU runtime (its RoPE uses base {})",

@@ -127,6 +127,7 @@ def h100_moe():
             if "moe" in m: m["moe"] = flow(m["moe"])
             if "mla" in m: m["mla"] = flow(m["mla"])
             m["tied_embeddings"] = str(m["tied_embeddings"]).lower()
+            if "qk_norm" in m: m["qk_norm"] = str(m["qk_norm"]).lower()
             if "layers" in r or "seq" in r:
                 m["layers"] = r.get("layers", m["layers"])
                 m["seq_len"] = r.get("seq", m["seq_len"])
@@ -175,6 +176,7 @@ def torchtitan():
             if r["seq"] != m["seq_len"]: m["name"] = f"{m['name']}-s{r['seq']}"
             m["seq_len"] = r["seq"]
             m["tied_embeddings"] = str(m["tied_embeddings"]).lower()
+            if "qk_norm" in m: m["qk_norm"] = str(m["qk_norm"]).lower()
             st = strat(r["tp"], r["pp"], r["dp"], r["lbs"], r["gbs"], 1, r["recompute"], r["tp"] > 1, 3, r["cp"])
             cite = cites[r["src"]] + (f" Table {r['table']}" if "table" in r else "") + f" ({f})"
             x = {"id": r["id"], "model": flow(m)}

@@ -84,17 +84,34 @@ TEST(LayerActivation, TorchTitanPerOpPolicyKeepsTheSavedMmOutputs) {
 TEST(LayerActivation, AgreesWithTheModelGraphTerms) {
   // The model graph sums per-op Korthikanti terms; the memory model uses the closed
   // form: two different paths must agree for GPT and Llama blocks.
-  for (bool llama : {false, true}) {
+  // Qwen3-style per-head Q and K norms keep their inputs too.
+  for (int kind : {0, 1, 2}) {
     sm::ModelSpec m = small_gpt();
-    if (llama) {
+    if (kind > 0) {
       m.activation = sm::Activation::SwiGlu, m.norm = sm::Norm::RmsNorm;
       m.positions = sm::Positions::Rope, m.kv_heads = 2, m.ffn = 1376, m.tied_embeddings = false;
     }
+    m.qk_norm = kind == 2;
     auto g = sm::ModelGraph::build(m, 2);
     EXPECT_NEAR(sc::layer_activation_bytes(m, 2, 1, false, RecomputeMode::None),
                 g.groups()[1].activation_bytes, 1e-6 * g.groups()[1].activation_bytes)
-        << (llama ? "llama" : "gpt");
+        << kind;
   }
+}
+
+// The Q and K norms' saved inputs by hand: 2 bytes x tokens x (q + k), split over tp.
+TEST(LayerActivation, QkNormsKeepTheirInputsSplitOverTp) {
+  sm::ModelSpec m = gpt3_175b();
+  m.hidden = 4096, m.heads = 32, m.kv_heads = 8, m.ffn = 14336, m.seq_len = 4096;
+  m.activation = sm::Activation::SwiGlu, m.norm = sm::Norm::RmsNorm, m.positions = sm::Positions::Rope;
+  sm::ModelSpec qk = m;
+  qk.qk_norm = true;
+  const double tokens = 4096.0;
+  EXPECT_NEAR(sc::layer_activation_bytes(qk, 1, 2, false, RecomputeMode::None) -
+                  sc::layer_activation_bytes(m, 1, 2, false, RecomputeMode::None),
+              2 * tokens * (4096 + 1024) / 2, 1.0);
+  EXPECT_NEAR(sc::layer_activation_bytes(qk, 1, 2, false, RecomputeMode::Full),
+              sc::layer_activation_bytes(m, 1, 2, false, RecomputeMode::Full), 1e-9);
 }
 
 TEST(MemoryModel, WeightsGradsOptimizerAre18BytesPerParamAndZeroShardsThem) {

@@ -234,6 +234,22 @@ TEST(ImportMegatron, RefusesWhatStrataDoesNotModelByName) {
   EXPECT_EQ(no_world.strategy.global_batch, 4);  // Megatron-LM's default: micro x dp
 }
 
+// Per-head Q and K norms: --qk-layernorm comes back as model.qk_norm; Megatron-DeepSpeed has
+// no such argument and refuses by name.
+TEST(ImportMegatron, QkLayernormIsTheModelsQkNorms) {
+  Plan p = make_plan(llama(8), 2, 2, 2, 1, 1, 16);
+  p.model.qk_norm = true;
+  const std::string args = export_megatron(p, plain_stack());
+  EXPECT_NE(args.find("--qk-layernorm"), std::string::npos);
+  ImportedJob job = import_megatron_args(args, "args.sh");
+  EXPECT_TRUE(job.model.qk_norm);
+  p.model.qk_norm = false;
+  EXPECT_FALSE(import_megatron_args(export_megatron(p, plain_stack()), "args.sh").model.qk_norm);
+  p.model.qk_norm = true;
+  const std::string why = strata::testing::input_error_of([&] { export_megatron_deepspeed(p, plain_stack()); });
+  EXPECT_NE(why.find("model.qk_norm"), std::string::npos) << why;
+}
+
 TEST(ImportMegatron, ShellWordsResolveQuotesEscapesAndContinuations) {
   EXPECT_EQ(shell_words("a 'b c' \"d e\" f\\ g \\\n h # comment\n i#j", "s"),
             (std::vector<std::string>{"a", "b c", "d e", "f g", "h", "i#j"}));
@@ -484,7 +500,7 @@ TEST(ImportMegatron, RefusesMoeMlaAndFp8SettingsStrataDoesNotModelByName) {
             "no error");
   EXPECT_NE(message(base + "--q-lora-rank 64").find("--q-lora-rank needs --multi-latent-attention"),
             std::string::npos);
-  EXPECT_NE(message(base + "--qk-layernorm").find("--qk-layernorm is not modelled"), std::string::npos);
+  EXPECT_EQ(message(base + "--qk-layernorm"), "no error");  // per-head Q/K norms (model.qk_norm)
   EXPECT_NE(message(base + "--multi-latent-attention --rope-type yarn").find("'yarn' is not modelled"),
             std::string::npos);
   EXPECT_NE(message(base + "--multi-latent-attention --group-query-attention --num-query-groups 2")

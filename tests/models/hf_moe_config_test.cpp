@@ -194,10 +194,41 @@ TEST(HfMoeConfig, Qwen3MoeHasExplicitHeadDim) {
   // Qwen3 technical report: 30.5B total; 3.3B activated (ours 3.35B: rounded down there).
   EXPECT_LT(rel(total_params(m), 30.5e9), 0.005) << total_params(m);
   EXPECT_LT(rel(active_params(m), 3.3e9), 0.02) << active_params(m);
+  // Qwen3Attention's q_norm / k_norm (RMSNorm of head_dim 128 on each head of Q and K): with
+  // them the count is the checkpoint's on the HuggingFace hub, 30,532,122,624, and 48 x 2 x 128
+  // above the same model without them.
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_EQ(total_params(m), 30532122624.0);
+  ModelSpec no_qk = m;
+  no_qk.qk_norm = false;
+  EXPECT_EQ(total_params(m) - total_params(no_qk), 48.0 * 2 * 128);
   // The catalog entry is this file as published, at the pre-training sequence length.
   ModelSpec catalog = load_model("qwen3-moe-30b-a3b");
   catalog.name = m.name;
   EXPECT_EQ(with_seq_len(m, 4096), catalog);
+}
+
+// Qwen3 dense (Qwen/Qwen3-8B config.json): a Llama-family block with an explicit head_dim and
+// the per-head Q and K norms; 8.19B parameters (Qwen3 technical report: 8.2B).
+TEST(HfMoeConfig, Qwen3DenseIsLlamaWithQkNorms) {
+  const char* qwen3_8b = R"({"architectures": ["Qwen3ForCausalLM"], "attention_bias": false,
+    "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 12288,
+    "max_position_embeddings": 40960, "model_type": "qwen3", "num_attention_heads": 32,
+    "num_hidden_layers": 36, "num_key_value_heads": 8, "rms_norm_eps": 1e-06, "rope_theta": 1000000,
+    "sliding_window": null, "tie_word_embeddings": false, "use_sliding_window": false,
+    "vocab_size": 151936})";
+  const ModelSpec m = parse_hf_config(qwen3_8b, "qwen3-8b/config.json");
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_FALSE(m.moe);
+  EXPECT_EQ(m.head_dim(), 128);
+  // By hand: attention 4096 x (4096 + 2 x 1024) + 4096 x 4096 + 2 x 128 (the Q/K norms);
+  // SwiGLU 3 x 4096 x 12288; two RMSNorms of 4096; untied embedding and head 151936 x 4096.
+  const double block = 4096.0 * (4096 + 2 * 1024) + 4096.0 * 4096 + 2 * 128 + 3 * 4096.0 * 12288 + 2 * 4096;
+  EXPECT_EQ(total_params(m), 36 * block + 2 * 151936.0 * 4096 + 4096);
+  EXPECT_LT(rel(total_params(m), 8.2e9), 0.005) << total_params(m);
+  std::string biased = qwen3_8b;
+  biased.replace(biased.find("\"attention_bias\": false"), 23, "\"attention_bias\": true ");
+  EXPECT_THROW(parse_hf_config(biased, "b/config.json"), InputError);
 }
 
 TEST(HfMoeConfig, DeepSeekV2LiteWithoutQueryCompression) {

@@ -289,3 +289,34 @@ TEST(ModelGraph, RejectsBadMicroBatch) {
   m.heads = 3;
   EXPECT_THROW(ModelGraph::build(m, 1), strata::InputError);  // spec re-validated
 }
+
+// Per-head Q and K norms (model.qk_norm, Qwen3): two norm ops per block between the QKV
+// projection and RoPE, sharded with the heads, moving Q's and K's bytes (2 bytes a value,
+// read and write; the backward twice that) and keeping their inputs; head_dim weights each.
+TEST(ModelGraph, QkNormsSitBetweenQkvAndRope) {
+  ModelSpec m = load_model("llama3-8b");  // q 4096, k 8 x 128 = 1024
+  m.qk_norm = true;
+  const std::int64_t b = 1;
+  const ModelGraph g = ModelGraph::build(m, b);
+  const double T = static_cast<double>(b * m.seq_len);
+  int seen = 0;
+  for (std::size_t v = 0; v < g.num_ops(); ++v) {
+    const Op& op = g.op(v);
+    const bool q = op.name.ends_with("q_head_norm"), k = op.name.ends_with("k_head_norm");
+    if (!q && !k) continue;
+    ++seen;
+    SCOPED_TRACE(op.name);
+    const double width = q ? 4096 : 1024;
+    EXPECT_EQ(op.kind, OpKind::Norm);
+    EXPECT_EQ(op.sharding, Sharding::HeadParallel);
+    EXPECT_DOUBLE_EQ(op.params, 128);
+    EXPECT_DOUBLE_EQ(op.bytes_fwd, 4 * T * width);
+    EXPECT_DOUBLE_EQ(op.bytes_bwd, 8 * T * width);
+    EXPECT_DOUBLE_EQ(op.activation_bytes, 2 * T * width);
+  }
+  EXPECT_EQ(seen, 2 * 32);
+  ModelSpec plain = m;
+  plain.qk_norm = false;
+  EXPECT_DOUBLE_EQ(g.total_params() - ModelGraph::build(plain, b).total_params(), 32.0 * 2 * 128);
+  EXPECT_DOUBLE_EQ(g.total_params(), total_params(m));
+}

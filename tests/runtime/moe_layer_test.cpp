@@ -133,6 +133,9 @@ TEST(MoeLayer, RefusesWhatTheRuntimeDoesNotBuildByName) {
             std::string::npos);
   EXPECT_NE(refusal(testing::small_llama(), 1, false, 2).find("needs a mixture-of-experts model"), std::string::npos);
   EXPECT_EQ(refusal(small_moe(), 2, true, 2), "");
+  models::ModelSpec qk = testing::small_llama();  // Qwen3's per-head Q and K norms are not built
+  qk.qk_norm = true;
+  EXPECT_NE(refusal(qk, 1, false, 1).find("model.qk_norm"), std::string::npos);
 }
 
 }  // namespace
