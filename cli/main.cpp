@@ -17,6 +17,7 @@
 #include <new>
 #include <string>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/completion.h"
 #include "cli/integer_flags.h"
@@ -83,6 +84,7 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e, i
 
 int main(int argc, char** argv) {
   try {
+    strata::cli::record_command_line(argc, argv);
     CLI::App app{"strata: plan, simulate and run hybrid-parallel training of transformers"};
     app.require_subcommand(1);
     // The commit is `git describe` when the build was configured (kernels/profiler/build_info.h).

@@ -51,6 +51,8 @@ tr.over td { color: #b00; }
 details { margin: 8px 0; }
 summary { cursor: pointer; font-weight: 600; padding: 4px 0; }
 ul.notes { color: #555; font-size: 13px; }
+pre.cmd { background: #fff; border: 1px solid #e3e3e3; border-radius: 6px; padding: 8px 12px; font-size: 12.5px;
+          white-space: pre-wrap; overflow-wrap: anywhere; }
 footer { color: #888; font-size: 12px; margin-top: 32px; }
 )css";
 
@@ -414,6 +416,10 @@ std::string report_html(const ReportData& d) {
     any_timeline = true;
   }
   if (!any_timeline) out += "<p class=\"sub\">No timeline was recorded.</p>\n";
+
+  if (!d.command_line.empty())
+    out += fmt::format("<h2>Reproduce this report</h2>\n<pre class=\"cmd\"><code>{}</code></pre>\n",
+                       escape(d.command_line));
 
   std::set<std::string> notes(d.notes.begin(), d.notes.end());
   for (const auto& e : d.entries)
