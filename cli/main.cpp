@@ -88,8 +88,10 @@ int main(int argc, char** argv) {
     CLI::App app{"strata: plan, simulate and run hybrid-parallel training of transformers"};
     app.require_subcommand(1);
     // The commit is `git describe` when the build was configured (kernels/profiler/build_info.h).
-    app.set_version_flag("--version", fmt::format("strata {} (commit {})", strata::kernels::profiler::strata_version(),
-                                                  strata::kernels::profiler::build_commit()));
+    namespace build = strata::kernels::profiler;
+    app.set_version_flag("--version", fmt::format("strata {} (commit {}, {} build, CUDA backend {})",
+                                                  build::strata_version(), build::build_commit(), build::build_type(),
+                                                  build::cuda_built() ? "on" : "off"));
     strata::cli::add_plan_command(app);
     strata::cli::add_simulate_command(app);
     strata::cli::add_models_command(app);

@@ -314,7 +314,22 @@ TEST(CliMain, HelpAndVersionExitZero) {
   EXPECT_NE(p.out.find("--global-batch"), std::string::npos);
   auto v = run_strata({"--version"});
   expect_clean_success(v);
-  EXPECT_EQ(v.out.rfind("strata 0.1.0 (commit ", 0), 0u) << v.out;  // the build's commit, for bug reports
+  // What a bug report needs: the commit, the build type and whether the CUDA backend is in.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(v.out, m, std::regex(R"(strata 0\.1\.0 \(commit ([^ ,()]+), (\w+) build, CUDA backend (on|off)\)\n)")))
+      << v.out;
+  EXPECT_EQ(m[2].str(), STRATA_EXPECT_BUILD_TYPE);
+  EXPECT_EQ(m[3].str(), STRATA_EXPECT_CUDA ? "on" : "off");
+  // `git describe --always --dirty`: [TAG-N-g]HASH[-dirty], a commit of this checkout.
+  std::string commit = m[1].str();
+  if (commit != "unknown") {
+    if (commit.size() > 6 && commit.compare(commit.size() - 6, 6, "-dirty") == 0) commit.resize(commit.size() - 6);
+    if (const auto g = commit.rfind("-g"); g != std::string::npos) commit = commit.substr(g + 2);
+    ASSERT_TRUE(std::regex_match(commit, std::regex("[0-9a-f]{4,40}"))) << v.out;
+    const std::string source = std::filesystem::path(STRATA_README).parent_path().string();
+    EXPECT_EQ(std::system(("git -C '" + source + "' cat-file -e " + commit + "^{commit} 2>/dev/null").c_str()), 0)
+        << commit << " is no commit of " << source;
+  }
 }
 
 // The software stack: listed with its sources, chosen with --stack, carried in the JSON with
