@@ -19,7 +19,7 @@ namespace strata::calibration {
 struct CalibrationRequest {
   std::string backend = "cpu";         // cpu | cuda
   std::string out;                     // profile path ("-": stdout), for the report and provenance
-  std::vector<std::string> models;     // catalog names or files whose shapes to measure
+  std::vector<std::string> models;     // catalog names, model files or plan files: the shapes to measure
   std::vector<int> tp_degrees{1, 2, 4, 8};
   std::int64_t micro_batch = 1;
   bool quick = false;

@@ -48,7 +48,8 @@ models::ModelSpec read_run_model(const YamlReader& row, const YAML::Node& node, 
   }
   if (!node.IsScalar()) row.fail("model", "expected a catalog name, a path or a model map");
   *name = node.as<std::string>();
-  return models::load_model(name_or_path(row.source(), *name));
+  // A plan file (`strata plan --out`) names its model, as everywhere a model is taken.
+  return planner::load_model_or_plan(name_or_path(row.source(), *name));
 }
 
 double measured_seconds(const YamlReader& row, const MeasuredRun& r) {

@@ -11,6 +11,7 @@
 #include "calibration/detail/calibration_steps.h"
 #include "common/errors.h"
 #include "models/model_spec.h"
+#include "planner/plan.h"
 #if defined(STRATA_HAVE_CUDA) && STRATA_HAVE_CUDA
 #include "kernels/cuda/cuda_device.h"
 #endif
@@ -80,7 +81,7 @@ SweepPlan plan_sweep(const CalibrationRequest& f, const CalibrationOutput& io) {
   for (const auto& m : f.models) {
     models::ModelSpec spec;
     try {
-      spec = models::load_model(m);
+      spec = planner::load_model_or_plan(m);  // a plan file gives its model, as --model does elsewhere
     } catch (const InputError& e) {
       input_error("--model: {}", e.what());
     }

@@ -93,13 +93,14 @@ void add_calibrate_command(CLI::App& app) {
   auto flags = std::make_shared<calibration::CalibrationRequest>();
   auto* cmd = app.add_subcommand(
       "calibrate", "Measure GEMM and collective kernels and write a measured device profile");
-  add_files_help(*cmd, "--model (files, or catalog names), --from-runs, --from-log, --job, --cluster, --stack",
+  add_files_help(*cmd, "--model (files, plan files, or catalog names), --from-runs, --from-log, --job, --cluster, --stack",
                  "--out (the profile YAML; - for stdout)");
   cmd->add_option("--backend", flags->backend, "Kernel backend: cpu (OpenBLAS + MPI) or cuda (cuBLASLt + NCCL)")
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "Profile YAML to write (atomically), or - for stdout")->required();
   cmd->add_option("--model", flags->models,
-                  "Model(s) whose sharded GEMM shapes to measure: catalog names or files (comma-separated)")
+                  "Model(s) whose sharded GEMM shapes to measure: catalog names, model files or plan "
+                  "files (comma-separated)")
       ->delimiter(',');
   cmd->add_option("--tp-degrees", flags->tp_degrees, "Tensor-parallel degrees to shard the model's GEMMs for")
       ->delimiter(',')

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "common/output_file.h"
@@ -70,6 +71,7 @@ void run_compare(CompareFlags& f) {
   o.measured = measured ? &*measured : nullptr;
   o.measured_path = f.measured;
   o.gantt = f.gantt;
+  o.command_line = reproducing_command();
 
   const ReportData data = build_compare_report(model, cluster, stack, o, [](const std::string& w) { warn(w); });
   const std::string text = render_compare_report(data, o.format);

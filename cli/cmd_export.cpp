@@ -177,8 +177,9 @@ void add_export_command(CLI::App& app) {
                   "the plan's; the changes go to stderr")
       ->check(non_empty_path());
   cmd->add_option("--launcher", flags->launcher,
-                  "torchrun: one command to run on every node; slurm: an sbatch script (nodes "
-                  "from the plan's cluster, torchrun c10d rendezvous, srun)")
+                  "torchrun: one command on one node, on several a script each node runs (c10d "
+                  "rendezvous at $MASTER_ADDR); slurm: an sbatch script (nodes from the plan's "
+                  "cluster, torchrun c10d rendezvous, srun)")
       ->capture_default_str()
       ->check(CLI::IsMember(exports::launcher_names()));
   cmd->callback([flags] { run_export(*flags); });

@@ -17,6 +17,7 @@
 #include <new>
 #include <string>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/completion.h"
 #include "cli/integer_flags.h"
@@ -83,11 +84,14 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e, i
 
 int main(int argc, char** argv) {
   try {
+    strata::cli::record_command_line(argc, argv);
     CLI::App app{"strata: plan, simulate and run hybrid-parallel training of transformers"};
     app.require_subcommand(1);
     // The commit is `git describe` when the build was configured (kernels/profiler/build_info.h).
-    app.set_version_flag("--version", fmt::format("strata {} (commit {})", strata::kernels::profiler::strata_version(),
-                                                  strata::kernels::profiler::build_commit()));
+    namespace build = strata::kernels::profiler;
+    app.set_version_flag("--version", fmt::format("strata {} (commit {}, {} build, CUDA backend {})",
+                                                  build::strata_version(), build::build_commit(), build::build_type(),
+                                                  build::cuda_built() ? "on" : "off"));
     strata::cli::add_plan_command(app);
     strata::cli::add_simulate_command(app);
     strata::cli::add_models_command(app);

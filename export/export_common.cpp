@@ -50,13 +50,6 @@ std::string comment_lines(const std::vector<std::string>& lines) {
   return out;
 }
 
-std::string shell_quote(const std::string& v) {
-  if (!v.empty() && v.find_first_of(" \t\n'\"\\$`|&;<>()*?[]#~!{}") == std::string::npos) return v;
-  std::string out = "'";
-  for (char c : v) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string arg_lines(const std::string& command, const std::vector<Arg>& args) {
   std::string out = command;
   for (const auto& [flag, value] : args)

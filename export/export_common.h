@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/shell_quote.h"
 #include "costmodel/software_stack.h"
 #include "export/export_formats.h"
 #include "models/model_spec.h"
@@ -37,11 +38,10 @@ class FlagWriter {
   std::vector<Arg> args_;
 };
 
-// `command`, then one "--flag value \" line per argument; values holding shell
-// metacharacters are single-quoted.
+// `command`, then one "--flag value \" line per argument; values as shell_quote writes them.
 std::string arg_lines(const std::string& command, const std::vector<Arg>& args);
-// A shell word for `v`: as is when it holds no shell metacharacter, else single-quoted.
-std::string shell_quote(const std::string& v);
+// shell_quote (common/shell_quote.h): the values' shell words.
+using strata::shell_quote;
 // One "# " line per entry (control characters folded).
 std::string comment_lines(const std::vector<std::string>& lines);
 // Numbers as the frameworks' parsers read them.

@@ -32,8 +32,9 @@ inline constexpr const char* kMegatronDeepSpeedVersion = "Megatron-DeepSpeed mai
 // One command-line argument: flag and value ("" for a flag that takes none).
 using Arg = std::pair<std::string, std::string>;
 
-// How the exported command is started (`strata export --launcher`): one torchrun line to run
-// on every node, or a Slurm batch script (sbatch: the plan's nodes, torchrun's c10d
+// How the exported command is started (`strata export --launcher`): torchrun (one line on
+// one node; on several, a script each node runs, with c10d rendezvous at $MASTER_ADDR), or a
+// Slurm batch script (sbatch: the plan's nodes, torchrun's c10d
 // rendezvous on the first node, srun on all of them; export/launch.h).
 enum class Launcher { Torchrun, Slurm };
 // "torchrun" | "slurm"; InputError names --launcher.

@@ -1,4 +1,14 @@
-// torchrun lines and Slurm batch scripts (export/launch.h).
+// torchrun lines and scripts, and Slurm batch scripts (export/launch.h).
+//
+// torchrun's flags, as torch/distributed/run.py (get_args_parser) defines them, each also
+// spelled with dashes: --nnodes, --nproc_per_node, --rdzv_backend (default static),
+// --rdzv_endpoint HOST:PORT, --rdzv_id (the same on every node), --node_rank. config_from_args
+// hands --node_rank to the rendezvous only for the static backend; c10d numbers the nodes as
+// they join, so the c10d scripts here write no --node_rank.
+//
+// torchrun on more than one node: a script to run on each of them, started by hand or by
+// a scheduler other than Slurm, with MASTER_ADDR naming the node that hosts the c10d
+// rendezvous (a required variable: the script stops with a message without it).
 //
 // Slurm: one task per node (srun --ntasks-per-node=1), each a torchrun that starts the
 // node's GPUs as local workers. torchrun's c10d rendezvous backend (PyTorch "torchrun
@@ -95,19 +105,40 @@ std::string slurm_script(const LaunchSpec& spec, const std::string& comments,
   return out + arg_lines(command, args);
 }
 
+// Each node runs the same script; the rendezvous id defaults to the job name (RDZV_ID
+// overrides it, for two jobs of one plan at once).
+std::string torchrun_nodes_script(const LaunchSpec& spec, int nodes, int node_gpus, const std::string& comments,
+                                  const std::string& entry, const std::vector<Arg>& args) {
+  std::string out = "#!/bin/bash\n" + comments;
+  out += comment_lines({fmt::format("run this script on each of the {} nodes with the same MASTER_ADDR, the address "
+                                    "of the node that hosts torchrun's c10d rendezvous (MASTER_PORT, default 29500, "
+                                    "free there); the rendezvous gives each node its rank",
+                                    nodes)});
+  out += "set -euo pipefail\n";
+  for (const auto& [name, value] : spec.env)
+    out += value.empty() ? fmt::format("unset {}\n", name) : fmt::format("export {}={}\n", name, value);
+  out += ": \"${MASTER_ADDR:?set MASTER_ADDR to the address of the rendezvous node, the same on every node}\"\n";
+  out += "MASTER_PORT=${MASTER_PORT:-29500}\n";
+  const std::string command = fmt::format(
+      "torchrun --nnodes {} --nproc_per_node {} --rdzv_id \"${{RDZV_ID:-{}}}\" --rdzv_backend c10d "
+      "--rdzv_endpoint \"$MASTER_ADDR:$MASTER_PORT\" {}",
+      nodes, node_gpus, slurm_job_name(spec.job_name), entry);
+  return out + arg_lines(command, args);
+}
+
 }  // namespace
 
 std::string launch_text(Launcher launcher, const LaunchSpec& spec, const std::string& comments,
                         const std::string& entry, const std::vector<Arg>& args) {
   if (launcher == Launcher::Slurm) return slurm_script(spec, comments, entry, args);
-  // Run the same line on every node (torchrun's --node_rank / rendezvous flags to add);
   // GPUs that do not fill whole nodes run as one node.
   const int node_gpus = spec.gpus % per_node(spec) == 0 ? per_node(spec) : spec.gpus;
+  const int nodes = spec.gpus / node_gpus;
+  if (nodes > 1) return torchrun_nodes_script(spec, nodes, node_gpus, comments, entry, args);
+  // One node: one line, its environment said in a comment.
   const std::string env = env_summary(spec);
   return comments + (env.empty() ? "" : comment_lines({"launch environment: " + env})) +
-         arg_lines(fmt::format("torchrun --nnodes {} --nproc_per_node {} {}",
-                               spec.gpus / node_gpus, node_gpus, entry),
-                   args);
+         arg_lines(fmt::format("torchrun --nnodes 1 --nproc_per_node {} {}", node_gpus, entry), args);
 }
 
 }  // namespace strata::exports

@@ -1,7 +1,7 @@
-// How an exported training command is started: one `torchrun` line for the user to run on
-// every node, or a Slurm batch script (`strata export --launcher slurm`) that allocates the
-// plan's nodes, rendezvouses torchrun on the first one and runs the framework's command on
-// all of them. Internal to export/ (the options are in export/export_formats.h).
+// How an exported training command is started: one `torchrun` line on one node, a script
+// to run on each node that rendezvouses torchrun (c10d) at $MASTER_ADDR, or a Slurm batch
+// script (`strata export --launcher slurm`) that allocates the plan's nodes, rendezvouses
+// torchrun on the first one and runs the framework's command on all of them. Internal to export/ (the options are in export/export_formats.h).
 #pragma once
 #include <string>
 #include <utility>
@@ -29,8 +29,10 @@ struct LaunchSpec {
 };
 
 // The launch text: `comments` (already "# " lines) first (after the #SBATCH block for
-// Slurm), then torchrun running `entry` (a script path, or "-m module") with `args`, one
-// per line. Slurm: InputError naming --launcher when the GPUs do not fill whole nodes.
+// Slurm, after "#!/bin/bash" for a torchrun script of several nodes), the environment
+// (exported, or a comment for one torchrun line), then torchrun running `entry` (a script
+// path, or "-m module") with `args`, one per line. Slurm: InputError naming --launcher
+// when the GPUs do not fill whole nodes.
 std::string launch_text(Launcher launcher, const LaunchSpec& spec, const std::string& comments,
                         const std::string& entry, const std::vector<Arg>& args);
 

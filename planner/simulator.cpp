@@ -303,7 +303,7 @@ SimulationResult SimEngine::run(const Strategy& s, bool timeline,
   fill_breakdown(s, sync, opt, pr);
 
   if (timeline) {
-    record_pipeline_events(events);
+    record_pipeline_events(s, events);
     std::stable_sort(events.begin(), events.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
       return a.stage != b.stage ? a.stage < b.stage : a.start_s < b.start_s;
     });
@@ -528,13 +528,30 @@ void SimEngine::fill_breakdown(const Strategy& s, const GradientSync& sync, cons
 }
 
 // The pipeline walk's compute steps and p2p messages as timeline events.
-void SimEngine::record_pipeline_events(std::vector<TimelineEvent>& events) const {
+// A step's exposed expert all-to-all (ep or etp > 1) and context-parallel K/V exchange
+// (cp > 1) are part of its compute block, the stage waiting on them (group_times); each
+// gets an event of its own on the ep_comm / cp_comm lane, as long as its share of the block
+// and drawn from the block's start: the walk does not order the layers inside a step, so
+// the lane shows how much of the step is the exchange, not where in it each layer's part
+// falls. Summed over a stage's steps they are the breakdown's ep_comm and cp_comm.
+void SimEngine::record_pipeline_events(const Strategy& s, std::vector<TimelineEvent>& events) const {
   const PipelineWalk& w = *walk_;
+  const StageTimes& st = times_;
+  const bool ep_lane = s.ep > 1 || s.etp > 1, cp_lane = s.cp > 1;  // trace_event_estimate counts on these
   for (std::size_t i = 0; i < w.num_ops(); ++i) {
     const auto& l = w.label(i);
-    events.push_back(TimelineEvent{w.op(i).stage, "compute",
-                                   fmt::format("{} m{} c{}", l.forward ? "F" : "B", l.mb, l.chunk),
-                                   l.mb, l.chunk, w.op_start(i), w.op_end(i)});
+    const int stage = w.op(i).stage;
+    const std::string step = fmt::format("{} m{} c{}", l.forward ? "F" : "B", l.mb, l.chunk);
+    const double start = w.op_start(i), end = w.op_end(i);
+    events.push_back(TimelineEvent{stage, "compute", step, l.mb, l.chunk, start, end});
+    const auto v = static_cast<std::size_t>(l.chunk * s.pp + stage);
+    auto lane = [&](const char* stream, const char* what, double part_s) {
+      if (part_s <= 0) return;
+      events.push_back(TimelineEvent{stage, stream, fmt::format("{} {}", what, step), l.mb, l.chunk, start,
+                                     std::min(end, start + part_s)});
+    };
+    if (ep_lane) lane("ep_comm", "all-to-all", l.forward ? st.ep_fwd[v] : st.ep_bwd[v]);
+    if (cp_lane) lane("cp_comm", "K/V exchange", l.forward ? st.fwd_cp[v] : st.bwd_cp[v]);
   }
   for (std::size_t i = 0; i < w.num_msgs(); ++i) {
     const auto& mi = w.msg(i);

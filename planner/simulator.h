@@ -18,7 +18,9 @@ namespace strata::planner {
 
 struct TimelineEvent {
   int stage = 0;          // pipeline rank
-  std::string stream;     // "compute" | "tp_comm" | "pp_comm" | "dp_comm" | "optimizer"
+  // "compute" | "pp_comm" | "dp_comm" | "optimizer" | "ep_comm" (the expert all-to-all
+  // inside a compute step) | "cp_comm" (the context-parallel K/V exchange inside one)
+  std::string stream;
   std::string name;       // "F m3 c0", "B m3 c0", "send act m3", "allreduce bucket 2", ...
   int microbatch = -1;
   int chunk = 0;

@@ -91,6 +91,8 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
   st.fwd_tp.assign(n, 0.0);
   st.bwd_tp.assign(n, 0.0);
   st.ep_v.assign(n, 0.0);
+  st.ep_fwd.assign(n, 0.0);
+  st.ep_bwd.assign(n, 0.0);
   st.fwd_cp.assign(n, 0.0);
   st.bwd_cp.assign(n, 0.0);
   for (int v = 0; v < stages; ++v) {
@@ -106,9 +108,12 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
       fcp += xf;
       bcp += xb;
       const GroupCost& gc = t.groups[g];
-      st.ep_v[v] += gc.ep_fwd_s + gc.ep_bwd_s +
-                    (s.recompute == Recompute::Full && is_block(g, layers) ? gc.ep_fwd_s : 0.0) +
-                    (s.recompute == Recompute::Selective && s.recompute_modules.moe ? gc.moe_ep_fwd_s : 0.0);
+      const double ep_recompute =
+          (s.recompute == Recompute::Full && is_block(g, layers) ? gc.ep_fwd_s : 0.0) +
+          (s.recompute == Recompute::Selective && s.recompute_modules.moe ? gc.moe_ep_fwd_s : 0.0);
+      st.ep_v[v] += gc.ep_fwd_s + gc.ep_bwd_s + ep_recompute;
+      st.ep_fwd[v] += gc.ep_fwd_s;
+      st.ep_bwd[v] += gc.ep_bwd_s + ep_recompute;
     }
     st.fwd[v] = f;
     st.bwd[v] = b;
@@ -158,6 +163,8 @@ void SimEngine::hide_ep_exchange(const Strategy& s, const Placement& pl, const G
     st.fwd_tp[i] -= merged * fwd_hidden;
     st.bwd_tp[i] -= merged * bwd_hidden;
     st.ep_v[i] -= merged * (fwd_hidden + bwd_hidden);
+    st.ep_fwd[i] -= merged * fwd_hidden;
+    st.ep_bwd[i] -= merged * bwd_hidden;
   }
 }
 

@@ -16,8 +16,8 @@ namespace strata::planner {
 
 namespace {
 
-constexpr std::array<const char*, 5> kStreams = {"compute", "tp_comm", "pp_comm", "dp_comm",
-                                                 "optimizer"};
+constexpr std::array<const char*, 7> kStreams = {"compute", "tp_comm", "pp_comm", "dp_comm",
+                                                 "optimizer", "ep_comm", "cp_comm"};
 
 int stream_tid(const std::string& s) {
   for (std::size_t i = 0; i < kStreams.size(); ++i)

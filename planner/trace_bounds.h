@@ -26,14 +26,16 @@ inline constexpr double kTraceMemoryBytesPerEvent = 320;
 inline constexpr double kTraceEventsPerStage = 64;
 
 // An upper estimate of the simulator's timeline events for `s` (SimulateOptions::timeline):
-// a forward and a backward per micro-batch and virtual stage on the compute stream, an
-// activation and a gradient send per micro-batch across each of the pp x vpp - 1 virtual
-// stage boundaries, and the per-stage events. A double: global batches up to 2^40 cannot
-// overflow it.
+// a forward and a backward per micro-batch and virtual stage on the compute stream, each
+// with at most one event on the expert all-to-all lane (only when ep or etp > 1) and one on
+// the context-parallel lane (only when cp > 1), an activation and a gradient send per
+// micro-batch across each of the pp x vpp - 1 virtual stage boundaries, and the per-stage
+// events. A double: global batches up to 2^40 cannot overflow it.
 inline double trace_event_estimate(const Strategy& s) {
   const double m = static_cast<double>(std::max<std::int64_t>(1, s.num_microbatches()));
   const double virtual_stages = static_cast<double>(s.pp) * std::max(1, s.vpp);
-  return 2 * virtual_stages * m + 2 * m * (virtual_stages - 1) + kTraceEventsPerStage * s.pp;
+  const double lanes = 1.0 + (s.ep > 1 || s.etp > 1 ? 1.0 : 0.0) + (s.cp > 1 ? 1.0 : 0.0);
+  return 2 * virtual_stages * m * lanes + 2 * m * (virtual_stages - 1) + kTraceEventsPerStage * s.pp;
 }
 
 // Bytes chrome_trace_json writes for `s`, estimated from above.

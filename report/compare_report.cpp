@@ -165,6 +165,7 @@ ReportData build_compare_report(const models::ModelSpec& model, const costmodel:
   data.gpus = o.gpus;
   data.seq_len = model.seq_len;
   data.target = o.target;
+  data.command_line = o.command_line;
 
   const std::vector<Chosen> chosen = !o.strategies_path.empty() || o.from_measured
                                          ? listed_strategies(model, cluster, o, data)

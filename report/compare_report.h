@@ -34,6 +34,7 @@ struct CompareOptions {
   std::string gantt = "best";            // timelines: best | all | none
   std::string format = "html";           // html | md | json (md draws no timelines)
   TrainingTarget target;
+  std::string command_line;              // the command that reproduces the report ("" unknown)
 };
 
 using WarnLine = std::function<void(const std::string&)>;

@@ -45,6 +45,9 @@ struct ReportData {
   std::vector<std::string> notes;  // provenance: datasheet vs measured numbers
   std::vector<ReportEntry> entries;
   TrainingTarget target;           // --train-tokens: time, GPU-hours and cost per strategy
+  // The `strata compare` command line that writes this report, its arguments as shell words
+  // (cli/command_line.h); "" when unknown (a report built by a program, not the command).
+  std::string command_line;
 };
 
 // Where and under what load the measured step times were taken: "on HOST (N cores); host

@@ -51,6 +51,8 @@ tr.over td { color: #b00; }
 details { margin: 8px 0; }
 summary { cursor: pointer; font-weight: 600; padding: 4px 0; }
 ul.notes { color: #555; font-size: 13px; }
+pre.cmd { background: #fff; border: 1px solid #e3e3e3; border-radius: 6px; padding: 8px 12px; font-size: 12.5px;
+          white-space: pre-wrap; overflow-wrap: anywhere; }
 footer { color: #888; font-size: 12px; margin-top: 32px; }
 )css";
 
@@ -86,11 +88,13 @@ double max_iteration(const ReportData& d) {
   return m;
 }
 
+// Lanes of a stage, top to bottom: compute, then the exchanges inside its steps (right
+// under the steps they belong to), then the streams beside them.
 int stream_order(const std::string& s) {
-  static const std::map<std::string, int> order{
-      {"compute", 0}, {"tp_comm", 1}, {"pp_comm", 2}, {"dp_comm", 3}, {"optimizer", 4}};
+  static const std::map<std::string, int> order{{"compute", 0}, {"ep_comm", 1}, {"cp_comm", 2}, {"tp_comm", 3},
+                                                {"pp_comm", 4}, {"dp_comm", 5}, {"optimizer", 6}};
   auto it = order.find(s);
-  return it == order.end() ? 5 : it->second;
+  return it == order.end() ? 7 : it->second;
 }
 
 std::string event_color(const planner::TimelineEvent& ev) {
@@ -103,6 +107,8 @@ std::string event_color(const planner::TimelineEvent& ev) {
   if (ev.stream == "pp_comm") return kPpComm;
   if (ev.stream == "dp_comm") return kDpComm;
   if (ev.stream == "optimizer") return kOptimizer;
+  if (ev.stream == "ep_comm") return kEpComm;
+  if (ev.stream == "cp_comm") return kCpComm;
   return kOther;
 }
 
@@ -329,9 +335,14 @@ svg::GanttChart timeline_chart(const ReportEntry& e, const std::string& title) {
                             b.start, b.end, u.name);
     c.bars.push_back(std::move(b));
   }
-  const std::vector<svg::Series> all{{"forward", kForward},   {"backward", kBackward},
-                                     {"TP comm", kTpComm},    {"PP send/recv", kPpComm},
-                                     {"DP grad sync", kDpComm}, {"optimizer", kOptimizer},
+  const std::vector<svg::Series> all{{"forward", kForward},
+                                     {"backward", kBackward},
+                                     {"EP all-to-all (in the step)", kEpComm},
+                                     {"CP K/V exchange (in the step)", kCpComm},
+                                     {"TP comm", kTpComm},
+                                     {"PP send/recv", kPpComm},
+                                     {"DP grad sync", kDpComm},
+                                     {"optimizer", kOptimizer},
                                      {"other", kOther}};
   for (const auto& s : all)
     if (colors_used.count(s.color)) c.legend.push_back(s);
@@ -414,6 +425,10 @@ std::string report_html(const ReportData& d) {
     any_timeline = true;
   }
   if (!any_timeline) out += "<p class=\"sub\">No timeline was recorded.</p>\n";
+
+  if (!d.command_line.empty())
+    out += fmt::format("<h2>Reproduce this report</h2>\n<pre class=\"cmd\"><code>{}</code></pre>\n",
+                       escape(d.command_line));
 
   std::set<std::string> notes(d.notes.begin(), d.notes.end());
   for (const auto& e : d.entries)

@@ -193,6 +193,7 @@ std::string report_json(const ReportData& d) {
   }
   json out{{"schema_version", 1},
            {"command", "compare"},
+           {"command_line", d.command_line},
            {"model", d.model},
            {"cluster", d.cluster},
            {"device", d.device},

@@ -11,6 +11,23 @@
 
 namespace strata::report {
 
+namespace {
+
+// A fenced code block holding `text` as is: the fence is longer than any run of backticks
+// in it (CommonMark closes a fence only with at least as many), so a backtick in an
+// argument cannot end the block early.
+std::string fenced(const std::string& text, const std::string& language) {
+  std::size_t run = 0, longest = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(std::max<std::size_t>(3, longest + 1), '`');
+  return fence + language + "\n" + text + "\n" + fence + "\n";
+}
+
+}  // namespace
+
 std::string report_markdown(const ReportData& d) {
   const bool measured = std::any_of(d.entries.begin(), d.entries.end(),
                                     [](const ReportEntry& e) { return e.measured.has_value(); });
@@ -125,6 +142,7 @@ std::string report_markdown(const ReportData& d) {
     out += fmt::format(" Measured: median step time from `{}`{}.", d.measured_origin,
                        conditions.empty() ? "" : ", " + one_line(conditions));
   out += "\n";
+  if (!d.command_line.empty()) out += "\nReproduce this report:\n\n" + fenced(d.command_line, "sh");
   for (const auto& n : d.notes) out += fmt::format("\n- {}", n);
   if (!d.notes.empty()) out += "\n";
   return out;

@@ -191,7 +191,7 @@ class SimEngine {
   void fill_memory(const Strategy& s, const std::vector<costmodel::StageMemory>& mem, Prediction& pr) const;
   void fill_breakdown(const Strategy& s, const GradientSync& sync, const OptimizerPhase& opt,
                       Prediction& pr) const;
-  void record_pipeline_events(std::vector<TimelineEvent>& events) const;
+  void record_pipeline_events(const Strategy& s, std::vector<TimelineEvent>& events) const;
 
   // ---- Cost charging per op (layer_costs.cpp). ----
   const GroupCostTable& costs_for(const Strategy& s, const Placement& pl);
@@ -212,6 +212,9 @@ class SimEngine {
   // Per virtual stage: forward / backward times and their parts, pipeline links (times_).
   struct StageTimes {
     std::vector<double> fwd, bwd, fwd_tp, bwd_tp, ep_v, fwd_cp, bwd_cp, fwd_zero, bwd_zero;
+    // ep_v by direction (the forward's exchange; the backward's with its recompute), for the
+    // timeline's all-to-all lane: ep_v is their sum.
+    std::vector<double> ep_fwd, ep_bwd;
     std::vector<double> link, p2p_fwd, p2p_bwd;
     double model_flops_mb = 0, recompute_flops = 0;  // per micro-batch, whole model
     // What the GPUs execute per micro-batch: the model FLOPs and the recompute, with a flash

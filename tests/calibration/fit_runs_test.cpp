@@ -14,6 +14,7 @@
 #include "calibration/measured_runs.h"
 #include "common/errors.h"
 #include "costmodel/device_profile.h"
+#include "tests/calibration/plan_file.h"
 #include "tests/input_error_of.h"
 
 namespace {
@@ -267,6 +268,24 @@ TEST(MeasuredRuns, TorchTitanDevSetLoads) {
   // Table 1, FSDP: 16 sequences of 8192 tokens on 8 GPUs at 5,762 tokens/s per GPU.
   EXPECT_EQ(runs[0].id, "TT-8B-8-fsdp");
   EXPECT_NEAR(runs[0].measured_s, 16.0 * 8192 / (5762.0 * 8), 1e-9);
+}
+
+// A row's model may be a plan file, relative to the runs file like a model file: its model
+// (here one in no catalog) is the one the run is predicted with.
+TEST(MeasuredRuns, APlanFileGivesItsModel) {
+  const auto dir = std::filesystem::temp_directory_path() / ("strata_runs_plan_" + std::to_string(::getpid()));
+  strata::testing::write_plan_of_a_cut_llama(dir / "plans", "cut.yaml");
+  const std::string runs = (dir / "runs.yaml").string();
+  strata::write_file_atomic(runs,
+                            "runs:\n  - {model: plans/cut.yaml, cluster: dgx-h100, source: s, strategy: {tp: 2, pp: 1, "
+                            "dp: 4, micro_batch: 1, global_batch: 64, sequence_parallel: true}, measured: "
+                            "{iteration_s: 1.5}}\n");
+  const auto r = cal::load_measured_runs(runs);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].model.name, "llama3-8b-cut12");
+  EXPECT_EQ(r[0].model.layers, 12);
+  EXPECT_EQ(r[0].model.hidden, 4096);  // the rest of Llama 3 8B, as the plan carries it
 }
 
 TEST(KendallTau, OrderAgreementIgnoringTies) {

@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include "calibration/detail/calibration_steps.h"
 #include "common/errors.h"
 #include "models/catalog.h"
+#include "tests/calibration/plan_file.h"
 #include "runtime/fast_math.h"
 
 namespace sr = strata::runtime;
@@ -105,6 +107,24 @@ TEST(Calibrate, OutIsRequiredAndChecked) {
   r.tp_degrees = {0};
   EXPECT_NE(input_error_of(r, &checks).find("--tp-degrees (0)"), std::string::npos);
   EXPECT_EQ(checks, 1);
+}
+
+// --model takes a plan file, as --model does on the other commands: the GEMM shapes swept
+// are those of the plan's model (one in no catalog), read before anything is measured.
+TEST(Calibrate, ModelMayBeAPlanFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("strata_calibrate_plan_" + std::to_string(::getpid()));
+  CalibrationRequest r = valid();
+  r.models = {strata::testing::write_plan_of_a_cut_llama(dir, "cut.yaml")};
+  CalibrationOutput io;
+  io.check_out = [](const std::string&) {};
+  const auto plan = scl::detail::plan_sweep(r, io);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(plan.graphs.size(), 1u);
+  EXPECT_EQ(plan.graphs[0].spec().name, "llama3-8b-cut12");
+  EXPECT_EQ(plan.graphs[0].spec().layers, 12);
+  // A file that is neither a plan nor a model stays one error naming --model.
+  r.models = {"no-such-model-or-plan.yaml"};
+  EXPECT_NE(input_error_of(r).find("--model"), std::string::npos);
 }
 
 TEST(Calibrate, RejectsBadSizesAndDtypesNamingTheFlag) {

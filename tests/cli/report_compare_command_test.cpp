@@ -66,6 +66,24 @@ TEST_F(CompareCommand, StrategiesFileKeepsItsOrderAndWritesTheReportFile) {
   EXPECT_LT(html.find("<td title=\"tp2 pp2 dp4"), html.find("<td title=\"tp1 pp1 dp16"));
 }
 
+// The report names the command that wrote it; run by a shell from the same directory it
+// writes the same report, even with a space and a quote in a path.
+TEST_F(CompareCommand, ReportCarriesTheCommandThatReproducesIt) {
+  const auto s = write("my layout's.yaml", "strategies:\n  - {tp: 2, pp: 2}\n  - {tp: 1, pp: 1}\n");
+  auto r = run_strata({"compare", "--model", "gpt2-124m", "--cluster", "dgx-a100", "--gpus", "16", "--global-batch",
+                       "64", "--strategies", s, "--gantt", "none", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string command = strata::parse_json(r.out)["command_line"].get<std::string>();
+  EXPECT_EQ(command, "strata compare --model gpt2-124m --cluster dgx-a100 --gpus 16 --global-batch 64 --strategies '" +
+                         dir_.string() + "/my layout'\\''s.yaml' --gantt none --format json");
+  const char* path = std::getenv("PATH");
+  const auto again = strata::testing::run_program(
+      "/bin/bash", {"-c", command}, 120, dir_.string(),
+      {"PATH=" + fs::path(STRATA_EXE).parent_path().string() + ":" + (path != nullptr ? path : "/usr/bin:/bin")});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, r.out);
+}
+
 TEST_F(CompareCommand, BadInputIsOneErrorLine) {
   const auto unknown = write("u.yaml", "strategies:\n  - {tp: 2, ppp: 2}\n");
   expect_input_error(run_strata({"compare", "--model", "gpt2-124m", "--cluster", "dgx-a100", "--gpus", "16",

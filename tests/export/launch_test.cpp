@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "common/atomic_file.h"
 #include "export/export_formats.h"
@@ -156,6 +159,122 @@ TEST(SlurmScript, EnvironmentFilesAndRefusals) {
     EXPECT_NE(std::string(e.what()).find("8 GPUs do not fill whole nodes of 3 GPUs"), std::string::npos);
   }
   EXPECT_THROW(launcher_from_string("mpirun"), strata::InputError);
+}
+
+namespace {
+
+// Runs `script` with bash in a scratch folder whose `torchrun` is a stand-in that writes the
+// arguments it was given, one a line, and the CUDA_DEVICE_MAX_CONNECTIONS it sees.
+std::string read_or_empty(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct StandInRun {
+  int rc = -1;
+  std::vector<std::string> args;
+  std::string env, err;
+};
+StandInRun run_with_stand_in_torchrun(const std::string& script, const std::string& vars) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("strata_torchrun_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  strata::write_file_atomic((dir / "torchrun").string(),
+                            "#!/bin/bash\nprintf '%s\\n' \"$@\" > args.txt\n"
+                            "printf '%s\\n' \"${CUDA_DEVICE_MAX_CONNECTIONS-unset}\" > env.txt\n");
+  fs::permissions(dir / "torchrun", fs::perms::owner_all);
+  strata::write_file_atomic((dir / "job.sh").string(), script);
+  StandInRun r;
+  r.rc = std::system(("cd '" + dir.string() + "' && env -u MASTER_ADDR -u MASTER_PORT -u RDZV_ID PATH=\"" + dir.string() +
+                      ":$PATH\" " + vars + " bash job.sh 2> err.txt")
+                         .c_str());
+  r.args = lines_of(read_or_empty((dir / "args.txt").string()));
+  r.env = read_or_empty((dir / "env.txt").string());
+  r.err = read_or_empty((dir / "err.txt").string());
+  fs::remove_all(dir);
+  return r;
+}
+
+}  // namespace
+
+// torchrun on two nodes: a script each node runs, with the rendezvous torchrun's docs give
+// for a fault-tolerant multi-node job (c10d at a host:port, one id for all nodes) and the
+// framework's environment exported; run for real against a stand-in torchrun.
+TEST(TorchrunScript, TwoNodesGetTheC10dRendezvousAndTheEnvironment) {
+  const Plan p = llama_plan();  // 8 GPUs
+  ExportOptions o;
+  o.gpus_per_node = 4;
+  const std::string script = export_megatron(p, overlap_stack(), o);
+  EXPECT_EQ(bash_syntax_check(script), 0) << script;
+  const auto lines = lines_of(script);
+  ASSERT_GT(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "#!/bin/bash");
+  EXPECT_NE(script.find("\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n"), std::string::npos) << script;  // tp 2
+
+  // torchrun's flags, as torch/distributed/run.py defines them (underscore spellings).
+  const std::set<std::string> documented = {"--nnodes",        "--nproc_per_node", "--rdzv_backend",
+                                            "--rdzv_endpoint", "--rdzv_id",        "--rdzv_conf",
+                                            "--standalone",    "--max_restarts",   "--node_rank",
+                                            "--master_addr",   "--master_port"};
+  const auto command = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("torchrun ", 0) == 0; });
+  ASSERT_NE(command, lines.end()) << script;
+  std::set<std::string> written;
+  std::istringstream words(command->substr(0, command->find(" pretrain_gpt.py")));
+  for (std::string w; words >> w;)
+    if (w.rfind("--", 0) == 0) {
+      EXPECT_EQ(documented.count(w), 1u) << w;
+      written.insert(w);
+    }
+  for (const char* f : {"--nnodes", "--nproc_per_node", "--rdzv_id", "--rdzv_backend", "--rdzv_endpoint"})
+    EXPECT_EQ(written.count(f), 1u) << f;
+  // run.py gives --node_rank to the static rendezvous only; c10d numbers the nodes itself.
+  EXPECT_EQ(written.count("--node_rank"), 0u);
+
+  const StandInRun run = run_with_stand_in_torchrun(script, "MASTER_ADDR=node0");
+  ASSERT_EQ(run.rc, 0) << run.err;
+  const std::vector<std::string> head = {"--nnodes", "2", "--nproc_per_node", "4", "--rdzv_id", "strata-llama-test",
+                                         "--rdzv_backend", "c10d", "--rdzv_endpoint", "node0:29500",
+                                         "pretrain_gpt.py", "--num-layers", "8"};
+  ASSERT_GE(run.args.size(), head.size());
+  EXPECT_EQ(std::vector<std::string>(run.args.begin(), run.args.begin() + static_cast<long>(head.size())), head);
+  EXPECT_EQ(run.env, "1\n");
+  // Another port and rendezvous id from the environment.
+  const StandInRun other = run_with_stand_in_torchrun(script, "MASTER_ADDR=10.0.0.7 MASTER_PORT=6000 RDZV_ID=job42");
+  ASSERT_EQ(other.rc, 0) << other.err;
+  EXPECT_EQ(other.args[5], "job42");
+  EXPECT_EQ(other.args[9], "10.0.0.7:6000");
+  // Without MASTER_ADDR the script stops before torchrun, saying what to set.
+  const StandInRun none = run_with_stand_in_torchrun(script, "");
+  EXPECT_NE(none.rc, 0);
+  EXPECT_TRUE(none.args.empty());
+  EXPECT_NE(none.err.find("set MASTER_ADDR"), std::string::npos) << none.err;
+
+  // `--from megatron` reads the script back as the plan's job.
+  ImportedJob job = import_megatron_args(script, "job.sh");
+  resolve_world_size(job, 0, "job.sh");
+  EXPECT_EQ(job.world_size, 8);
+  EXPECT_EQ(job.strategy.dp, 2);
+  EXPECT_EQ(job.strategy.tp, 2);
+  EXPECT_EQ(job.strategy.pp, 2);
+  // Megatron-DeepSpeed takes the same path.
+  const Plan ds = make_plan(llama(8), 16, 1, 1, 1, 1, 64);
+  const std::string mds = export_megatron_deepspeed(ds, overlap_stack(), o);
+  EXPECT_EQ(bash_syntax_check(mds), 0) << mds;
+  EXPECT_NE(mds.find("torchrun --nnodes 4 --nproc_per_node 4 --rdzv_id"), std::string::npos) << mds;
+}
+
+// One node keeps the one line (no rendezvous to set up), its environment in a comment.
+TEST(TorchrunScript, OneNodeStaysOneLine) {
+  ExportOptions o;
+  o.gpus_per_node = 8;
+  const std::string line = export_megatron(llama_plan(), overlap_stack(), o);
+  EXPECT_EQ(line.find("#!/bin/bash"), std::string::npos);
+  EXPECT_EQ(line.find("--rdzv"), std::string::npos);
+  EXPECT_NE(line.find("\ntorchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py \\\n"), std::string::npos) << line;
+  EXPECT_NE(line.find("# launch environment: CUDA_DEVICE_MAX_CONNECTIONS=1\n"), std::string::npos) << line;
+  EXPECT_EQ(bash_syntax_check(line), 0);
 }
 
 TEST(ScriptPatch, ArraysKeepEveryOtherLineAndGetThePlansFlagsInPlace) {

@@ -57,6 +57,66 @@ TEST(TraceBounds, EstimateBoundsTheRecordedEventsAndTheWrittenBytes) {
   EXPECT_GE(checked, 40);
 }
 
+// The exchanges inside the compute steps have lanes of their own: at most one event per
+// step on each, and only when the strategy has ep / etp > 1 or cp > 1, which the estimate
+// counts. A lane may stay empty where nothing is exposed (a stage of dense blocks, a K/V
+// exchange hidden behind attention): the estimate is then looser by up to that lane.
+TEST(TraceBounds, EstimateBoundsTheExpertAndContextParallelLanes) {
+  const costmodel::ClusterSpec cluster = costmodel::load_cluster("dgx-h100");
+  const costmodel::SoftwareStack stack = costmodel::load_software_stack("mcore-2024");
+  const models::ModelSpec moe = models::load_model("tiny-moe"), dense = models::load_model("gpt2-124m");
+  std::mt19937 rng(3141);
+  auto pick = [&](std::initializer_list<int> v) {
+    return *(v.begin() + std::uniform_int_distribution<int>(0, static_cast<int>(v.size()) - 1)(rng));
+  };
+  int checked = 0, with_ep_events = 0, with_cp_events = 0;
+  for (int trial = 0; trial < 400 && checked < 40; ++trial) {
+    const bool experts = trial % 2 == 0;
+    const models::ModelSpec& m = experts ? moe : dense;
+    Strategy s;
+    s.tp = pick({1, 2});
+    s.pp = pick({1, 2});
+    s.dp = pick({1, 2, 4});
+    s.cp = experts ? 1 : pick({1, 2, 4});
+    s.ep = experts ? pick({1, 2, 4}) : 1;
+    s.etp = experts ? pick({1, s.tp}) : 1;
+    s.sequence_parallel = s.tp > 1;
+    s.vpp = s.pp > 1 ? pick({1, 2}) : 1;
+    s.micro_batch = pick({1, 2});
+    // Up to 64 micro-batches a pipeline: enough lane events to pass the per-stage slack.
+    s.global_batch = s.micro_batch * s.dp * s.pp * pick({1, 8, 64});
+    s.schedule = s.vpp > 1 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB;
+    if (!validate(s, m).empty()) continue;
+    SimulateOptions so;
+    so.timeline = true;
+    so.stack = &stack;
+    const SimulationResult r = simulate(m, cluster, s, so);
+    int ep_events = 0, cp_events = 0;
+    for (const auto& e : r.timeline) {
+      ep_events += e.stream == "ep_comm";
+      cp_events += e.stream == "cp_comm";
+    }
+    SCOPED_TRACE(::testing::Message() << m.name << " tp " << s.tp << " pp " << s.pp << " dp " << s.dp << " cp "
+                                    << s.cp << " ep " << s.ep << " etp " << s.etp << " vpp " << s.vpp << " gb "
+                                    << s.global_batch);
+    const double steps = 2.0 * s.pp * s.vpp * static_cast<double>(s.num_microbatches());
+    EXPECT_LE(ep_events, s.ep > 1 || s.etp > 1 ? steps : 0);
+    EXPECT_LE(cp_events, s.cp > 1 ? steps : 0);
+    const double events = static_cast<double>(r.timeline.size());
+    const double estimate = trace_event_estimate(s);
+    EXPECT_GE(estimate, events);
+    const double empty_lanes = (s.ep > 1 || s.etp > 1 ? steps - ep_events : 0) + (s.cp > 1 ? steps - cp_events : 0);
+    EXPECT_LE(estimate, events + empty_lanes + kTraceEventsPerStage * s.pp) << "the estimate is loose";
+    EXPECT_GE(trace_bytes_estimate(s), static_cast<double>(chrome_trace_json(r, "t").size()));
+    with_ep_events += ep_events > 0;
+    with_cp_events += cp_events > 0;
+    ++checked;
+  }
+  EXPECT_GE(checked, 25);
+  EXPECT_GE(with_ep_events, 5) << "strategies whose all-to-all lane has events";
+  EXPECT_GE(with_cp_events, 5) << "strategies whose K/V-exchange lane has events";
+}
+
 TEST(TraceBounds, HugeGlobalBatchesDoNotOverflow) {
   Strategy s;
   s.pp = 1 << 20;

@@ -1,11 +1,16 @@
 // compare_report.h without a search: the report format chosen from --report and --format,
-// and the notes merged without repeats.
+// the notes merged without repeats, and the command that reproduces the report in every
+// format.
 #include "report/compare_report.h"
 
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "common/json_text.h"
+#include "report/report_html.h"
+#include "report/report_markdown.h"
 #include "report/report_notes.h"
+#include "tests/report/report_fixture.h"
 
 namespace strata::report {
 namespace {
@@ -36,6 +41,31 @@ TEST(CompareReportFormat, RefusesAFormatTheExtensionContradicts) {
   }
   EXPECT_THROW(compare_report_format("x.json", "md"), InputError);
   EXPECT_THROW(compare_report_format("x.html", "json"), InputError);
+}
+
+// The command as the CLI records it (shell words); each format shows it whole and
+// unchanged to the reader: HTML escaped, Markdown in a fence its backticks cannot close.
+TEST(CompareReproduce, EveryFormatShowsTheCommandLine) {
+  ReportData d = testing::make_report();
+  const std::string cmd = "strata compare --model tiny --strategies 'my <layouts> ```x```.yaml' --format md";
+  d.command_line = cmd;
+  const auto j = strata::parse_json(render_compare_report(d, "json"));
+  EXPECT_EQ(j["command_line"], cmd);
+
+  const std::string md = render_compare_report(d, "md");
+  EXPECT_NE(md.find("\nReproduce this report:\n\n````sh\n" + cmd + "\n````\n"), std::string::npos) << md;
+
+  const std::string html = render_compare_report(d, "html");
+  EXPECT_NE(html.find("<h2>Reproduce this report</h2>\n<pre class=\"cmd\"><code>strata compare --model tiny "
+                      "--strategies &#39;my &lt;layouts&gt; ```x```.yaml&#39; --format md</code></pre>"),
+            std::string::npos)
+      << html.substr(html.find("Reproduce") == std::string::npos ? 0 : html.find("Reproduce"), 300);
+
+  // Without a command line (a report built by a program): no section, an empty JSON string.
+  d.command_line.clear();
+  EXPECT_EQ(render_compare_report(d, "md").find("Reproduce"), std::string::npos);
+  EXPECT_EQ(render_compare_report(d, "html").find("Reproduce"), std::string::npos);
+  EXPECT_EQ(strata::parse_json(render_compare_report(d, "json"))["command_line"], "");
 }
 
 TEST(ReportNotes, AppendsOnlyNotesNotThereYetInOrder) {

@@ -8,6 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.h"
+#include "costmodel/cluster_spec.h"
+#include "costmodel/software_stack.h"
+#include "models/model_spec.h"
+#include "report/compare_report.h"
 #include "report/report_html.h"
 #include "report/report_json.h"
 #include "report/report_markdown.h"
@@ -155,6 +159,80 @@ TEST(CompareDimensions, HtmlShowsTheLikelyRangeBesideTheStepTime) {
   EXPECT_NE(html.find("<th>step time</th><th>likely range</th>"), std::string::npos);
   EXPECT_NE(html.find("<td>1 s</td><td>900 ms – 1.2 s</td>"), std::string::npos);
   EXPECT_NE(html.find("(likely 900 ms – 1.2 s) per iteration"), std::string::npos);
+}
+
+// The simulated timelines of real layouts (not hand-made data): an ep 2 layout of a MoE
+// model has an all-to-all lane, a cp 2 layout a K/V-exchange lane, a dense one neither; each
+// lane's events add up to the step's ep_comm / cp_comm in the breakdown (pp 1: the one
+// stage is the critical one), and the page draws them as their own Gantt rows and legend
+// entries.
+TEST(CompareDimensions, GanttHasAllToAllAndCpLanesOfTheSimulatedSteps) {
+  const costmodel::ClusterSpec cluster = costmodel::load_cluster("dgx-h100");
+  const costmodel::SoftwareStack stack = costmodel::load_software_stack("mcore-2024");
+  auto report_of = [&](const char* model, const std::string& strategies) {
+    CompareOptions o;
+    o.cluster_name = "dgx-h100";
+    o.gpus = 2;
+    o.gantt = "all";
+    o.strategies_path = "s.yaml";
+    o.strategies_text = "strategies:\n" + strategies;
+    return build_compare_report(models::load_model(model), cluster, stack, o, [](const std::string&) {});
+  };
+  // The tiny MoE model's all-to-all; GPT-2's attention, long enough to leave part of the
+  // K/V exchange exposed (the tiny models hide all of it).
+  const ReportData moe = report_of("tiny-moe", "  - {ep: 2, global_batch: 8}\n");
+  const ReportData gpt = report_of("gpt2-124m", "  - {cp: 2, global_batch: 8}\n  - {global_batch: 8}\n");
+  ASSERT_EQ(moe.entries.size(), 1u);
+  ASSERT_EQ(gpt.entries.size(), 2u);
+  auto lane_s = [](const ReportEntry& e, const std::string& stream) {
+    double sum = 0;
+    for (const auto& ev : e.timeline) {
+      if (ev.stream != stream) continue;
+      EXPECT_GT(ev.end_s, ev.start_s) << stream << " " << ev.name;
+      sum += ev.end_s - ev.start_s;
+    }
+    return sum;
+  };
+  const ReportEntry& ep = moe.entries[0];
+  const ReportEntry& cp = gpt.entries[0];
+  const ReportEntry& dense = gpt.entries[1];
+  ASSERT_EQ(ep.strategy.ep, 2);
+  ASSERT_EQ(cp.strategy.cp, 2);
+  ASSERT_GT(ep.prediction.breakdown_s.ep_comm, 0);
+  ASSERT_GT(cp.prediction.breakdown_s.cp_comm, 0);
+  EXPECT_NEAR(lane_s(ep, "ep_comm"), ep.prediction.breakdown_s.ep_comm, 1e-9 * ep.prediction.iteration_s);
+  EXPECT_NEAR(lane_s(cp, "cp_comm"), cp.prediction.breakdown_s.cp_comm, 1e-9 * cp.prediction.iteration_s);
+  EXPECT_EQ(lane_s(ep, "cp_comm"), 0);
+  EXPECT_EQ(lane_s(cp, "ep_comm"), 0);
+  EXPECT_EQ(lane_s(dense, "ep_comm") + lane_s(dense, "cp_comm"), 0);
+  // Each exchange lies inside the compute step it belongs to (same stage, micro-batch, chunk).
+  for (const ReportEntry* e : {&ep, &cp})
+    for (const auto& ev : e->timeline) {
+      if (ev.stream != "ep_comm" && ev.stream != "cp_comm") continue;
+      const char direction = ev.name.find(" F m") != std::string::npos ? 'F' : 'B';
+      const auto owner = std::find_if(e->timeline.begin(), e->timeline.end(), [&](const planner::TimelineEvent& c) {
+        return c.stream == "compute" && c.stage == ev.stage && c.microbatch == ev.microbatch && c.chunk == ev.chunk &&
+               c.name[0] == direction;
+      });
+      ASSERT_NE(owner, e->timeline.end()) << ev.name;
+      EXPECT_GE(ev.start_s, owner->start_s) << ev.name;
+      EXPECT_LE(ev.end_s, owner->end_s) << ev.name;
+    }
+
+  const auto ep_chart = timeline_chart(ep, "ep");
+  EXPECT_NE(std::find(ep_chart.rows.begin(), ep_chart.rows.end(), "stage 0 · ep_comm"), ep_chart.rows.end());
+  EXPECT_EQ(ep_chart.rows[1], "stage 0 · ep_comm") << "right under the steps it is part of";
+  std::vector<std::string> legend;
+  for (const auto& s : ep_chart.legend) legend.push_back(s.name);
+  EXPECT_NE(std::find(legend.begin(), legend.end(), "EP all-to-all (in the step)"), legend.end());
+  EXPECT_EQ(std::find(legend.begin(), legend.end(), "other"), legend.end()) << "no lane drawn as other";
+  const auto cp_chart = timeline_chart(cp, "cp");
+  EXPECT_NE(std::find(cp_chart.rows.begin(), cp_chart.rows.end(), "stage 0 · cp_comm"), cp_chart.rows.end());
+  legend.clear();
+  for (const auto& s : cp_chart.legend) legend.push_back(s.name);
+  EXPECT_NE(std::find(legend.begin(), legend.end(), "CP K/V exchange (in the step)"), legend.end());
+  const auto dense_chart = timeline_chart(dense, "dense");
+  for (const auto& r : dense_chart.rows) EXPECT_TRUE(r.find("ep_comm") == std::string::npos && r.find("cp_comm") == std::string::npos) << r;
 }
 
 }  // namespace
