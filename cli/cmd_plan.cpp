@@ -55,6 +55,7 @@ struct PlanFlags {
   bool explain = false;
   std::string from, job_file;  // --from megatron|deepspeed FILE: search around the user's job
   CLI::Option* gpus_opt = nullptr;
+  CLI::Option* format_opt = nullptr;
   CLI::Option* headroom_opt = nullptr;
   CLI::Option* top_opt = nullptr;
   CLI::Option* batch_opt = nullptr;
@@ -130,6 +131,7 @@ void run_plan(PlanFlags& f) {
   std::vector<PathFlag> inputs = model_cluster_inputs(f.mc);
   inputs.push_back({f.job_file, "--from"});
   check_path_aliasing({{f.out, "--out"}, {f.trace, "--trace"}, {f.report, "--report"}}, inputs);
+  check_plan_on_stdout_format(f.out, f.format_opt, f.format);
   if (!f.out.empty()) check_output_path(f.out, "--out");
   if (!f.trace.empty()) check_output_path(f.trace, "--trace");
   if (!f.report.empty()) {
@@ -294,7 +296,7 @@ void add_plan_command(CLI::App& app) {
   f.top_opt = add_positive(*cmd, "--top", f.top, "how many plans to show (with --format csv: every plan that fits, "
                            "unless given)", 100000)
                   ->capture_default_str();
-  add_format_flag(*cmd, f.format, {"table", "json", "yaml", "csv"});
+  f.format_opt = add_format_flag(*cmd, f.format, {"table", "json", "yaml", "csv"});
   add_explain_flag(*cmd, f.explain);
   f.headroom_opt = cmd->add_option("--memory-headroom", f.memory_headroom,
                   "GPU memory each plan must leave free beyond the workspace reserve, for fragmentation and "

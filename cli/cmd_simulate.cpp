@@ -41,6 +41,7 @@ struct SimulateFlags : planner::LayoutRequest {
   bool ops = false;  // --ops: per-op cost table of the first block and the head
   bool explain = false;
   CLI::Option* gpus_opt = nullptr;
+  CLI::Option* format_opt = nullptr;
   CLI::Option* dp_opt = nullptr;
   CLI::Option* batch_opt = nullptr;
   std::string from, job_file;  // --from megatron|deepspeed and the file it reads
@@ -146,6 +147,7 @@ void run_imported(SimulateFlags& f, PlanReport& report) {
 void run_simulate(SimulateFlags& f) {
   if (f.ops && f.format != "table") input_error("--ops prints a table: use it with --format table");
   if (f.ops && f.out == "-") input_error("--ops prints a table: it cannot go with --out - (the plan on stdout)");
+  check_plan_on_stdout_format(f.out, f.format_opt, f.format);
   std::vector<PathFlag> inputs = model_cluster_inputs(f.mc);
   inputs.push_back({f.job_file, "--from"});
   check_path_aliasing({{f.out, "--out"}, {f.trace, "--trace"}}, inputs);
@@ -252,7 +254,7 @@ void add_simulate_command(CLI::App& app) {
                   "the world size when the file does not")
       ->check(CLI::IsMember({"megatron", "deepspeed"}));
   cmd->add_option("job_file", f.job_file, "the file --from reads")->check(non_empty_path());
-  add_format_flag(*cmd, f.format);
+  f.format_opt = add_format_flag(*cmd, f.format);
   add_explain_flag(*cmd, f.explain);
   add_train_target_flags(*cmd, f.tt);
   cmd->add_option("--out,-o", f.out,

@@ -139,6 +139,13 @@ report::TrainingTarget load_train_target(const TrainTargetFlags& f) {
                                  given(f.goodput_opt, f.goodput));
 }
 
+void check_plan_on_stdout_format(const std::string& out, const CLI::Option* format_opt, const std::string& format) {
+  if (out != "-" || !format_opt || format_opt->count() == 0 || format == "json" || format == "yaml") return;
+  input_error("--out - prints the plan file (YAML, or JSON with --format json), but --format {} asks for "
+              "another output on stdout: drop one of them",
+              format);
+}
+
 CLI::Option* add_format_flag(CLI::App& cmd, std::string& format, const std::vector<std::string>& names) {
   return cmd.add_option("--format,-f", format, "output format")
       ->check(CLI::IsMember(names))

@@ -90,6 +90,11 @@ void add_train_target_flags(CLI::App& cmd, TrainTargetFlags& flags);
 report::TrainingTarget load_train_target(const TrainTargetFlags& flags);
 
 // --format table|json|yaml, or the formats named.
+// `--out -` puts the plan file on stdout, as YAML or (--format json) JSON: an explicit
+// --format that is neither (table, csv) asked for another output, refused by name rather
+// than answered with YAML.
+void check_plan_on_stdout_format(const std::string& out, const CLI::Option* format_opt, const std::string& format);
+
 CLI::Option* add_format_flag(CLI::App& cmd, std::string& format,
                              const std::vector<std::string>& names = {"table", "json", "yaml"});
 // --explain: the `# note:` lines above the table in full, with their sources.

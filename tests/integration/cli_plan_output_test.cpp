@@ -3,10 +3,14 @@
 // `error:` line each.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
+#include "common/json_text.h"
 #include "tests/integration/cli_run.h"
 
 namespace {
@@ -126,3 +130,66 @@ TEST(PlanFront, ListsOnlyPlansNoOtherBeatsOnTimeAndMemory) {
 }
 
 }  // namespace
+
+// Property (silent wrong answers): for random commands, formats and --out -, what comes out
+// on stdout is the format asked for, or the run is refused with one error line; never one
+// format under another's name (`--out - --format csv` once printed the YAML plan file).
+TEST(OutputFormatProperty, StdoutIsTheFormatAskedForOrOneError) {
+  struct Command {
+    std::vector<std::string> args;
+    std::vector<std::string> formats;  // the --format values the command takes, its default first
+    bool plan_file = false;            // takes --out - (the plan file on stdout)
+  };
+  const std::vector<Command> commands = {
+      {{"plan", "--model", "tiny", "--cluster", "dgx-a100", "--gpus", "8", "--global-batch", "16"},
+       {"table", "json", "yaml", "csv"}, true},
+      {{"simulate", "--model", "tiny", "--cluster", "dgx-a100", "--tp", "1", "--pp", "2", "--dp", "4",
+        "--global-batch", "16"},
+       {"table", "json", "yaml"}, true},
+      {{"compare", "--model", "tiny", "--cluster", "dgx-a100", "--gpus", "8", "--global-batch", "16", "--top", "2",
+        "--report", "-"},
+       {"md", "html", "json"}, false},  // md first: the default on stdout
+      {{"models", "show", "tiny"}, {"yaml", "json"}, false},
+  };
+  const auto starts_json = [](const std::string& s) { return !s.empty() && (s[0] == '{' || s[0] == '['); };
+  std::mt19937 rng(9090);
+  for (int trial = 0; trial < 40; ++trial) {
+    const Command& c = commands[std::uniform_int_distribution<std::size_t>(0, commands.size() - 1)(rng)];
+    std::vector<std::string> args = c.args;
+    const int pick = std::uniform_int_distribution<int>(-1, static_cast<int>(c.formats.size()) - 1)(rng);
+    const std::string format = pick < 0 ? "" : c.formats[static_cast<std::size_t>(pick)];
+    if (!format.empty()) args.insert(args.end(), {"--format", format});
+    const bool out_dash = c.plan_file && std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+    if (out_dash) args.insert(args.end(), {"--out", "-"});
+    const RunResult r = run_strata(args);
+    SCOPED_TRACE(::testing::PrintToString(args) + "\nstderr:\n" + r.err);
+    if (r.exit_code == 2) {
+      EXPECT_EQ(r.error_lines().size(), 1u);
+      EXPECT_TRUE(out_dash && (format == "table" || format == "csv")) << "refused a valid request";
+      continue;
+    }
+    ASSERT_EQ(r.exit_code, 0);
+    const std::string& out = r.out;
+    // What the request means: the plan file (--out -) is YAML unless --format json.
+    const std::string asked = out_dash ? (format == "json" ? "json" : "yaml")
+                              : format.empty() ? c.formats.front()
+                                               : format;
+    EXPECT_FALSE(out_dash && (format == "table" || format == "csv")) << "answered a contradictory request";
+    if (asked == "json") {
+      EXPECT_NO_THROW((void)strata::parse_json(out));
+    } else if (asked == "yaml") {
+      EXPECT_FALSE(starts_json(out));
+      EXPECT_NO_THROW((void)YAML::Load(out));
+    } else if (asked == "csv") {
+      EXPECT_EQ(out.rfind("rank,tp,pp,", 0), 0u) << out.substr(0, 80);
+    } else if (asked == "table") {
+      EXPECT_FALSE(starts_json(out));
+      EXPECT_EQ(out.find("schema_version:"), std::string::npos) << "a plan file, not a table";
+    } else if (asked == "html") {
+      EXPECT_NE(out.find("<html"), std::string::npos);
+    } else if (asked == "md") {
+      EXPECT_EQ(out.find("<html"), std::string::npos);
+      EXPECT_EQ(out.rfind("#", 0), 0u);
+    }
+  }
+}
