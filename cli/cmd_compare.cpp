@@ -106,7 +106,8 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--strategies", f.strategies, "YAML file listing the strategies to compare")
       ->check(CLI::ExistingFile)
       ->excludes(f.top_opt);
-  cmd->add_option("--report,-o", f.report,
+  // --out as on every other command that writes one file; --report is the report's own name.
+  cmd->add_option("--report,-o,--out", f.report,
                   "output file (- for stdout); its extension (.html, .md, .json) chooses the format")
       ->capture_default_str();
   cmd->add_option("--format,-f", f.format,

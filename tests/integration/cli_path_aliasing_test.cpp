@@ -108,6 +108,8 @@ std::vector<AliasCase> alias_cases() {
        {"simulate", "--from", "megatron", "job.sh", "--out", "job.sh"}, {"--out", "--from"}},
       // compare: the report over the model, the strategies list, the measured results.
       {"compare_report_over_model", cat(kCompare, {"--report", "model.yaml"}), {"--report", "--model"}},
+      // --out is compare's --report under the name every other command uses.
+      {"compare_out_over_cluster", cat(kCompare, {"--out", "cluster.yaml"}), {"--report", "--cluster"}},
       {"compare_report_over_strategies",
        {"compare", "--model", "model.yaml", "--cluster", "cluster.yaml", "--gpus", "4", "--strategies",
         "strategies.yaml", "--report", "strategies.yaml"},
