@@ -95,8 +95,24 @@ std::string strategy_brief(const planner::Strategy& s) {
   return out;
 }
 
+// A plan that fits with under 5% of the device's memory left beyond the workspace reserve is
+// marked "tight": the caching allocator's fragmentation (a few GiB on an 80 GB part in long
+// jobs, an estimate) can push it over. --memory-headroom keeps only plans with room.
+constexpr double kTightMemoryShare = 0.95;
+
+bool memory_is_tight(double used_gib, double capacity_gib) {
+  return capacity_gib > 0 && used_gib > kTightMemoryShare * capacity_gib && used_gib <= capacity_gib;
+}
+
 std::string memory_cell(double used_gib, double capacity_gib) {
-  return fmt::format("{:.1f}/{:g}", used_gib, capacity_gib);
+  return fmt::format("{:.1f}/{:g}{}", used_gib, capacity_gib, memory_is_tight(used_gib, capacity_gib) ? " tight" : "");
+}
+
+std::string tight_legend(bool any) {
+  return any ? fmt::format("# tight: fits with under {:.0f}% of the GPU's memory to spare; allocator fragmentation "
+                           "can push it over (--memory-headroom 5% keeps only plans with room)\n",
+                           100 * (1 - kTightMemoryShare))
+             : "";
 }
 
 // TFLOP/s with one decimal for GPUs, three significant digits below 1 (CPU ranks).
@@ -289,7 +305,10 @@ std::string format_plan_table(const PlanReport& r) {
     }
     t.add_row(std::move(row));
   }
-  std::string out = header_lines(r) + t.render() + explain_best(r) +
+  const bool any_tight = std::any_of(r.plans.begin(), r.plans.end(), [&](const planner::Plan& p) {
+    return memory_is_tight(p.prediction.peak_memory_gib, r.memory_capacity_gib);
+  });
+  std::string out = header_lines(r) + t.render() + tight_legend(any_tight) + explain_best(r) +
                     explain_memory(r.plans.empty() ? nullptr : &r.plans.front(), "#1");
   if (ttt && !r.plans.empty()) {
     const auto& best = r.plans.front();

@@ -87,6 +87,21 @@ TEST(FormatPlanTable, HasHeaderRankedRowsAndTheReasonTheBestWon) {
   EXPECT_NE(why.find("mostly bubble (200.0 ms vs 450.0 ms)"), std::string::npos) << why;
 }
 
+// A plan that fits with under 5% of the 80 GiB to spare (above 76 GiB) is marked tight, and
+// one legend line says what that means; 76 GiB exactly is not tight, and no tight row means
+// no legend.
+TEST(FormatPlanTable, PlansWithLittleMemoryToSpareAreMarkedTight) {
+  auto r = testing::make_report();
+  std::string out = format_plan_table(r);
+  EXPECT_EQ(out.find("tight"), std::string::npos) << out;
+  r.plans[1].prediction.peak_memory_gib = 77.6;
+  r.plans[0].prediction.peak_memory_gib = 76.0;
+  out = format_plan_table(r);
+  EXPECT_NE(out.find("77.6/80 tight"), std::string::npos) << out;
+  EXPECT_EQ(out.find("76.0/80 tight"), std::string::npos) << out;
+  EXPECT_NE(out.find("# tight: fits with under 5% of the GPU's memory to spare"), std::string::npos) << out;
+}
+
 TEST(FormatSimulationTable, ListsBreakdownSharesThatSumToTheStep) {
   auto r = testing::make_report();
   r.command = "simulate";
