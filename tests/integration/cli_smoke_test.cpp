@@ -305,6 +305,22 @@ TEST(CliCatalogs, ModelsAndClustersList) {
   EXPECT_NE(cj.out.find("clusters:"), std::string::npos);
 }
 
+// The sources the outputs cite are in the repository: no note, page or plan file names a
+// path outside it (the device tables once cited ../shared/validation/components.yaml).
+TEST(CliPlan, CitedSourcesAreInsideTheRepository) {
+  for (const char* cluster : {"dgx-a100", "dgx-h100", "h200-node"}) {
+    SCOPED_TRACE(cluster);
+    const auto plan = run_strata({"plan", "--model", "gpt2-124m", "--cluster", cluster, "--gpus", "8", "--explain",
+                                  "--format", "json"});
+    ASSERT_EQ(plan.exit_code, 0) << plan.err;
+    EXPECT_EQ(plan.out.find("../"), std::string::npos);
+    const auto page = run_strata({"compare", "--model", "gpt2-124m", "--cluster", cluster, "--gpus", "8", "--top",
+                                  "2", "--format", "html", "--report", "-"});
+    ASSERT_EQ(page.exit_code, 0) << page.err;
+    EXPECT_EQ(page.out.find("../"), std::string::npos);
+  }
+}
+
 TEST(CliMain, HelpAndVersionExitZero) {
   auto h = run_strata({"--help"});
   expect_clean_success(h);
