@@ -75,11 +75,23 @@ double measured_seconds(const YamlReader& row, const MeasuredRun& r) {
 }
 
 // Megatron-LM's uneven splits, named by its flags: the embedding and / or loss counted as a
-// layer (planner/embedding_loss_split.h) or the first / last pipeline rank's blocks
-// (planner/first_last_stages.h). Without the key strata balances the stages itself.
+// layer (planner/embedding_loss_split.h), the first / last pipeline rank's blocks
+// (planner/first_last_stages.h), or a --pipeline-model-parallel-layout string. Without the
+// key strata balances the stages itself.
 std::vector<std::vector<int>> read_pipeline_split(const YamlReader& split, const MeasuredRun& r) {
-  split.expect_keys({"account_for_embedding", "account_for_loss", "first_stage_blocks", "last_stage_blocks"});
+  split.expect_keys({"account_for_embedding", "account_for_loss", "first_stage_blocks", "last_stage_blocks", "layout"});
   const planner::Strategy& s = r.strategy;
+  if (split.has("layout")) {  // --pipeline-model-parallel-layout, alone
+    if (split.has("account_for_embedding") || split.has("account_for_loss") || split.has("first_stage_blocks") ||
+        split.has("last_stage_blocks"))
+      split.fail("layout", "cannot be combined with the other split keys (Megatron-LM's rule)");
+    auto groups = exports::pipeline_layout_groups(split.get_string("layout"), r.model.layers, r.model.mtp_layers,
+                                                  split.where("layout"));
+    if (groups.size() != static_cast<std::size_t>(s.pp) * s.vpp)
+      split.fail("layout", fmt::format("has {} virtual stages, strategy pp x vpp is {}", groups.size(),
+                                       static_cast<std::int64_t>(s.pp) * s.vpp));
+    return groups;
+  }
   const planner::EmbeddingLossSplit counted{split.get_bool("account_for_embedding", false),
                                             split.get_bool("account_for_loss", false)};
   const bool first_last = split.has("first_stage_blocks") || split.has("last_stage_blocks");

@@ -605,6 +605,11 @@ void MegatronArgsReader::read_recompute() {
 
 }  // namespace
 
+std::vector<std::vector<int>> pipeline_layout_groups(const std::string& layout, std::int64_t layers,
+                                                     std::int64_t mtp_layers, const std::string& source) {
+  return groups_from_layout(layout, layers, mtp_layers, source);
+}
+
 ImportedJob import_megatron_args(const std::string& text, const std::string& source) {
   const std::vector<std::string> words = shell_words(expand_launch_script(text, source), source);
   ImportedJob job;

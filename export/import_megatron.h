@@ -19,4 +19,10 @@ namespace strata::exports {
 
 ImportedJob import_megatron_args(const std::string& text, const std::string& source);
 
+// The layer groups of each virtual stage of a --pipeline-model-parallel-layout string
+// ("E,t*4|t*4|...|t,m,L") for `layers` blocks and `mtp_layers` MTP blocks; InputError naming
+// `source` for a layout strata does not model.
+std::vector<std::vector<int>> pipeline_layout_groups(const std::string& layout, std::int64_t layers,
+                                                     std::int64_t mtp_layers, const std::string& source);
+
 }  // namespace strata::exports

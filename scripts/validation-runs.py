@@ -25,7 +25,7 @@ def row(out, rid, model, strategy, seconds, source, stack=None, sweep=None, use=
     if stack: r["stack"] = stack
     r["strategy"] = flow(strategy)
     if split:  # Megatron-LM's uneven split, by its flags (runs-file key pipeline_split)
-        r["pipeline_split"] = flow({k: str(v).lower() for k, v in split.items()})
+        r["pipeline_split"] = flow({k: f'"{v}"' if isinstance(v, str) else str(v).lower() for k, v in split.items()})
     if precision: r["precision"] = precision
     r["measured"] = flow({"iteration_s": f"{seconds:.6g}"})
     r["source"] = f'"{source}"'

@@ -252,6 +252,14 @@ TEST(MeasuredRuns, PipelineSplitIsMegatronsAndChangesThePrediction) {
   EXPECT_NE(err(", pipeline_split: {account_for_loss: true, last_stage_blocks: 3}").find("cannot be combined"),
             std::string::npos);
   EXPECT_NE(err(", pipeline_split: {first: 3}").find("first"), std::string::npos);
+  // A --pipeline-model-parallel-layout string: 10 blocks with the embedding, 22 with the loss.
+  const auto layout = cal::parse_measured_runs(with(", pipeline_split: {layout: \"E,t*10|t*22,L\"}"), "r.yaml");
+  ASSERT_EQ(layout[0].stage_layers.size(), 2u);
+  EXPECT_EQ(layout[0].stage_layers[0].size(), 11u);
+  EXPECT_EQ(layout[0].stage_layers[1].size(), 23u);
+  EXPECT_NE(err(", pipeline_split: {layout: \"E,t*10|t*10|t*12,L\"}").find("3 virtual stages"), std::string::npos);
+  EXPECT_NE(err(", pipeline_split: {layout: \"E,t*10|t*22,L\", account_for_loss: true}").find("cannot be combined"),
+            std::string::npos);
 }
 
 // The TorchTitan dev set (bench/validation/runs/torchtitan.yaml, H100 and A100 rows) loads on its
