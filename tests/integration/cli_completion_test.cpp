@@ -183,7 +183,7 @@ TEST_F(Completion, CatalogNamesFollowModelClusterAndShowAndNumbersOfferNothing) 
   EXPECT_EQ(got[1], std::vector<std::string>{"llama3-70b"});
   EXPECT_EQ(got[2], std::vector<std::string>{"dgx-h100"});
   EXPECT_TRUE(got[3].empty()) << got[3].size();
-  EXPECT_EQ(got[4], std::vector<std::string>{"nemo-2024-perf"});
+  EXPECT_EQ(got[4], (std::vector<std::string>{"nemo-2024-perf", "nemo-2024-perf-deepep"}));
   EXPECT_EQ(got[5], std::vector<std::string>{"plan"});
 }
 
