@@ -202,6 +202,20 @@ TEST_F(ValidateCommand, RejectsTooFewStepsForTheWarmup) {
 // run in their own process group, which a terminal's signal does not reach), removes the
 // temporary folder and exits 128 + 15 with one error line. The stand-in mpirun starts a
 // long child, then signals validate (its parent) itself.
+// Whether the process whose pid a fake mpirun wrote to `pid_file` ends within `tries` x 20 ms
+// (killed here when it does not, so that no test leaves it behind).
+bool child_ends(const fs::path& pid_file, int tries) {
+  for (int i = 0; i < 100 && !fs::exists(pid_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!fs::exists(pid_file)) return false;
+  const pid_t child = std::stoi(strata::testing::read_all(pid_file.string()));
+  for (int i = 0; i < tries; ++i) {
+    if (::kill(child, 0) != 0 && errno == ESRCH) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(child, SIGKILL);
+  return false;
+}
+
 TEST_F(ValidateCommand, ASignalEndsTheRunningJobAndRemovesTheTemporaryFolder) {
   const fs::path tmp = dir_ / "tmp";
   fs::create_directories(tmp);
@@ -217,14 +231,7 @@ TEST_F(ValidateCommand, ASignalEndsTheRunningJobAndRemovesTheTemporaryFolder) {
   EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
   ASSERT_EQ(r.error_lines().size(), 1u) << r.err;
   EXPECT_NE(r.error_lines()[0].find("stopped by SIGTERM"), std::string::npos) << r.err;
-  ASSERT_TRUE(fs::exists(child_pid));
-  const pid_t child = std::stoi(strata::testing::read_all(child_pid.string()));
-  bool gone = false;
-  for (int i = 0; i < 100 && !gone; ++i) {
-    gone = ::kill(child, 0) != 0 && errno == ESRCH;
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(gone) << "the job's child " << child << " outlived validate";
+  EXPECT_TRUE(child_ends(child_pid, 100)) << "the job's child outlived validate";
   EXPECT_TRUE(fs::is_empty(tmp)) << "the temporary folder was left in " << tmp;
 }
 
@@ -241,16 +248,7 @@ TEST_F(ValidateCommand, TheJobDiesWithAKilledValidate) {
                                              120);
   ASSERT_FALSE(r.timed_out);
   EXPECT_EQ(r.signal, SIGKILL) << r.err;
-  for (int i = 0; i < 100 && !fs::exists(child_pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(fs::exists(child_pid));
-  const pid_t child = std::stoi(strata::testing::read_all(child_pid.string()));
-  bool gone = false;
-  for (int i = 0; i < 150 && !gone; ++i) {
-    gone = ::kill(child, 0) != 0 && errno == ESRCH;
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(gone) << "the job's child " << child << " outlived a killed validate";
-  if (!gone) ::kill(child, SIGKILL);
+  EXPECT_TRUE(child_ends(child_pid, 150)) << "the job's child outlived a killed validate";
 }
 
 }  // namespace

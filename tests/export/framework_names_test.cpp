@@ -198,13 +198,18 @@ TEST(MegatronNames, StageMapsUseFirstLastFlagsOrTheLayout) {
   EXPECT_EQ(f.count("--num-layers-per-virtual-pipeline-stage"), 0u);
   // First/last counts with virtual stages: Megatron-LM takes those as a count per rank
   // (first 4, last 6 over 2 chunks of 2, 5, 5, 3 blocks), and the names exist at the pin.
+  // The flags of a plan, each checked against Megatron-LM's own argument table.
+  const auto checked_args = [](const Plan& plan) {
+    std::map<std::string, std::string> out;
+    for (const auto& [k, v] : megatron_args(plan, plain_stack())) {
+      out[k] = v;
+      expect_arg_type(table("megatron_args.yaml")["args"], k, v);
+    }
+    return out;
+  };
   Plan fl = make_plan(gpt(30), 1, 1, 4, 2, 1, 8);
   fl.stage_layers = stage_map({2, 5, 5, 3, 2, 5, 5, 3});
-  f.clear();
-  for (const auto& [k, v] : megatron_args(fl, plain_stack())) {
-    f[k] = v;
-    expect_arg_type(table("megatron_args.yaml")["args"], k, v);
-  }
+  f = checked_args(fl);
   EXPECT_EQ(f["--decoder-first-pipeline-num-layers"], "4");
   EXPECT_EQ(f["--decoder-last-pipeline-num-layers"], "6");
   EXPECT_EQ(f["--num-virtual-stages-per-pipeline-rank"], "2");
@@ -214,11 +219,7 @@ TEST(MegatronNames, StageMapsUseFirstLastFlagsOrTheLayout) {
   // and last chunk hold 2): Megatron-LM's two flags, not a layout.
   Plan counted = make_plan(gpt(22), 1, 1, 4, 2, 1, 8);
   counted.stage_layers = stage_map({2, 3, 3, 3, 3, 3, 3, 2});
-  f.clear();
-  for (const auto& [k, v] : megatron_args(counted, plain_stack())) {
-    f[k] = v;
-    expect_arg_type(table("megatron_args.yaml")["args"], k, v);
-  }
+  f = checked_args(counted);
   EXPECT_EQ(f.count("--account-for-embedding-in-pipeline-split"), 1u);
   EXPECT_EQ(f.count("--account-for-loss-in-pipeline-split"), 1u);
   EXPECT_EQ(f["--num-virtual-stages-per-pipeline-rank"], "2");
