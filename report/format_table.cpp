@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "common/errors.h"
 #include "common/one_line.h"
@@ -160,19 +162,22 @@ std::string header_lines(const PlanReport& r) {
   // Without --explain the header keeps to what a reader must see before trusting the table:
   // the first note (the stack the numbers rest on), every warning, and any number that is
   // only a datasheet's; the rest (kernel sources, memory rules) is one --explain away.
+  // The count of the notes held back rides on the first line: one note line by default.
+  std::vector<std::string> lines;
   std::size_t held_back = 0;
   for (std::size_t i = 0; i < r.notes.size(); ++i) {
     const std::string& n = r.notes[i];
     const std::string brief = short_note(n);  // the sources in parentheses are not the caveat
     const bool must_see = i == 0 || n.rfind("warning:", 0) == 0 || brief.find("datasheet") != std::string::npos;
     if (r.explain || must_see)
-      out += fmt::format("# note: {}\n", one_line(r.explain ? n : brief));
+      lines.push_back(one_line(r.explain ? n : brief));
     else
       ++held_back;
   }
   if (held_back > 0)
-    out += fmt::format("# note: {} more note{} (kernel sources, collectives, memory rules): --explain prints them\n",
-                       held_back, held_back == 1 ? "" : "s");
+    lines.front() += fmt::format(" ({} more note{}: kernel sources, collectives, memory rules; --explain prints them)",
+                                 held_back, held_back == 1 ? "" : "s");
+  for (const auto& l : lines) out += "# note: " + l + "\n";
   return out;
 }
 

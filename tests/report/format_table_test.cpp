@@ -43,12 +43,18 @@ TEST(FormatPlanTable, ShortHeaderKeepsFirstNoteWarningsAndCountsTheRest) {
   r.notes = {"stack s: attention cudnn", "compute dtype bf16", "GEMM times: datasheet roofline",
              "collectives: alpha-beta model", "warning: MFU above every published run", "memory: rules"};
   const std::string out = format_plan_table(r);
-  for (const char* kept : {"# note: stack s: attention cudnn", "# note: GEMM times: datasheet roofline",
-                           "# note: warning: MFU above every published run",
-                           "# note: 3 more notes (kernel sources, collectives, memory rules): --explain"})
+  for (const char* kept : {"# note: stack s: attention cudnn (3 more notes: kernel sources, collectives, memory "
+                           "rules; --explain prints them)\n",
+                           "# note: GEMM times: datasheet roofline", "# note: warning: MFU above every published run"})
     EXPECT_NE(out.find(kept), std::string::npos) << kept << "\n" << out;
   for (const char* held : {"compute dtype bf16", "alpha-beta", "memory: rules"})
     EXPECT_EQ(out.find(held), std::string::npos) << held;
+  // Without warnings or datasheet numbers the header has one note line.
+  r.notes = {"stack s: attention cudnn", "compute dtype bf16", "memory: rules"};
+  const std::string quiet = format_plan_table(r);
+  std::size_t note_lines = 0;
+  for (std::size_t at = quiet.find("# note:"); at != std::string::npos; at = quiet.find("# note:", at + 1)) ++note_lines;
+  EXPECT_EQ(note_lines, 1u) << quiet;
   r.explain = true;
   const std::string full = format_plan_table(r);
   for (const auto& n : r.notes) EXPECT_NE(full.find("# note: " + n), std::string::npos) << n;
