@@ -3,6 +3,7 @@
 #include "export/import_megatron.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <climits>
 #include <map>
@@ -610,7 +611,48 @@ std::vector<std::vector<int>> pipeline_layout_groups(const std::string& layout, 
   return groups_from_layout(layout, layers, mtp_layers, source);
 }
 
+static ImportedJob import_megatron_words(const std::string& text, const std::string& source);
+
+namespace {
+// The line of `text` where the flag an import error names first appears ("--rope-type ..."
+// on line 3, or the array that holds it): errors say "job.sh:3: --rope-type ..." so the user
+// finds what to change. 0 when the message names no flag or the text does not hold it.
+std::size_t line_of_named_flag(const std::string& message, const std::string& source, const std::string& text) {
+  const std::string prefix = source + ": ";
+  if (message.rfind(prefix, 0) != 0) return 0;
+  const std::size_t at = message.find("--", prefix.size());
+  if (at == std::string::npos) return 0;
+  std::size_t end = at + 2;
+  while (end < message.size() && (std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '-' ||
+                                  message[end] == '_'))
+    ++end;
+  const std::string flag = message.substr(at, end - at);
+  if (flag.size() <= 2) return 0;
+  std::size_t line = 1;
+  for (std::size_t i = 0; i + flag.size() <= text.size(); ++i) {
+    if (text[i] == '\n') ++line;
+    const bool starts = i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '-');
+    const std::size_t after = i + flag.size();
+    const bool ends = after == text.size() || !(std::isalnum(static_cast<unsigned char>(text[after])) ||
+                                                text[after] == '-' || text[after] == '_');
+    if (starts && ends && text.compare(i, flag.size(), flag) == 0) return line;
+  }
+  return 0;
+}
+}  // namespace
+
 ImportedJob import_megatron_args(const std::string& text, const std::string& source) {
+  try {
+    return import_megatron_words(text, source);
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    const std::size_t line = line_of_named_flag(message, source, text);
+    if (line == 0) throw;
+    throw InputError(fmt::format("{}:{}: {}", source, line, message.substr(source.size() + 2)));
+  }
+}
+
+static ImportedJob import_megatron_words(const std::string& text, const std::string& source) {
   const std::vector<std::string> words = shell_words(expand_launch_script(text, source), source);
   ImportedJob job;
   const std::size_t args = read_launcher(words, job, source);

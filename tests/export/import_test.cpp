@@ -250,6 +250,22 @@ TEST(ImportMegatron, QkLayernormIsTheModelsQkNorms) {
   EXPECT_NE(why.find("model.qk_norm"), std::string::npos) << why;
 }
 
+// An import error names the line of the script where the flag it is about stands (the flag's
+// own line, or the array that holds it), so the user knows what to change.
+TEST(ImportMegatron, ErrorsNameTheLineOfTheFlag) {
+  const std::string script =
+      "#!/bin/bash\n"
+      "MODEL=(--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size 1000)\n"
+      "POS=(--position-embedding-type rope --rope-type yarn)\n"
+      "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py \"${MODEL[@]}\" \\\n"
+      "  --micro-batch-size 1 \"${POS[@]}\"\n";
+  const std::string why = strata::testing::input_error_of([&] { import_megatron_args(script, "job.sh"); });
+  EXPECT_EQ(why.rfind("job.sh:3: --rope-type 'yarn'", 0), 0u) << why;
+  // A message that names no flag keeps the file alone.
+  const std::string no_flag = strata::testing::input_error_of([&] { import_megatron_args("--num-layers 4", "job.sh"); });
+  EXPECT_EQ(no_flag.rfind("job.sh: ", 0), 0u) << no_flag;
+}
+
 TEST(ImportMegatron, ShellWordsResolveQuotesEscapesAndContinuations) {
   EXPECT_EQ(shell_words("a 'b c' \"d e\" f\\ g \\\n h # comment\n i#j", "s"),
             (std::vector<std::string>{"a", "b c", "d e", "f g", "h", "i#j"}));
