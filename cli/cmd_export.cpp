@@ -37,7 +37,7 @@ struct ExportFlags {
   std::string from;                 // the user's Megatron-LM launch script to patch
 };
 
-// --train-tokens and --launcher as the export library takes them; the Slurm script's node
+// --train-tokens and --launcher as the export library takes them; the launch script's node
 // shape comes from the plan's cluster.
 exports::ExportOptions export_options(const ExportFlags& f, const planner::Plan& plan) {
   exports::ExportOptions opt;
@@ -55,6 +55,12 @@ exports::ExportOptions export_options(const ExportFlags& f, const planner::Plan&
     } catch (const InputError& e) {
       throw InputError(fmt::format("--launcher slurm needs the plan's cluster for its GPUs per "
                                    "node: {}", e.what()));
+    }
+  } else {
+    // torchrun's nodes are the cluster's too; a cluster that is gone leaves 8 per node.
+    try {
+      opt.gpus_per_node = costmodel::load_cluster(plan.cluster).gpus_per_node;
+    } catch (const InputError&) {
     }
   }
   return opt;

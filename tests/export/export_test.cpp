@@ -132,6 +132,17 @@ TEST(ExportCommand, TrainTokensSlurmAndFromWithOneErrorLineEach) {
   CmdResult ds = run_strata(base + "--to deepspeed --train-tokens 1M", dir);
   EXPECT_EQ(ds.code, 0) << ds.err;
   EXPECT_NE(ds.err.find("run the training loop for 16 steps"), std::string::npos) << ds.err;
+  // torchrun takes the plan's cluster's nodes as well: the same 8 GPUs on a cluster of 4-GPU
+  // nodes are two nodes of 4.
+  std::string four = strata::read_file(std::string(STRATA_SOURCE_DIR) + "/costmodel/hardware/clusters/dgx-a100.yaml");
+  four.replace(four.find("gpus_per_node: 8"), 16, "gpus_per_node: 4");
+  strata::write_file_atomic((dir / "four.yaml").string(), four);
+  Plan on_four = p;
+  on_four.cluster = (dir / "four.yaml").string();
+  strata::write_file_atomic((dir / "plan4.yaml").string(), strata::planner::plan_to_yaml(on_four));
+  CmdResult nodes = run_strata("export --plan '" + (dir / "plan4.yaml").string() + "' --stack mcore-2024 --to megatron", dir);
+  EXPECT_EQ(nodes.code, 0) << nodes.err;
+  EXPECT_NE(nodes.out.find("--nnodes 2 --nproc_per_node 4"), std::string::npos) << nodes.out;
   CmdResult sbatch = run_strata(base + "--to megatron --launcher slurm", dir);
   EXPECT_EQ(sbatch.code, 0) << sbatch.err;
   EXPECT_NE(sbatch.out.find("#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"),
