@@ -49,19 +49,13 @@ exports::ExportOptions export_options(const ExportFlags& f, const planner::Plan&
       throw InputError(fmt::format("--train-tokens: {}", e.what()));
     }
   }
-  if (opt.launcher == exports::Launcher::Slurm) {
-    try {
-      opt.gpus_per_node = costmodel::load_cluster(plan.cluster).gpus_per_node;
-    } catch (const InputError& e) {
+  try {
+    opt.gpus_per_node = costmodel::load_cluster(plan.cluster).gpus_per_node;
+  } catch (const InputError& e) {
+    // torchrun without the cluster keeps 8 GPUs per node; an sbatch script needs the real shape.
+    if (opt.launcher == exports::Launcher::Slurm)
       throw InputError(fmt::format("--launcher slurm needs the plan's cluster for its GPUs per "
                                    "node: {}", e.what()));
-    }
-  } else {
-    // torchrun's nodes are the cluster's too; a cluster that is gone leaves 8 per node.
-    try {
-      opt.gpus_per_node = costmodel::load_cluster(plan.cluster).gpus_per_node;
-    } catch (const InputError&) {
-    }
   }
   return opt;
 }

@@ -611,8 +611,6 @@ std::vector<std::vector<int>> pipeline_layout_groups(const std::string& layout, 
   return groups_from_layout(layout, layers, mtp_layers, source);
 }
 
-static ImportedJob import_megatron_words(const std::string& text, const std::string& source);
-
 namespace {
 // The line of `text` where the flag an import error names first appears ("--rope-type ..."
 // on line 3, or the array that holds it): errors say "job.sh:3: --rope-type ..." so the user
@@ -639,20 +637,8 @@ std::size_t line_of_named_flag(const std::string& message, const std::string& so
   }
   return 0;
 }
-}  // namespace
 
-ImportedJob import_megatron_args(const std::string& text, const std::string& source) {
-  try {
-    return import_megatron_words(text, source);
-  } catch (const InputError& e) {
-    const std::string message = e.what();
-    const std::size_t line = line_of_named_flag(message, source, text);
-    if (line == 0) throw;
-    throw InputError(fmt::format("{}:{}: {}", source, line, message.substr(source.size() + 2)));
-  }
-}
-
-static ImportedJob import_megatron_words(const std::string& text, const std::string& source) {
+ImportedJob import_megatron_words(const std::string& text, const std::string& source) {
   const std::vector<std::string> words = shell_words(expand_launch_script(text, source), source);
   ImportedJob job;
   const std::size_t args = read_launcher(words, job, source);
@@ -665,6 +651,18 @@ static ImportedJob import_megatron_words(const std::string& text, const std::str
   r.read_stage_map();
   r.read_recompute();
   return job;
+}
+}  // namespace
+
+ImportedJob import_megatron_args(const std::string& text, const std::string& source) {
+  try {
+    return import_megatron_words(text, source);
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    const std::size_t line = line_of_named_flag(message, source, text);
+    if (line == 0) throw;
+    throw InputError(fmt::format("{}:{}: {}", source, line, message.substr(source.size() + 2)));
+  }
 }
 
 }  // namespace strata::exports

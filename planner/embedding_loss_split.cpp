@@ -22,11 +22,10 @@ std::vector<std::int64_t> embedding_loss_split_blocks(std::int64_t layers, int p
                 what, counted / pp, vpp);
   const std::size_t stages = static_cast<std::size_t>(pp) * vpp;
   std::vector<std::int64_t> out(stages, counted / static_cast<std::int64_t>(stages));
+  // At least one counted layer per virtual stage, so neither end goes below 0 blocks (with a
+  // single stage, both flags leave it exactly the model's blocks).
   if (split.embedding) --out.front();
   if (split.loss) --out.back();
-  if (out.front() < 0 || out.back() < 0)
-    input_error("{}: one layer per virtual stage leaves no room for both the embedding and the loss on one stage",
-                what);
   return out;
 }
 
@@ -35,12 +34,10 @@ std::optional<EmbeddingLossSplit> embedding_loss_split_of(const std::vector<std:
   if (pp < 1 || vpp < 1 || blocks.size() != static_cast<std::size_t>(pp) * vpp) return std::nullopt;
   for (const EmbeddingLossSplit split : {EmbeddingLossSplit{true, true}, EmbeddingLossSplit{true, false},
                                          EmbeddingLossSplit{false, true}}) {
+    // The split exists only where Megatron-LM's divisibility rules hold (else _blocks refuses).
     const std::int64_t counted = layers + (split.embedding ? 1 : 0) + (split.loss ? 1 : 0);
     if (counted % pp != 0 || (counted / pp) % vpp != 0) continue;
-    try {
-      if (embedding_loss_split_blocks(layers, pp, vpp, split, "") == blocks) return split;
-    } catch (const InputError&) {
-    }
+    if (embedding_loss_split_blocks(layers, pp, vpp, split, "") == blocks) return split;
   }
   return std::nullopt;
 }

@@ -111,9 +111,10 @@ std::string memory_cell(double used_gib, double capacity_gib) {
 }
 
 std::string tight_legend(bool any) {
-  return any ? fmt::format("# tight: fits with under {:.0f}% of the GPU's memory to spare; allocator fragmentation "
-                           "can push it over (--memory-headroom 5% keeps only plans with room)\n",
-                           100 * (1 - kTightMemoryShare))
+  const double spare_percent = 100 * (1 - kTightMemoryShare);
+  return any ? fmt::format("# tight: fits with under {0:.0f}% of the GPU's memory to spare; allocator fragmentation "
+                           "can push it over (--memory-headroom {0:.0f}% keeps only plans with room)\n",
+                           spare_percent)
              : "";
 }
 
