@@ -512,7 +512,7 @@ void SimEngine::fill_breakdown(const Strategy& s, const GradientSync& sync, cons
     tp_q += m * (st.fwd_tp[c * pp + q] + st.bwd_tp[c * pp + q]);
     cp_q += m * (st.fwd_cp[c * pp + q] + st.bwd_cp[c * pp + q]);
     p2p_q += m * (st.p2p_fwd[c * pp + q] + st.p2p_bwd[c * pp + q]);
-    ep_q += m * st.ep_v[c * pp + q];
+    ep_q += m * (st.ep_fwd[c * pp + q] + st.ep_bwd[c * pp + q]);
   }
   const double busy_q = w.busy_fwd[q] + w.busy_bwd[q];
   bd.ep_comm = ep_q;

@@ -90,7 +90,6 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
   st.bwd.assign(n, 0.0);
   st.fwd_tp.assign(n, 0.0);
   st.bwd_tp.assign(n, 0.0);
-  st.ep_v.assign(n, 0.0);
   st.ep_fwd.assign(n, 0.0);
   st.ep_bwd.assign(n, 0.0);
   st.fwd_cp.assign(n, 0.0);
@@ -111,7 +110,6 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
       const double ep_recompute =
           (s.recompute == Recompute::Full && is_block(g, layers) ? gc.ep_fwd_s : 0.0) +
           (s.recompute == Recompute::Selective && s.recompute_modules.moe ? gc.moe_ep_fwd_s : 0.0);
-      st.ep_v[v] += gc.ep_fwd_s + gc.ep_bwd_s + ep_recompute;
       st.ep_fwd[v] += gc.ep_fwd_s;
       st.ep_bwd[v] += gc.ep_bwd_s + ep_recompute;
     }
@@ -162,7 +160,6 @@ void SimEngine::hide_ep_exchange(const Strategy& s, const Placement& pl, const G
     st.bwd[i] += merged * (bwd_slow - bwd_hidden);
     st.fwd_tp[i] -= merged * fwd_hidden;
     st.bwd_tp[i] -= merged * bwd_hidden;
-    st.ep_v[i] -= merged * (fwd_hidden + bwd_hidden);
     st.ep_fwd[i] -= merged * fwd_hidden;
     st.ep_bwd[i] -= merged * bwd_hidden;
   }

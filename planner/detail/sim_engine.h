@@ -211,9 +211,9 @@ class SimEngine {
   // ---- Cost charging per step and iteration (step_costs.cpp). ----
   // Per virtual stage: forward / backward times and their parts, pipeline links (times_).
   struct StageTimes {
-    std::vector<double> fwd, bwd, fwd_tp, bwd_tp, ep_v, fwd_cp, bwd_cp, fwd_zero, bwd_zero;
-    // ep_v by direction (the forward's exchange; the backward's with its recompute), for the
-    // timeline's all-to-all lane: ep_v is their sum.
+    std::vector<double> fwd, bwd, fwd_tp, bwd_tp, fwd_cp, bwd_cp, fwd_zero, bwd_zero;
+    // The exposed expert all-to-all by direction (the forward's exchange; the backward's with
+    // its recompute): the breakdown's ep_comm and the timeline's all-to-all lane.
     std::vector<double> ep_fwd, ep_bwd;
     std::vector<double> link, p2p_fwd, p2p_bwd;
     double model_flops_mb = 0, recompute_flops = 0;  // per micro-batch, whole model
