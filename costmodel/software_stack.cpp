@@ -30,6 +30,11 @@ const char* to_string(P2pMode p) {
   return enum_name(p, kNames);
 }
 
+const char* to_string(Zero3Gather g) {
+  constexpr EnumName<Zero3Gather> kNames[] = {{Zero3Gather::Block, "block"}, {Zero3Gather::Module, "module"}};
+  return enum_name(g, kNames);
+}
+
 namespace {
 
 // The newest stack of the catalog: the default on GPU devices.
@@ -61,7 +66,7 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   r.expect_keys({"name", "description", "framework", "version", "precision", "grad_reduce_dtype",
                  "attention", "fusions", "overlap", "grad_bucket_params", "optimizer",
                  "distributed_optimizer", "kernel_overhead_us", "cp_comm_type", "zero_prefetch",
-                 "zero3_recompute_regather",
+                 "zero3_recompute_regather", "zero3_gather", "zero3_persist_params", "zero3_gather_bucket_params", "zero3_fetch_host_us",
                  "grad_buffer", "fp8_params", "moe_dispatcher", "supports", "sources",
                  "selective_recompute_modules"});
   SoftwareStack s;
@@ -139,12 +144,28 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
       r.get_enum("cp_comm_type", {"p2p", "all_gather", "allgather"}, "p2p"));
   s.zero_prefetch = r.get_bool("zero_prefetch", true);
   s.zero3_recompute_regather = r.get_bool("zero3_recompute_regather", true);
+  s.zero3_gather =
+      r.get_enum("zero3_gather", {"block", "module"}, "block") == "module" ? Zero3Gather::Module : Zero3Gather::Block;
+  s.zero3_persist_params = r.get_double("zero3_persist_params", 0.0);
+  if (!(s.zero3_persist_params >= 0 && s.zero3_persist_params < 1e12))
+    r.fail("zero3_persist_params", fmt::format("{} must be in [0, 1e12)", s.zero3_persist_params));
+  s.zero3_gather_bucket_params = r.get_double("zero3_gather_bucket_params", 0.0);
+  if (!(s.zero3_gather_bucket_params >= 0 && s.zero3_gather_bucket_params < 1e12))
+    r.fail("zero3_gather_bucket_params", fmt::format("{} must be in [0, 1e12)", s.zero3_gather_bucket_params));
+  s.zero3_fetch_host_us = r.get_double("zero3_fetch_host_us", 0.0);
+  if (!(s.zero3_fetch_host_us >= 0 && s.zero3_fetch_host_us < 1e6))
+    r.fail("zero3_fetch_host_us", fmt::format("{} must be in [0, 1e6)", s.zero3_fetch_host_us));
+  if (s.zero3_gather == Zero3Gather::Block &&
+      (s.zero3_persist_params > 0 || s.zero3_gather_bucket_params > 0))
+    r.fail("zero3_gather", "zero3_persist_params and zero3_gather_bucket_params need zero3_gather: module");
   if (r.has("supports")) {
     YamlReader u = r.child("supports");
-    u.expect_keys({"sequence_parallel", "selective_recompute", "zero", "context_parallel", "experts", "ep_overlap"});
+    u.expect_keys({"sequence_parallel", "selective_recompute", "zero", "zero_with_pp", "context_parallel", "experts",
+                   "ep_overlap"});
     s.supports.sequence_parallel = u.get_bool("sequence_parallel", true);
     s.supports.selective_recompute = u.get_bool("selective_recompute", true);
     s.supports.max_zero = static_cast<int>(u.get_int_in("zero", 0, 3, 3));
+    s.supports.max_zero_with_pp = static_cast<int>(u.get_int_in("zero_with_pp", 0, 3, 3));
     s.supports.context_parallel = u.get_bool("context_parallel", true);
     s.supports.experts = u.get_bool("experts", true);
     s.supports.ep_overlap = u.get_bool("ep_overlap", false);

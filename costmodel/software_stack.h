@@ -28,6 +28,15 @@
 //   zero_prefetch: true             # optional: ZeRO-3 gathers ahead of use (default true)
 //   zero3_recompute_regather: true  # optional: under full recompute the re-run forward gathers
 //                                   # the ZeRO-3 parameters again (default true, DeepSpeed)
+//   zero3_gather: block             # optional: one ZeRO-3 all-gather per layer group (block,
+//                                   # default: FSDP units) or per weight-holding module (module:
+//                                   # DeepSpeed stage 3's per-submodule fetch)
+//   zero3_gather_bucket_params: 0   # optional: consecutive modules' gathers coalesced up to this
+//                                   # many parameters (DeepSpeed >= 0.6 prefetch bucket); 0: none
+//   zero3_fetch_host_us: 0          # optional: host time per ZeRO-3 gather on the critical path
+//   zero3_persist_params: 0         # optional: a module with at most this many parameters keeps
+//                                   # them whole on every rank and is never gathered (DeepSpeed's
+//                                   # stage3_param_persistence_threshold; default 0)
 //   selective_recompute_modules: [per_op]   # optional: what recompute selective re-runs here
 //   grad_buffer: {zero: true, nan_check: false, scale: true}   # optional, default all false:
 //                                   # passes over the gradient buffer every iteration
@@ -52,6 +61,10 @@ enum class AttentionKernel {
 };
 const char* to_string(AttentionKernel k);
 
+// Unit of a ZeRO-3 parameter all-gather (SoftwareStack::zero3_gather).
+enum class Zero3Gather { Block, Module };
+const char* to_string(Zero3Gather g);
+
 enum class P2pMode {
   Blocking,  // the stage waits for its send to complete before computing on
   Async,     // sends run on a communication stream beside compute
@@ -61,12 +74,15 @@ const char* to_string(P2pMode p);
 
 // What a framework version can run at all: the search offers nothing else and simulate
 // refuses the rest by name (a 2021 Megatron-LM has no sequence parallelism to plan with).
-// YAML `supports: {sequence_parallel, selective_recompute, zero: max stage, context_parallel,
-// experts}`, each optional (default: supported).
+// YAML `supports: {sequence_parallel, selective_recompute, zero: max stage, zero_with_pp: max
+// stage with pp > 1, context_parallel, experts}`, each optional (default: supported).
 struct StackSupport {
   bool sequence_parallel = true;
   bool selective_recompute = true;
   int max_zero = 3;
+  // Highest ZeRO stage next to pipeline parallelism (DeepSpeed's pipeline engine asserts
+  // stage <= 1).
+  int max_zero_with_pp = 3;
   bool context_parallel = true;
   bool experts = true;
   // Megatron-Core's batch-level EP overlap (--overlap-moe-expert-parallel-comm,
@@ -140,6 +156,19 @@ struct SoftwareStack {
   // (DeepSpeed stage 3), or reuses the gather of the backward that runs it (Megatron-FSDP)
   // (costmodel/zero_sharding.h).
   bool zero3_recompute_regather = true;
+  // What one ZeRO-3 parameter all-gather covers: a whole layer group (FSDP's per-block units,
+  // Megatron-FSDP) or each module that holds weights (DeepSpeed stage 3 fetches submodules
+  // one by one from their pre-forward and pre-backward hooks), whose count sets how many
+  // collective latencies a pass pays (costmodel/zero_sharding.h).
+  Zero3Gather zero3_gather = Zero3Gather::Block;
+  // Modules with at most this many parameters are persisted: kept whole on every rank and
+  // never gathered (DeepSpeed stage3_param_persistence_threshold). 0: none.
+  double zero3_persist_params = 0;
+  // Module gathers merged into one collective up to this many parameters (0: one per module).
+  double zero3_gather_bucket_params = 0;
+  // Host time per ZeRO-3 gather that the GPU waits for (a framework that synchronises on
+  // each gather, DeepSpeed <= 0.5): microseconds.
+  double zero3_fetch_host_us = 0;
   // Memory passes over the whole local gradient buffer (grad_reduce_dtype) once per
   // iteration, outside the backward and the optimizer: zero-filled before the first
   // micro-batch (Megatron's zero_grad_buffer), an L2 norm read before each bucket's

@@ -13,7 +13,10 @@ ZeroGroupComm zero_group_comm(int zero, std::span<const ZeroShard> shards, doubl
   for (const ZeroShard& sh : shards) {
     if (sh.group.size <= 1 || sh.params_rank <= 0) continue;
     rs += coll.time_s(Collective::ReduceScatter, sh.params_rank * grad_bytes, sh.group);
-    if (zero >= 3) ag += coll.time_s(Collective::AllGather, sh.params_rank * param_bytes, sh.group);
+    if (zero < 3) continue;
+    if (!sh.by_module) ag += coll.time_s(Collective::AllGather, sh.params_rank * param_bytes, sh.group) + sh.fetch_host_s;
+    else
+      for (double u : sh.units) ag += coll.time_s(Collective::AllGather, u * param_bytes, sh.group) + sh.fetch_host_s;
   }
   if (zero == 2) {
     r.bwd_comm_s = rs;
@@ -33,6 +36,21 @@ ZeroGroupComm zero_group_comm(int zero, std::span<const ZeroShard> shards, doubl
     r.bwd_exposed_s = bwd_gathers + std::max(0.0, rs - bwd_compute);
   }
   return r;
+}
+
+std::vector<double> coalesce_gathers(std::span<const double> modules, double bucket_params) {
+  std::vector<double> out;
+  double open = 0;
+  for (double m : modules) {
+    if (bucket_params > 0 && open > 0 && open + m <= bucket_params) {
+      open += m;
+      continue;
+    }
+    if (open > 0) out.push_back(open);
+    open = m;
+  }
+  if (open > 0) out.push_back(open);
+  return out;
 }
 
 ZeroGroupComm zero_group_comm(int zero, double params_rank, double param_bytes, double grad_bytes,

@@ -32,6 +32,14 @@
 // beside the remaining backward.
 // Message sizes follow CollectiveCost (the whole gathered buffer): parameters in the
 // compute dtype (2 bytes for bf16), gradients in the stack's grad_reduce_dtype.
+// Gather unit (the stack's zero3_gather): FSDP2 and Megatron-FSDP gather a whole block in
+// one collective; DeepSpeed stage 3 fetches each weight-holding submodule from its own
+// pre-forward / pre-backward hook, one all-gather per module (partitioned_param_coordinator
+// fetch_sub_module), so a block pays one collective latency per module and pass. Over
+// hundreds of ranks that latency ((N - 1) ring steps across nodes) outgrows the bytes: the
+// latency-bound ZeRO-3 of the ZeRO++ paper (arXiv 2306.10209). Modules at or below the
+// persistence threshold are not gathered (ZeroShard::units leaves them out). Gradients are
+// reduced per group either way (DeepSpeed buckets them by reduce_bucket_size).
 // Mixture of experts: a group's routed-expert parameters are sharded over the expert
 // data-parallel group (edp) and the rest over dp x cp, so one group may issue two gathers
 // and two reduce-scatters, each on its own ranks (Megatron-FSDP keeps expert parameters in
@@ -42,6 +50,7 @@
 // their times add before the overlap with compute is taken.
 #pragma once
 #include <span>
+#include <vector>
 
 #include "costmodel/collective_cost.h"
 
@@ -56,7 +65,20 @@ struct ZeroGroupComm {
 struct ZeroShard {
   double params_rank = 0;
   PlacedGroup group;
+  // by_module: one all-gather per entry of `units` (parameters of each gathered module; the
+  // persisted ones are not listed) instead of one of all `params_rank`.
+  bool by_module = false;
+  std::span<const double> units = {};
+  // Host time each gather costs on the critical path (the stack's zero3_fetch_host_us:
+  // hooks and launches of a framework that waits for each gather).
+  double fetch_host_s = 0;
 };
+
+// Gathers of one pass when a framework coalesces consecutive modules' parameters into one
+// collective up to `bucket_params` (DeepSpeed >= 0.6: the trace-driven prefetch issues one
+// all_gather_coalesced for up to stage3_prefetch_bucket_size elements); a module larger than
+// the bucket is gathered alone. bucket_params <= 0: one gather per module.
+std::vector<double> coalesce_gathers(std::span<const double> modules, double bucket_params);
 
 // shards: the group's parameters by the ranks that shard them (dense over dp x cp, routed
 // experts over edp); a shard of one rank or no parameters costs nothing. fwd_compute_s /

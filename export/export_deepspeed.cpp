@@ -7,6 +7,7 @@
 #include "common/errors.h"
 #include "export/export_common.h"
 #include "export/export_formats.h"
+#include "export/import_deepspeed.h"
 #include "export/launch.h"
 #include "export/safe_text.h"
 
@@ -125,6 +126,15 @@ std::string export_deepspeed(const Plan& p, const SoftwareStack& plan_stack) {
   // ZeRO-3 prefetches parameters by default (stage3_prefetch_bucket_size 5e7 elements); a
   // stack without prefetch is one where every gather waits: a bucket of 0 fetches nothing ahead.
   if (s.zero == 3 && !stack.zero_prefetch) j["zero_optimization"]["stage3_prefetch_bucket_size"] = 0;
+  // A stack that gathers module by module with its own threshold or bucket (DeepSpeed's
+  // defaults are left out of the config).
+  if (s.zero == 3 && stack.zero3_gather == costmodel::Zero3Gather::Module) {
+    if (stack.zero3_persist_params != kDeepSpeedPersistParams)
+      j["zero_optimization"]["stage3_param_persistence_threshold"] = static_cast<std::int64_t>(stack.zero3_persist_params);
+    if (stack.zero_prefetch && stack.zero3_gather_bucket_params > 0 &&
+        stack.zero3_gather_bucket_params != kDeepSpeedPrefetchBucketParams)
+      j["zero_optimization"]["stage3_prefetch_bucket_size"] = static_cast<std::int64_t>(stack.zero3_gather_bucket_params);
+  }
   if (s.pp > 1)
     j["pipeline"] = J{{"stages", s.pp},
                       {"activation_checkpoint_interval", s.recompute == Recompute::Full ? 1 : 0}};

@@ -10,6 +10,15 @@
 
 namespace strata::exports {
 
+// DeepSpeed's stage-3 defaults, in elements (deepspeed/runtime/zero/config.py, unchanged
+// from v0.5.0 f28432441bae1020157407a4eca1661e9fe35164 to v0.10.0
+// f5c834a6e0eedd440af85b0f577ca9c8f5624630): a parameter this small stays whole on every
+// rank (stage3_param_persistence_threshold; SoftwareStack::zero3_persist_params), and the
+// prefetch coalesces the next modules' gathers up to stage3_prefetch_bucket_size
+// (SoftwareStack::zero3_gather_bucket_params).
+inline constexpr double kDeepSpeedPersistParams = 1e5;
+inline constexpr double kDeepSpeedPrefetchBucketParams = 5e7;
+
 ImportedJob import_deepspeed_config(const std::string& json_text, const std::string& source);
 
 }  // namespace strata::exports

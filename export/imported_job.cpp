@@ -20,6 +20,9 @@ costmodel::SoftwareStack apply_overrides(costmodel::SoftwareStack s, const Stack
   if (o.distributed_optimizer) s.distributed_optimizer = *o.distributed_optimizer;
   if (o.cp_comm) s.cp_comm = *o.cp_comm;
   if (o.zero_prefetch) s.zero_prefetch = *o.zero_prefetch;
+  if (o.zero3_gather) s.zero3_gather = *o.zero3_gather;
+  if (o.zero3_persist_params) s.zero3_persist_params = *o.zero3_persist_params;
+  if (o.zero3_gather_bucket_params) s.zero3_gather_bucket_params = *o.zero3_gather_bucket_params;
   if (o.moe_once_per_node) s.moe_once_per_node = *o.moe_once_per_node;
   return s;
 }

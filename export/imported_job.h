@@ -24,6 +24,9 @@ struct StackOverrides {
   std::optional<bool> distributed_optimizer;
   std::optional<costmodel::CpCommType> cp_comm;  // context-parallel K/V exchange
   std::optional<bool> zero_prefetch;             // ZeRO-3 gathers ahead of use
+  std::optional<costmodel::Zero3Gather> zero3_gather;  // ZeRO-3 gathers per block or per module
+  std::optional<double> zero3_persist_params;    // ZeRO-3 modules never gathered (at most this many)
+  std::optional<double> zero3_gather_bucket_params;  // ZeRO-3 module gathers coalesced up to this
   std::optional<bool> moe_once_per_node;         // DeepEP through the flex dispatcher
   bool operator==(const StackOverrides&) const = default;
 };

@@ -389,6 +389,16 @@ void SimEngine::charge_op(const LayerCostInputs& in, std::size_t gi, std::size_t
                                                             : whole_op.params / tp;
   c.params_rank += op_params_rank;
   if (op.routed_expert) c.expert_params_rank += op_params_rank;
+  if (stack_.zero3_gather == costmodel::Zero3Gather::Module && op_params_rank > 0) {
+    // One module per op, one per local expert for routed experts (each expert is its own
+    // nn.Module); persisted modules keep their parameters whole and are never gathered.
+    const double modules = whole_op.routed_expert
+                               ? std::max(1.0, static_cast<double>(whole_op.gemm_count) / in.s.ep)
+                               : 1.0;
+    const double unit = op_params_rank / modules;
+    std::vector<double>& units = whole_op.routed_expert ? c.zero3_expert_units : c.zero3_dense_units;
+    if (unit > stack_.zero3_persist_params) units.insert(units.end(), static_cast<std::size_t>(modules), unit);
+  }
   if (x.in_fp8)
     c.fp8_weights_rank += costmodel::fp8_weights(whole_op) /
                           (whole_op.routed_expert ? static_cast<double>(in.s.ep) * in.s.etp : tp);

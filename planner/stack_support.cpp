@@ -14,6 +14,9 @@ std::string stack_refusal(const Strategy& s, const costmodel::SoftwareStack& sta
   if (s.recompute == Recompute::Selective && !u.selective_recompute)
     return no("selective recompute (strategy.recompute selective)");
   if (s.zero > u.max_zero) return no(fmt::format("ZeRO stage {} (strategy.zero; at most {})", s.zero, u.max_zero));
+  if (s.pp > 1 && s.zero > u.max_zero_with_pp)
+    return no(fmt::format("ZeRO stage {} with pipeline parallelism (strategy.zero with pp {}; at most stage {})",
+                          s.zero, s.pp, u.max_zero_with_pp));
   if (s.cp > 1 && !u.context_parallel) return no("context parallelism (strategy.cp)");
   if ((s.ep > 1 || s.etp > 1) && !u.experts) return no("expert parallelism (strategy.ep / etp)");
   if (s.ep_overlap && !u.ep_overlap)

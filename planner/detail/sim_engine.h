@@ -74,6 +74,10 @@ struct GroupCost {
                                       // FLOPs scaled back to the whole sequence)
   double expert_params_rank = 0;      // of which routed experts (reduced over edp, not dp)
   double fp8_weights_rank = 0;        // of those, weights of FP8-run layers (FP8 recipe)
+  // Under a module-by-module ZeRO-3 gather (stack zero3_gather: module): the parameters on
+  // one TP rank of each module a pass gathers, dense and routed-expert (one per local
+  // expert), without the modules the stack persists.
+  std::vector<double> zero3_dense_units, zero3_expert_units;
 };
 
 struct GroupCostTable {

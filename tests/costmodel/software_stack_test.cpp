@@ -34,7 +34,7 @@ sm::Op attention_op(double b, double heads, double s, double d) {
 
 TEST(SoftwareStack, EveryCatalogStackParsesAndCitesEverySetting) {
   const auto names = sc::software_stack_catalog_names();
-  for (const char* want : {"megatron-2021", "megatron-2022", "mcore-2024", "mcore-2024-deepep", "mcore-2024-zoo", "nemo-2024",
+  for (const char* want : {"deepspeed-2021-zero3", "deepspeed-2022-zero3", "megatron-2021", "megatron-2022", "mcore-2024", "mcore-2024-deepep", "mcore-2024-zoo", "nemo-2024",
                            "nemo-2024-perf", "nemo-2024-perf-deepep", "strata-cpu", "torchtitan-2024",
                            "torchtitan-2024-compile"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
@@ -117,6 +117,14 @@ TEST(SoftwareStack, BadStacksAreRefusedByName) {
   fails(ok + "typo_key: 1\n", "typo_key");
   fails(std::string(ok).replace(ok.find("param_gather: false"), 19, "param_gather: true"),
         "distributed_optimizer");
+  // ZeRO-3 gather settings: module-only knobs without zero3_gather: module, values out of range.
+  fails(ok + "zero3_persist_params: 100000\n", "zero3_gather");
+  fails(ok + "zero3_gather: module\nzero3_gather_bucket_params: -1\n", "zero3_gather_bucket_params");
+  fails(ok + "zero3_gather: layer\n", "zero3_gather");
+  fails(ok + "zero3_gather: module\nzero3_fetch_host_us: 1e9\n", "zero3_fetch_host_us");
+  fails(ok + "supports: {zero_with_pp: 4}\n", "zero_with_pp");
+  EXPECT_EQ(sc::parse_software_stack(ok + "zero3_gather: module\nzero3_persist_params: 1e5\n", "t.yaml").zero3_persist_params,
+            1e5);
   EXPECT_THROW(sc::load_software_stack("megatron-2020"), strata::InputError);
 }
 

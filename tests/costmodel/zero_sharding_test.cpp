@@ -94,3 +94,26 @@ TEST(ZeroSharding, OneBackwardGatherServesTheRecomputeWhereTheStackSaysSo) {
   EXPECT_FALSE(sc::load_software_stack("torchtitan-2024").zero3_recompute_regather);
   EXPECT_TRUE(sc::load_software_stack("megatron-2021").zero3_recompute_regather);
 }
+
+TEST(ZeroSharding, ModuleByModuleGathersPayOneLatencyPerModule) {
+  const sc::CollectiveCost coll(sc::testing::toy_cluster());
+  // The 100M parameters as DeepSpeed stage 3 fetches them: four weight modules of 30M, 10M,
+  // 40M and 20M (QKV, out, up, down), one all-gather each: the bytes are the block's,
+  // the ring latency four times: 4 x 7 x 3 us + 200e6 x 7/8 / 300e9 = 667.333 us.
+  const double units[] = {30e6, 10e6, 40e6, 20e6};
+  const double ag4 = 4 * 7 * 3e-6 + 200e6 * 7.0 / 8.0 / 300e9;
+  EXPECT_NEAR(ag4, 667.333e-6, 1e-9);
+  const sc::ZeroShard by_module{kParams, kDp8, true, units};
+  auto z = sc::zero_group_comm(3, std::span<const sc::ZeroShard>(&by_module, 1), 2, 4, 0.5e-3, 1e-3, false, true,
+                               coll);
+  EXPECT_NEAR(z.fwd_comm_s, ag4, 1e-12);
+  EXPECT_NEAR(z.bwd_comm_s, ag4 + kRs, 1e-12);  // gradients still reduced once per group
+  // Every module persisted (none listed): no gathers at all, the reduce-scatter stays.
+  const sc::ZeroShard persisted{kParams, kDp8, true, {}};
+  z = sc::zero_group_comm(3, std::span<const sc::ZeroShard>(&persisted, 1), 2, 4, 0.5e-3, 1e-3, false, true, coll);
+  EXPECT_EQ(z.fwd_comm_s, 0.0);
+  EXPECT_NEAR(z.bwd_comm_s, kRs, 1e-12);
+  // ZeRO-2 never gathers, whatever the unit.
+  z = sc::zero_group_comm(2, std::span<const sc::ZeroShard>(&by_module, 1), 2, 4, 0.5e-3, 1e-3, false, true, coll);
+  EXPECT_EQ(z.fwd_comm_s, 0.0);
+}

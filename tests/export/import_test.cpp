@@ -296,7 +296,35 @@ TEST(ImportDeepSpeed, ExportThenImportGivesTheDataAndPipelineLayoutBack) {
       ImportedJob off = import_deepspeed_config(export_deepspeed(p, all_gather_stack()), "ds.json");
       EXPECT_EQ(off.strategy.zero, 3);
       EXPECT_EQ(off.stack.zero_prefetch, std::optional<bool>(false));
+      EXPECT_EQ(off.stack.zero3_gather_bucket_params, std::optional<double>(0.0));  // nothing coalesced
     }
+  }
+}
+
+// Stage 3 gathers module by module from DeepSpeed's hooks, with its persistence threshold and
+// prefetch bucket (defaults 1e5 and 5e7 elements, or the config's own); other stages keep the
+// stack's gathers.
+TEST(ImportDeepSpeed, StageThreeGathersModuleByModuleWithItsThresholds) {
+  const std::string base =
+      R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+          "bf16": {"enabled": true}, "zero_optimization": {"stage": 3)";
+  ImportedJob d = import_deepspeed_config(base + "}}", "ds.json");
+  EXPECT_EQ(d.stack.zero3_gather, std::optional(strata::costmodel::Zero3Gather::Module));
+  EXPECT_EQ(d.stack.zero3_persist_params, std::optional<double>(1e5));
+  EXPECT_EQ(d.stack.zero3_gather_bucket_params, std::optional<double>(5e7));
+  ImportedJob c = import_deepspeed_config(
+      base + R"(, "stage3_param_persistence_threshold": 0, "stage3_prefetch_bucket_size": 2e8}})", "ds.json");
+  EXPECT_EQ(c.stack.zero3_persist_params, std::optional<double>(0.0));
+  EXPECT_EQ(c.stack.zero3_gather_bucket_params, std::optional<double>(2e8));
+  const std::string two =
+      R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+          "zero_optimization": {"stage": 2}})";
+  EXPECT_FALSE(import_deepspeed_config(two, "ds.json").stack.zero3_gather.has_value());
+  try {
+    import_deepspeed_config(base + R"(, "stage3_param_persistence_threshold": -1}})", "ds.json");
+    ADD_FAILURE() << "a negative threshold was accepted";
+  } catch (const strata::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("stage3_param_persistence_threshold"), std::string::npos) << e.what();
   }
 }
 

@@ -305,6 +305,11 @@ std::vector<BadInput> limit_and_format_cases() {
                                           "{dir}/m.json"}, 2, {"--measured", "empty"},
        {{"m.json", R"({"command": "validate", "model": "tiny", "cluster": "local-cpu", "ranks": 2, "plans": []})"}}},
       {"simulate_empty_out", {"simulate", "--model", "tiny", "--out", ""}, 2, {"--out", "empty"}},
+      // DeepSpeed's pipeline engine runs ZeRO stage 1 at most (supports.zero_with_pp).
+      {"simulate_deepspeed_zero3_with_pp",
+       {"simulate", "--model", "tiny", "--cluster", "dgx-a100", "--stack", "deepspeed-2021-zero3", "--pp", "2",
+        "--dp", "2", "--zero", "3"},
+       2, {"deepspeed-2021-zero3", "ZeRO stage 3 with pipeline parallelism"}},
       // FP8 needs a device with an fp8 peak: the A100 has none.
       {"simulate_fp8_on_a100", {"simulate", "--model", "tiny", "--cluster", "dgx-a100", "--precision", "fp8"},
        2, {"fp8", "a100-sxm-80gb"}},

@@ -489,6 +489,55 @@ TEST_F(SimulatorOnGpt2, ZeroThreeGathersEveryGroupTwicePerMicroBatch) {
   EXPECT_GT(z1.breakdown_s.dp_comm, 0);
 }
 
+// DeepSpeed stage 3 gathers module by module: without prefetch every gather waits, so the
+// gathers' part of dp_comm is, by hand, one all-gather per weight-holding op of each group
+// (twice per micro-batch: forward and backward) plus the host time of each; ops at or below
+// the persistence threshold (norms, here) are never gathered.
+TEST_F(SimulatorOnGpt2, ModuleByModuleZeroThreeGathersEachWeightAndSkipsPersistedOnes) {
+  auto stack = costmodel::load_software_stack("deepspeed-2021-zero3");
+  ASSERT_EQ(stack.zero3_gather, costmodel::Zero3Gather::Module);
+  ASSERT_FALSE(stack.zero_prefetch);
+  stack.precision = costmodel::DType::Bf16;  // the fixture's device peaks
+  SimulateOptions o;
+  o.stack = &stack;
+  Strategy s = strategy(8, 1, 1, 4, 64);  // 2 micro-batches of 4
+  s.zero = 3;
+  const auto graph = models::ModelGraph::build(model, 4);
+  const costmodel::CollectiveCost coll(cluster);
+  const costmodel::PlacedGroup dp8{8, 1, 8};
+  const double host = stack.zero3_fetch_host_us * 1e-6;
+  double gathers = 0, reduces = 0, modules = 0;
+  for (const auto& g : graph.groups()) {
+    for (const std::size_t v : g.ops) {
+      const models::Op& op = graph.op(v);
+      if (op.params <= stack.zero3_persist_params) continue;
+      gathers += 2 * (coll.time_s(costmodel::Collective::AllGather, op.params * 2, dp8) + host);
+      ++modules;
+    }
+    reduces += coll.time_s(costmodel::Collective::ReduceScatter,
+                           g.params * costmodel::dtype_bytes(stack.grad_reduce_dtype), dp8);
+  }
+  ASSERT_GT(modules, 2.0 * model.layers);  // several weights per block
+  const int m = 2;
+  const auto p = simulate(model, cluster, s, o).prediction;
+  EXPECT_GE(p.breakdown_s.dp_comm, m * gathers * (1 - 1e-9));
+  EXPECT_LE(p.breakdown_s.dp_comm, m * (gathers + reduces) * (1 + 1e-9));
+  // The same bytes gathered a block at a time pay fewer latencies and no per-module host time.
+  auto block = stack;
+  block.zero3_gather = costmodel::Zero3Gather::Block;
+  block.zero3_persist_params = 0;
+  block.zero3_fetch_host_us = 0;
+  o.stack = &block;
+  const auto q = simulate(model, cluster, s, o).prediction;
+  EXPECT_LT(q.breakdown_s.dp_comm, p.breakdown_s.dp_comm);
+  // Every module persisted: nothing is gathered, only the reduce-scatters are left.
+  auto persisted = stack;
+  persisted.zero3_persist_params = 1e11;
+  o.stack = &persisted;
+  const auto r = simulate(model, cluster, s, o).prediction;
+  EXPECT_LE(r.breakdown_s.dp_comm, m * reduces * (1 + 1e-9));
+}
+
 // Overlapped DP reductions hold NCCL's SMs (dgx-a100: 16 of 108 across nodes): compute
 // beside them slows, so the step grows by a share of the overlapped reduction time and
 // never by more than share x the whole reduction; without comm_sms nothing changes.
