@@ -116,28 +116,20 @@ ImportedJob import_deepspeed_config(const std::string& text, const std::string& 
     s.zero = stage.get<int>();
     if (z.contains("overlap_comm") && z["overlap_comm"].is_boolean())
       job.stack.overlap_grad_reduce = z["overlap_comm"].get<bool>();
+    // An element count of zero_optimization (DeepSpeed's default when unset).
+    const auto elements = [&](const char* key, double dflt) {
+      if (!z.contains(key)) return dflt;
+      const json& n = z[key];
+      if (!n.is_number() || n.get<double>() < 0 || n.get<double>() >= 1e12)
+        input_error("{}: zero_optimization.{} must be a number in [0, 1e12)", source, key);
+      return n.get<double>();
+    };
     // Stage 3 prefetches parameters unless the prefetch bucket is 0 (strata's zero_prefetch),
-    // coalescing the next modules' gathers up to the bucket (kDeepSpeedPrefetchBucketParams
-    // when unset).
-    double bucket = kDeepSpeedPrefetchBucketParams;
-    if (z.contains("stage3_prefetch_bucket_size")) {
-      const json& b = z["stage3_prefetch_bucket_size"];
-      if (!b.is_number() || b.get<double>() < 0 || b.get<double>() >= 1e12)
-        input_error("{}: zero_optimization.stage3_prefetch_bucket_size must be a number in [0, 1e12)",
-                    source);
-      bucket = b.get<double>();
-      if (s.zero == 3) job.stack.zero_prefetch = bucket > 0;
-    }
-    // Stage 3 fetches each submodule from its own hook and keeps parameters at or below
-    // stage3_param_persistence_threshold whole (kDeepSpeedPersistParams when unset).
-    double persist = kDeepSpeedPersistParams;
-    if (z.contains("stage3_param_persistence_threshold")) {
-      const json& t = z["stage3_param_persistence_threshold"];
-      if (!t.is_number() || t.get<double>() < 0 || t.get<double>() >= 1e12)
-        input_error("{}: zero_optimization.stage3_param_persistence_threshold must be a number in [0, 1e12)",
-                    source);
-      persist = t.get<double>();
-    }
+    // coalescing the next modules' gathers up to the bucket, fetches each submodule from its
+    // own hook, and keeps parameters at or below the persistence threshold whole.
+    const double bucket = elements("stage3_prefetch_bucket_size", kDeepSpeedPrefetchBucketParams);
+    const double persist = elements("stage3_param_persistence_threshold", kDeepSpeedPersistParams);
+    if (s.zero == 3 && z.contains("stage3_prefetch_bucket_size")) job.stack.zero_prefetch = bucket > 0;
     if (s.zero == 3) {
       job.stack.zero3_gather = costmodel::Zero3Gather::Module;
       job.stack.zero3_persist_params = persist;

@@ -315,14 +315,13 @@ void MegatronArgsReader::read_model_shape() {
       input_error("{}: --rotary-base {} must be > 0", source, one_line(v.at("--rotary-base")));
   }
   m.tied_embeddings = !has("--untie-embeddings-and-output-weights");
+  // Multi-token prediction: Megatron-LM's --mtp-num-layers sequential MTP blocks.
   if (has("--mtp-num-layers")) {
     m.mtp_layers = get_int("--mtp-num-layers");
     if (m.mtp_layers < 0) input_error("{}: --mtp-num-layers ({}) must be >= 0", source, m.mtp_layers);
   }
   read_attention_kind(m);
   read_moe(m);
-  // Multi-token prediction: Megatron-LM's --mtp-num-layers sequential MTP blocks.
-  if (has("--mtp-num-layers")) m.mtp_layers = get_int("--mtp-num-layers");  // > 0 (to_int)
   // strata's models have biases exactly when they use GELU (models::has_bias).
   if (has("--disable-bias-linear") != (m.activation == models::Activation::SwiGlu))
     input_error("{}: {} is not modelled: strata's GELU models have linear biases and its SwiGLU "
