@@ -51,6 +51,16 @@ Plan llama_plan() {
   return p;
 }
 
+// A launch script for 8 GPUs at tp 2, pp 2 read back by the Megatron import as that job.
+void expect_reads_back_as_tp2_pp2_dp2(const std::string& script, const std::string& source) {
+  ImportedJob job = import_megatron_args(script, source);
+  resolve_world_size(job, 0, source);
+  EXPECT_EQ(job.world_size, 8);
+  EXPECT_EQ(job.strategy.dp, 2);
+  EXPECT_EQ(job.strategy.tp, 2);
+  EXPECT_EQ(job.strategy.pp, 2);
+}
+
 }  // namespace
 
 TEST(TrainTokens, IterationsCoverTheTokensInEveryFramework) {
@@ -108,12 +118,7 @@ TEST(SlurmScript, MegatronOnTwoNodesParsesAndUsesOnlyDocumentedOptions) {
             std::string::npos)
       << script;
   // `simulate --from megatron` reads the script back as the plan's job.
-  ImportedJob job = import_megatron_args(script, "job.sbatch");
-  resolve_world_size(job, 0, "job.sbatch");
-  EXPECT_EQ(job.world_size, 8);
-  EXPECT_EQ(job.strategy.dp, 2);
-  EXPECT_EQ(job.strategy.tp, 2);
-  EXPECT_EQ(job.strategy.pp, 2);
+  expect_reads_back_as_tp2_pp2_dp2(script, "job.sbatch");
   // The arguments are the torchrun export's, line for line.
   const std::string plain = export_megatron(p, overlap_stack());
   const std::string args_part = plain.substr(plain.find("pretrain_gpt.py"));
@@ -252,12 +257,7 @@ TEST(TorchrunScript, TwoNodesGetTheC10dRendezvousAndTheEnvironment) {
   EXPECT_NE(none.err.find("set MASTER_ADDR"), std::string::npos) << none.err;
 
   // `--from megatron` reads the script back as the plan's job.
-  ImportedJob job = import_megatron_args(script, "job.sh");
-  resolve_world_size(job, 0, "job.sh");
-  EXPECT_EQ(job.world_size, 8);
-  EXPECT_EQ(job.strategy.dp, 2);
-  EXPECT_EQ(job.strategy.tp, 2);
-  EXPECT_EQ(job.strategy.pp, 2);
+  expect_reads_back_as_tp2_pp2_dp2(script, "job.sh");
   // Megatron-DeepSpeed takes the same path.
   const Plan ds = make_plan(llama(8), 16, 1, 1, 1, 1, 64);
   const std::string mds = export_megatron_deepspeed(ds, overlap_stack(), o);
