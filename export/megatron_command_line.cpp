@@ -9,6 +9,7 @@
 
 #include "common/checked_math.h"
 #include "common/errors.h"
+#include "export/megatron_arg_table.h"
 #include "export/megatron_flags.h"
 #include "export/safe_text.h"
 
@@ -94,7 +95,7 @@ std::size_t read_launcher(const std::vector<std::string>& words, ImportedJob& jo
 std::map<std::string, std::string> read_flags(const std::vector<std::string>& words, std::size_t i,
                                               ImportedJob& job, const std::string& source) {
   std::map<std::string, std::string> v;  // modelled flag -> value ("" for a flag)
-  std::vector<std::string> refused;
+  std::vector<std::string> refused, unknown;  // not modelled; not Megatron-LM flags at the table's commit
   for (; i < words.size(); ++i) {
     std::string flag = words[i], value;
     bool inline_value = false;
@@ -108,11 +109,22 @@ std::map<std::string, std::string> read_flags(const std::vector<std::string>& wo
     }
     const auto it = megatron_modelled_flags().find(flag);
     if (it == megatron_modelled_flags().end()) {
-      // Skip its values: every word up to the next flag (list flags such as
-      // --rampup-batch-size 16 16 5859375 or a weighted --data-path take several).
-      while (!inline_value && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) ++i;
+      // Skip its values by Megatron-LM's own arity: none after a store_true flag, one after
+      // an int/str flag (a second word is then no flag and is named), every word up to the
+      // next flag for nargs lists (--rampup-batch-size 16 16 5859375, a weighted
+      // --data-path) and for flags the table does not know (another version's).
+      const std::optional<MegatronArity> arity = megatron_arg_arity(flag);
+      const bool has_value = !inline_value && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0;
+      if (arity == MegatronArity::None && (inline_value || has_value))
+        input_error("{}: {} takes no value in Megatron-LM (a store_true flag at {}), so '{}' is not its value",
+                    source, flag, megatron_arg_table_commit().substr(0, 8),
+                    one_line(inline_value ? value : words[i + 1]));
+      if (arity == MegatronArity::One && has_value) ++i;
+      else if (arity != MegatronArity::None)
+        while (!inline_value && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) ++i;
       if (megatron_operational_flag(flag)) job.ignored.push_back(flag);
-      else refused.push_back(flag);
+      else if (arity) refused.push_back(flag);
+      else unknown.push_back(flag);
       continue;
     }
     if (it->second != MegatronFlagKind::Flag && !inline_value) {
@@ -126,9 +138,18 @@ std::map<std::string, std::string> read_flags(const std::vector<std::string>& wo
       input_error("{}: {} takes no value", source, flag);
     v[flag] = value;
   }
-  if (!refused.empty()) {
+  const auto joined = [](const std::vector<std::string>& flags) {
     std::string names;
-    for (const auto& r : refused) names += (names.empty() ? "" : ", ") + one_line(r);
+    for (const auto& f : flags) names += (names.empty() ? "" : ", ") + one_line(f);
+    return names;
+  };
+  if (!unknown.empty())
+    input_error("{}: {} {} not {} of Megatron-LM (its argument table at {}): a typo, or a flag of another "
+                "version; remove or rename {}",
+                source, joined(unknown), unknown.size() == 1 ? "is" : "are", unknown.size() == 1 ? "a flag" : "flags",
+                megatron_arg_table_commit().substr(0, 8), unknown.size() == 1 ? "it" : "them");
+  if (!refused.empty()) {
+    const std::string names = joined(refused);
     input_error("{}: strata does not model {} (unknown to the import, or changing the job in a "
                 "way strata cannot predict); remove {} to predict the rest",
                 source, names, refused.size() == 1 ? "it" : "them");

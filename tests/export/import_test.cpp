@@ -10,6 +10,7 @@
 #include "export/export_formats.h"
 #include "export/import_deepspeed.h"
 #include "export/import_megatron.h"
+#include "export/megatron_arg_table.h"
 #include "export/imported_job.h"
 #include "export/launch_script.h"
 #include "tests/export/test_plans.h"
@@ -264,6 +265,36 @@ TEST(ImportMegatron, ErrorsNameTheLineOfTheFlag) {
   // A message that names no flag keeps the file alone.
   const std::string no_flag = strata::testing::input_error_of([&] { import_megatron_args("--num-layers 4", "job.sh"); });
   EXPECT_EQ(no_flag.rfind("job.sh: ", 0), 0u) << no_flag;
+}
+
+// Flags strata does not model are read by Megatron-LM's own arities (the embedded
+// export/frameworks/megatron_args.yaml): a store_true flag takes no word, an int flag one, a
+// list flag every word up to the next flag; a flag the table lacks is named as no Megatron-LM
+// flag, apart from the ones strata does not model.
+TEST(ImportMegatron, UnmodelledFlagsAreReadByMegatronsOwnArities) {
+  ASSERT_EQ(megatron_arg_arity("--adlr-autoresume"), std::optional(MegatronArity::None));
+  ASSERT_EQ(megatron_arg_arity("--seed"), std::optional(MegatronArity::One));
+  ASSERT_EQ(megatron_arg_arity("--rampup-batch-size"), std::optional(MegatronArity::Many));
+  EXPECT_FALSE(megatron_arg_arity("--num-layer").has_value());
+  EXPECT_EQ(megatron_arg_table_commit().size(), 40u);
+  const std::string shape = "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size 1000 "
+                            "--micro-batch-size 1 ";
+  const auto why = [](const std::string& args) {
+    return strata::testing::input_error_of([&] { import_megatron_args(args, "job.sh"); });
+  };
+  // Accepted: one value after --seed, three after --rampup-batch-size.
+  const ImportedJob ok = import_megatron_args(shape + "--seed 1234 --rampup-batch-size 16 16 5859375", "job.sh");
+  EXPECT_EQ(ok.strategy.micro_batch, 1);
+  // A second word after a one-value flag is no flag, and is named.
+  EXPECT_NE(why(shape + "--seed 1234 5678").find("'5678' is not a flag"), std::string::npos);
+  // A word after a store_true flag is not its value.
+  const std::string flag_value = why(shape + "--adlr-autoresume 5");
+  EXPECT_NE(flag_value.find("--adlr-autoresume takes no value"), std::string::npos) << flag_value;
+  EXPECT_NE(flag_value.find("'5'"), std::string::npos) << flag_value;
+  // A typo is told apart from a flag strata does not model.
+  const std::string typo = why(shape + "--num-layer 24");
+  EXPECT_NE(typo.find("--num-layer is not a flag of Megatron-LM"), std::string::npos) << typo;
+  EXPECT_NE(typo.find(megatron_arg_table_commit().substr(0, 8)), std::string::npos) << typo;
 }
 
 TEST(ImportMegatron, ShellWordsResolveQuotesEscapesAndContinuations) {
@@ -627,8 +658,17 @@ torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
     import_megatron_args(other, "s");
     ADD_FAILURE() << "a tokenizer file without --vocab-size was accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--vocab-size is missing"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--tokenizer-type HuggingFaceTokenizer reads its vocabulary from a file"),
+              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("add --vocab-size"), std::string::npos) << e.what();
   }
+  // Tokenizer types whose vocabulary needs no file: TikTokenizer's 2**17, core_r0.8.0's Mistral.
+  std::string tik = other;
+  tik.replace(tik.find("HuggingFaceTokenizer"), 20, "TikTokenizer");
+  EXPECT_EQ(import_megatron_args(tik, "s").model.vocab, 131072);
+  std::string mistral = other;
+  mistral.replace(mistral.find("HuggingFaceTokenizer"), 20, "MistralTokenizer");
+  EXPECT_EQ(import_megatron_args(mistral, "s").model.vocab, 32768);
   // Arithmetic and arrays only where the script defines them; an array that never closes.
   EXPECT_EQ(expand_launch_script("N=2\nM=$(($N*4+1))\npython x.py --a $M\n", "s"), "python x.py --a 9\n");
   EXPECT_EQ(expand_launch_script("python x.py --a $1\n", "s"), "python x.py --a $1\n") << "no assignment: as is";
