@@ -128,6 +128,7 @@ class MegatronArgsReader {
 
   void check_unmodelled_values() const;
   void read_model_shape();
+  std::int64_t read_vocabulary() const;
   void read_precision_and_overlaps();
   void read_parallel_layout();
   void read_stage_map();
@@ -259,6 +260,31 @@ void MegatronArgsReader::check_unmodelled_values() const {
                 one_line(v.at("--rotary-percent")));
 }
 
+// The vocabulary without its tokenizer files: --vocab-size where given, else what the
+// tokenizer type fixes. Megatron-LM's build_tokenizer (megatron/core/tokenizers/utils/
+// build_tokenizer.py at d98e8a64ddf34856e74b24714e3bedb2f5a39553; megatron/training/tokenizer/
+// tokenizer.py at core_r0.8.0 baf94af3c667248865f23df73b9fb8e2395e6fd0): TikTokenizer takes
+// --vocab-size or 2**17 = 131072 (tiktoken_tokenizer.py); core_r0.8.0's MistralTokenizer is
+// 32768; GPT2BPETokenizer reads gpt2-vocab.json, whose 50257 tokens (Radford et al. 2019; the
+// vocab_size of Hugging Face's gpt2 config) every Megatron-LM guide downloads, also named by
+// the --vocab-file / --merge-file pair only that tokenizer reads. The rest read a file.
+std::int64_t MegatronArgsReader::read_vocabulary() const {
+  if (has("--vocab-size")) return get_int("--vocab-size");
+  const auto ignored = [&](const char* flag) {
+    return std::find(job.ignored.begin(), job.ignored.end(), flag) != job.ignored.end();
+  };
+  const std::string type = has("--tokenizer-type") ? v.at("--tokenizer-type") : "";
+  if (type == "GPT2BPETokenizer" || (type.empty() && ignored("--vocab-file") && ignored("--merge-file")))
+    return 50257;
+  if (type == "TikTokenizer") return 131072;
+  if (type == "MistralTokenizer") return 32768;
+  if (type.empty())
+    input_error("{}: --vocab-size is missing and no --tokenizer-type names the vocabulary; add --vocab-size "
+                "<the tokenizer's vocabulary size>", source);
+  input_error("{}: --tokenizer-type {} reads its vocabulary from a file strata does not open; add --vocab-size "
+              "<the tokenizer's vocabulary size>", source, one_line(type));
+}
+
 void MegatronArgsReader::read_model_shape() {
   // Model shape.
   models::ModelSpec& m = job.model;
@@ -280,19 +306,7 @@ void MegatronArgsReader::read_model_shape() {
   if (has("--max-position-embeddings") && get_int("--max-position-embeddings") < m.seq_len)
     input_error("{}: --max-position-embeddings ({}) is smaller than --seq-length ({})", source,
                 get_int("--max-position-embeddings"), m.seq_len);
-  // A fixed vocabulary needs no file: GPT-2's byte-level BPE has 50257 tokens (Radford et
-  // al. 2019; the vocab_size of Hugging Face's gpt2 config), named by --tokenizer-type
-  // GPT2BPETokenizer or by the --vocab-file / --merge-file pair only that tokenizer reads.
-  const auto ignored = [&](const char* flag) {
-    return std::find(job.ignored.begin(), job.ignored.end(), flag) != job.ignored.end();
-  };
-  const bool gpt2_bpe = has("--tokenizer-type") ? v.at("--tokenizer-type") == "GPT2BPETokenizer"
-                                                : ignored("--vocab-file") && ignored("--merge-file");
-  if (has("--vocab-size")) m.vocab = get_int("--vocab-size");
-  else if (gpt2_bpe) m.vocab = 50257;
-  else
-    input_error("{}: --vocab-size is missing: strata cannot read tokenizer files; add "
-                "--vocab-size <the tokenizer's vocabulary size>", source);
+  m.vocab = read_vocabulary();
   if (has("--swiglu")) m.activation = models::Activation::SwiGlu;
   if (has("--normalization")) {
     const std::string& n = v.at("--normalization");
