@@ -25,6 +25,7 @@
 #include "models/model_spec.h"
 #include "runtime/cuda/gpt_cuda.h"
 #include "runtime/data_loader.h"
+#include "strata_build_commit.h"  // STRATA_GIT_COMMIT, written at build time
 
 namespace {
 

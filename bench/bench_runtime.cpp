@@ -26,6 +26,7 @@
 #include "common/atomic_file.h"
 #include "common/json_text.h"
 #include "planner/plan.h"
+#include "strata_build_commit.h"  // STRATA_GIT_COMMIT, written at build time
 
 namespace fs = std::filesystem;
 using strata::planner::Plan;

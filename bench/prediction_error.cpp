@@ -24,6 +24,7 @@
 #include "costmodel/cluster_spec.h"
 #include "models/model_spec.h"
 #include "planner/simulator.h"
+#include "strata_build_commit.h"  // STRATA_GIT_COMMIT, written at build time
 
 namespace {
 

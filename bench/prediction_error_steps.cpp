@@ -25,6 +25,7 @@
 #include "models/model_spec.h"
 #include "models/model_stats.h"
 #include "planner/simulator.h"
+#include "strata_build_commit.h"  // STRATA_GIT_COMMIT, written at build time
 
 namespace {
 

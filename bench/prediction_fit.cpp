@@ -17,6 +17,7 @@
 #include "bench/bench_main.h"
 #include "calibration/fit_runs.h"
 #include "calibration/measured_runs.h"
+#include "strata_build_commit.h"  // STRATA_GIT_COMMIT, written at build time
 
 namespace {
 

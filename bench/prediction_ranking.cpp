@@ -26,6 +26,7 @@
 #include "costmodel/software_stack.h"
 #include "models/model_spec.h"
 #include "planner/simulator.h"
+#include "strata_build_commit.h"  // STRATA_GIT_COMMIT, written at build time
 
 namespace {
 

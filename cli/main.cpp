@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     strata::cli::record_command_line(argc, argv);
     CLI::App app{"strata: plan, simulate and run hybrid-parallel training of transformers"};
     app.require_subcommand(1);
-    // The commit is `git describe` when the build was configured (kernels/profiler/build_info.h).
+    // The commit is `git describe` at build time (kernels/profiler/build_info.h).
     namespace build = strata::kernels::profiler;
     app.set_version_flag("--version", fmt::format("strata {} (commit {}, {} build, CUDA backend {})",
                                                   build::strata_version(), build::build_commit(), build::build_type(),

@@ -3,9 +3,8 @@
 #ifndef STRATA_VERSION_STRING
 #define STRATA_VERSION_STRING "unknown"
 #endif
-#ifndef STRATA_GIT_COMMIT
-#define STRATA_GIT_COMMIT "unknown"
-#endif
+// STRATA_GIT_COMMIT, written at build time (cmake/WriteBuildCommit.cmake).
+#include "strata_build_commit.h"
 #ifndef STRATA_BUILD_TYPE
 #define STRATA_BUILD_TYPE ""
 #endif

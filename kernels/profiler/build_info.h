@@ -7,8 +7,8 @@
 namespace strata::kernels::profiler {
 
 std::string strata_version();  // "0.1.0"
-// `git describe --always --dirty` when CMake last configured the build (a commit made since
-// without reconfiguring is not seen), or "unknown" outside a git checkout.
+// `git describe --always --dirty` of the checkout when the binary was last built (stamped on
+// every build by cmake/WriteBuildCommit.cmake), or "unknown" outside a git checkout.
 std::string build_commit();
 std::string build_type();      // CMake's configuration: "Release", "Debug", ...; "unknown" if none
 bool cuda_built();             // the CUDA backend (cuBLASLt, NCCL) is compiled in

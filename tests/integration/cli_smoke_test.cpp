@@ -3,7 +3,9 @@
 // traces that parse, catalogs that list. Never asserts on timings.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -345,6 +347,14 @@ TEST(CliMain, HelpAndVersionExitZero) {
     const std::string source = std::filesystem::path(STRATA_README).parent_path().string();
     EXPECT_EQ(std::system(("git -C '" + source + "' cat-file -e " + commit + "^{commit} 2>/dev/null").c_str()), 0)
         << commit << " is no commit of " << source;
+    // Stamped at build time (cmake/WriteBuildCommit.cmake): the checkout's HEAD, not the
+    // commit the build folder was configured at.
+    std::array<char, 64> head{};
+    if (FILE* git = popen(("git -C '" + source + "' rev-parse HEAD 2>/dev/null").c_str(), "r")) {
+      if (std::fgets(head.data(), head.size(), git) == nullptr) head[0] = 0;
+      pclose(git);
+    }
+    EXPECT_EQ(std::string(head.data()).rfind(commit, 0), 0u) << commit << " is not HEAD " << head.data();
   }
 }
 
