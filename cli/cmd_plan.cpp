@@ -51,12 +51,11 @@ struct PlanFlags {
   std::int64_t micro_batch = 0;
   std::string recompute, schedule;
   bool sequence_parallel = false;
-  std::string memory_headroom;  // planner/memory_headroom.h
+  std::string memory_headroom = planner::kDefaultMemoryHeadroom;  // planner/memory_headroom.h
   bool explain = false;
   std::string from, job_file;  // --from megatron|deepspeed FILE: search around the user's job
   CLI::Option* gpus_opt = nullptr;
   CLI::Option* format_opt = nullptr;
-  CLI::Option* headroom_opt = nullptr;
   CLI::Option* top_opt = nullptr;
   CLI::Option* batch_opt = nullptr;
   CLI::Option* sp_opt = nullptr;
@@ -159,9 +158,7 @@ void run_plan(PlanFlags& f) {
       job ? exports::apply_overrides(stack_for_job(f.mc, device_cluster, job->strategy, report.notes), job->stack)
           : load_stack_flag(f.mc, device_cluster);
   // The planner plans with the headroom taken off each device; the report shows the device.
-  const double headroom = f.headroom_opt->count() == 0
-                              ? 0
-                              : planner::parse_memory_headroom_gib(f.memory_headroom, device_cluster.device.memory_gib);
+  const double headroom = planner::parse_memory_headroom_gib(f.memory_headroom, device_cluster.device.memory_gib);
   const costmodel::ClusterSpec cluster =
       headroom > 0 ? planner::with_memory_headroom(device_cluster, headroom) : device_cluster;
   if (f.gpus_opt->count() > 0) {
@@ -298,9 +295,10 @@ void add_plan_command(CLI::App& app) {
                   ->capture_default_str();
   f.format_opt = add_format_flag(*cmd, f.format, {"table", "json", "yaml", "csv"});
   add_explain_flag(*cmd, f.explain);
-  f.headroom_opt = cmd->add_option("--memory-headroom", f.memory_headroom,
+  cmd->add_option("--memory-headroom", f.memory_headroom,
                   "GPU memory each plan must leave free beyond the workspace reserve, for fragmentation and "
-                  "communication buffers: a share of the device memory (5%) or GiB (4); default none");
+                  "communication buffers: a share of the device memory (5%) or GiB (4); 0 plans up to the reserve")
+                      ->capture_default_str();
   add_train_target_flags(*cmd, f.tt);
   cmd->add_option("--out,-o", f.out,
                   "write the best plan as a plan YAML file (- for stdout, instead of the table; JSON with "

@@ -14,6 +14,13 @@
 
 namespace strata::planner {
 
+// `strata plan`'s default headroom: a plan keeps this share of each device's memory free
+// beyond the workspace reserve, the share the tables mark "tight" when a plan uses it
+// (report/format_table.cpp). An estimate of long jobs' allocator fragmentation and
+// communicator buffers, not a measurement: --memory-headroom 0 plans up to the reserve.
+inline constexpr double kDefaultHeadroomShare = 0.05;
+inline constexpr const char* kDefaultMemoryHeadroom = "5%";
+
 // "5%" (of `device_memory_gib`), "4GiB", "4 GiB" or "4" (GiB) -> GiB. InputError naming
 // --memory-headroom for anything else, a negative amount, or 100% and more.
 inline double parse_memory_headroom_gib(const std::string& text, double device_memory_gib) {

@@ -12,6 +12,7 @@
 
 #include "common/errors.h"
 #include "common/one_line.h"
+#include "planner/memory_headroom.h"
 #include "planner/strategy.h"
 
 namespace strata::report {
@@ -97,10 +98,11 @@ std::string strategy_brief(const planner::Strategy& s) {
   return out;
 }
 
-// A plan that fits with under 5% of the device's memory left beyond the workspace reserve is
+// A plan that fits with under the default headroom's share of the device's memory left is
 // marked "tight": the caching allocator's fragmentation (a few GiB on an 80 GB part in long
-// jobs, an estimate) can push it over. --memory-headroom keeps only plans with room.
-constexpr double kTightMemoryShare = 0.95;
+// jobs, an estimate) can push it over. The default --memory-headroom keeps only plans with room,
+// so tight plans are those of a lower headroom, or of simulate and compare.
+constexpr double kTightMemoryShare = 1 - planner::kDefaultHeadroomShare;
 
 bool memory_is_tight(double used_gib, double capacity_gib) {
   return capacity_gib > 0 && used_gib > kTightMemoryShare * capacity_gib && used_gib <= capacity_gib;
@@ -113,7 +115,7 @@ std::string memory_cell(double used_gib, double capacity_gib) {
 std::string tight_legend(bool any) {
   const double spare_percent = 100 * (1 - kTightMemoryShare);
   return any ? fmt::format("# tight: fits with under {0:.0f}% of the GPU's memory to spare; allocator fragmentation "
-                           "can push it over (--memory-headroom {0:.0f}% keeps only plans with room)\n",
+                           "can push it over (plan's default --memory-headroom {0:.0f}% keeps only plans with room)\n",
                            spare_percent)
              : "";
 }
@@ -159,7 +161,7 @@ std::string header_lines(const PlanReport& r) {
   }
   out += fmt::format("# memory per GPU: {:g} GiB ({:g} GiB reserved for workspace{})\n", r.memory_capacity_gib,
                      r.reserve_gib,
-                     r.headroom_gib > 0 ? fmt::format(", {:g} GiB headroom kept free", r.headroom_gib) : "");
+                     r.headroom_gib > 0 ? fmt::format(", {:g} GiB kept free by --memory-headroom", r.headroom_gib) : "");
   // Without --explain the header keeps to what a reader must see before trusting the table:
   // the first note (the stack the numbers rest on), every warning, and any number that is
   // only a datasheet's; the rest (kernel sources, memory rules) is one --explain away.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -68,7 +69,20 @@ TEST(PlanMemoryHeadroom, KeepsOnlyPlansThatLeaveItFree) {
   const RunResult table = run_strata({"plan", "--model", "llama2-7b", "--cluster", "dgx-a100", "--gpus", "8",
                                       "--memory-headroom", "4GiB"});
   ASSERT_EQ(table.exit_code, 0) << table.err;
-  EXPECT_NE(table.out.find("4 GiB headroom kept free"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("4 GiB kept free by --memory-headroom"), std::string::npos) << table.out;
+  // By default 5% is kept free (4 GiB of 80), so no plan of the table is tight; 0 plans up to
+  // the workspace reserve and says nothing of headroom.
+  const std::vector<std::string> llama = {"plan", "--model", "llama2-7b", "--cluster", "dgx-a100", "--gpus", "8"};
+  const RunResult dflt = run_strata(llama);
+  ASSERT_EQ(dflt.exit_code, 0) << dflt.err;
+  const auto untimed = [](const std::string& out) {
+    return std::regex_replace(out, std::regex(R"(in [0-9.]+ s:)"), "in T s:");
+  };
+  EXPECT_EQ(untimed(dflt.out), untimed(table.out));
+  EXPECT_EQ(dflt.out.find(" tight"), std::string::npos) << dflt.out;
+  const RunResult edge = run_strata(with(llama, {"--memory-headroom", "0"}));
+  ASSERT_EQ(edge.exit_code, 0) << edge.err;
+  EXPECT_EQ(edge.out.find("kept free"), std::string::npos) << edge.out;
 }
 
 TEST(PlanMemoryHeadroom, BadValuesAreOneErrorLine) {
