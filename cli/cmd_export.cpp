@@ -133,6 +133,8 @@ void run_export(const ExportFlags& f) {
   if (target == ExportTarget::DeepSpeed) {
     if (const std::string note = exports::deepspeed_model_code_note(plan); !note.empty())
       warn(note);
+    const std::string gathers = exports::deepspeed_zero3_gather_note(plan, export_stack(f, plan));
+    if (!gathers.empty()) warn(gathers);
     if (opt.train_tokens > 0)
       warn(fmt::format("DeepSpeed's config holds no iteration count: run the training loop for "
                        "{} steps (ceil({} tokens / (global batch {} x seq_len {})))",

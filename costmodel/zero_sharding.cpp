@@ -14,7 +14,8 @@ ZeroGroupComm zero_group_comm(int zero, std::span<const ZeroShard> shards, doubl
     if (sh.group.size <= 1 || sh.params_rank <= 0) continue;
     rs += coll.time_s(Collective::ReduceScatter, sh.params_rank * grad_bytes, sh.group);
     if (zero < 3) continue;
-    if (!sh.by_module) ag += coll.time_s(Collective::AllGather, sh.params_rank * param_bytes, sh.group) + sh.fetch_host_s;
+    if (!sh.by_module)
+      ag += coll.time_s(Collective::AllGather, sh.params_rank * param_bytes, sh.group) + sh.fetch_host_s;
     else
       for (double u : sh.units) ag += coll.time_s(Collective::AllGather, u * param_bytes, sh.group) + sh.fetch_host_s;
   }

@@ -253,6 +253,15 @@ std::string deepspeed_model_code_note(const Plan& p) {
   return out;
 }
 
+std::string deepspeed_zero3_gather_note(const Plan& p, const SoftwareStack& stack) {
+  if (p.strategy.zero != 3 || stack.zero3_gather == costmodel::Zero3Gather::Module) return "";
+  return fmt::format("DeepSpeed's stage 3 gathers parameters module by module (one all-gather per weight-holding "
+                     "nn.Module and pass), but this plan was predicted with stack {}'s per-block gathers, which is "
+                     "optimistic over hundreds of ranks: plan again with --stack deepspeed-2022-zero3 (DeepSpeed "
+                     ">= 0.6) or deepspeed-2021-zero3 (0.5) to predict the DeepSpeed job",
+                     stack.name);
+}
+
 std::string export_megatron_deepspeed(const Plan& p, const SoftwareStack& plan_stack,
                                       const ExportOptions& opt) {
   const SoftwareStack stack = planned_stack(p, plan_stack);

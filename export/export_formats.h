@@ -97,6 +97,11 @@ std::string export_megatron_deepspeed(const planner::Plan& p,
 // multi-latent attention and multi-token prediction (no DeepSpeed module: the job's own
 // code); "" for a plain dense plan. `strata export --to deepspeed` prints it beside the JSON.
 std::string deepspeed_model_code_note(const planner::Plan& p);
+// A ZeRO-3 plan predicted with a stack that gathers parameters a block at a time (FSDP units)
+// runs differently under DeepSpeed, whose stage 3 gathers module by module: the warning that
+// says so and names the stacks that predict it; "" when the plan is not ZeRO-3 or its stack
+// already gathers by module.
+std::string deepspeed_zero3_gather_note(const planner::Plan& p, const costmodel::SoftwareStack& stack);
 // TorchTitan v0.2.2 job-config TOML: [training], [parallelism] (FSDP shard / DDP replicate
 // degree from the ZeRO stage, context parallel degree and K/V rotation, expert parallel and
 // expert tensor parallel degrees, module_fqns_per_model_part for the stage map),

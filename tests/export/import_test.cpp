@@ -359,6 +359,18 @@ TEST(ImportDeepSpeed, StageThreeGathersModuleByModuleWithItsThresholds) {
   }
 }
 
+// A ZeRO-3 plan predicted with per-block gathers is not what DeepSpeed runs: the export says so
+// and names the stacks that predict DeepSpeed's module-by-module gathers.
+TEST(ExportDeepSpeed, WarnsWhenAZeroThreePlanWasPredictedWithBlockGathers) {
+  const Plan z3 = with_cp_zero(make_plan(llama(8), 4, 2, 1, 1, 2, 64), 1, 3);
+  const std::string note = deepspeed_zero3_gather_note(z3, overlap_stack());
+  EXPECT_NE(note.find("module by module"), std::string::npos) << note;
+  EXPECT_NE(note.find("--stack deepspeed-2022-zero3"), std::string::npos) << note;
+  EXPECT_EQ(deepspeed_zero3_gather_note(z3, strata::costmodel::load_software_stack("deepspeed-2022-zero3")), "");
+  const Plan z1 = with_cp_zero(make_plan(llama(8), 4, 2, 1, 1, 2, 64), 1, 1);
+  EXPECT_EQ(deepspeed_zero3_gather_note(z1, overlap_stack()), "");
+}
+
 TEST(ImportDeepSpeed, RefusesUnmodelledKeysAndInconsistentBatches) {
   const auto message = [](const std::string& text) {
     try {
