@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <fstream>
 #include <random>
@@ -412,20 +414,35 @@ TEST(RuntimeFaults, SecondJobOnALockedCheckpointFolderIsRefused) {
   Layout l;
   l.name = "one";
   const std::string plan = write_plan(l, dir);
-  const std::string ck = (dir / "ck").string();
-  RunResult first;
-  std::thread job([&] { first = run_strata({"train", "--plan", plan, "--steps", "120", "--checkpoint-dir", ck,
-                                            "--log-every", "1000"}, 120); });
-  // Wait until the first job holds the lock (it writes its pid into the lock file).
-  const auto lock = fs::path(ck) / ".strata-train.lock";
-  for (int i = 0; i < 600 && (!fs::exists(lock) || fs::file_size(lock) == 0); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const RunResult second = run_strata({"train", "--plan", plan, "--steps", "2", "--checkpoint-dir", ck, "--resume"}, 60);
-  job.join();
-  EXPECT_EQ(second.exit_code, 2) << second.err;
-  EXPECT_NE(second.err.find("is in use by another `strata train` job"), std::string::npos) << second.err;
-  EXPECT_EQ(first.exit_code, 0) << "the first job finished: " << first.err;
-  EXPECT_TRUE(fs::exists(fs::path(ck) / "step_00000120" / "manifest.json"));
+  // On a loaded host the first job can finish its steps before the second starts; then both
+  // run one after the other and nothing was tested. Such a round is told apart by the first
+  // job's end (its last checkpoint) having come before the second job's answer, and run again
+  // with ten times the steps. A lock that does not hold fails every round.
+  for (const int steps : {120, 1200, 12000}) {
+    SCOPED_TRACE(steps);
+    const std::string ck = (dir / ("ck" + std::to_string(steps))).string();
+    RunResult first;
+    std::thread job([&] {
+      first = run_strata({"train", "--plan", plan, "--steps", std::to_string(steps), "--checkpoint-dir", ck,
+                          "--log-every", "100000"}, 600);
+    });
+    // Wait until the first job holds the lock (it writes its pid into the lock file).
+    const auto lock = fs::path(ck) / ".strata-train.lock";
+    for (int i = 0; i < 600 && (!fs::exists(lock) || fs::file_size(lock) == 0); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const RunResult second =
+        run_strata({"train", "--plan", plan, "--steps", "2", "--checkpoint-dir", ck, "--resume"}, 60);
+    const bool refused = second.exit_code == 2 && second.err.find("is in use by another `strata train` job") !=
+                                                     std::string::npos;
+    const bool first_was_done = !refused && fs::exists(fs::path(ck) / fmt::format("step_{:08d}", steps));
+    job.join();
+    EXPECT_EQ(first.exit_code, 0) << "the first job finished: " << first.err;
+    EXPECT_TRUE(fs::exists(fs::path(ck) / fmt::format("step_{:08d}", steps) / "manifest.json"));
+    if (first_was_done && steps < 12000) continue;
+    EXPECT_EQ(second.exit_code, 2) << second.err;
+    EXPECT_NE(second.err.find("is in use by another `strata train` job"), std::string::npos) << second.err;
+    break;
+  }
 }
 
 // Property: jobs started at random moments on one --metrics file never interleave. Each job
