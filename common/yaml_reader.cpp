@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -18,10 +19,13 @@ namespace {
 
 // yaml-cpp keeps both entries of a key written twice in one mapping and `node[key]`
 // answers the first, so a later correction would be ignored silently: refuse it. The walk
-// is iterative and bounded (aliases can make a small file a very wide tree).
+// is iterative and bounded, and checks each collection once: an alias is the node it names
+// (same start in the text), so a file that repeats or nests an anchor in itself (a cycle)
+// costs its own size, not the expanded tree's.
 void check_unique_keys(const YAML::Node& root, const std::string& source) {
   constexpr std::size_t kMaxNodes = 4'000'000;
   std::vector<YAML::Node> todo{root};
+  std::set<int> walked;  // text positions of the collections already checked
   std::size_t visited = 0;
   while (!todo.empty()) {
     YAML::Node n = todo.back();
@@ -29,6 +33,7 @@ void check_unique_keys(const YAML::Node& root, const std::string& source) {
     if (++visited > kMaxNodes)
       input_error("{}: more than {} YAML nodes (with aliases expanded): too large to read", source,
                   kMaxNodes);
+    if ((n.IsMap() || n.IsSequence()) && n.Mark().pos >= 0 && !walked.insert(n.Mark().pos).second) continue;
     if (n.IsMap()) {
       std::map<std::string, int> seen;  // key -> line of its first appearance
       for (const auto& kv : n) {
