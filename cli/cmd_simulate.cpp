@@ -247,6 +247,10 @@ void add_simulate_command(CLI::App& app) {
       "--ep-overlap", f.ep_overlap,
       "Megatron-Core's batch-level EP overlap (--overlap-moe-expert-parallel-comm): steady-state forward and "
       "backward steps of two micro-batches merged, each hiding the other's MoE token exchange"));
+  f.layout_opts.push_back(cmd->add_flag(
+      "--delay-wgrad", f.delay_wgrad,
+      "with --ep-overlap: Megatron-Core's --delay-wgrad-compute, the weight gradients of the merged steps run "
+      "apart from the input gradients, so the backward's exchange starts sooner"));
   cmd->add_option("--from", f.from,
                   "predict the job of a Megatron-LM command line (megatron: a file holding the "
                   "pretrain_gpt.py arguments, torchrun prefix allowed) or a DeepSpeed config "

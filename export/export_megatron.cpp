@@ -226,9 +226,10 @@ void layout_flags(FlagWriter& flag, const Plan& p, const SoftwareStack& stack, c
     flag("--expert-model-parallel-size", num(std::int64_t{s.ep}));
     flag("--expert-tensor-parallel-size", num(std::int64_t{s.etp}));
     // The batch-level EP overlap the cost model charged (planner/ep_overlap.h); the flag comes
-    // from ModelParallelConfig.overlap_moe_expert_parallel_comm (d98e8a64). The MoE README pairs
-    // it with --delay-wgrad-compute, which strata does not model: that one is left to the user.
+    // from ModelParallelConfig.overlap_moe_expert_parallel_comm (d98e8a64), and its weight-gradient
+    // split from ModelParallelConfig.delay_wgrad_compute.
     if (s.ep_overlap) flag("--overlap-moe-expert-parallel-comm");
+    if (s.delay_wgrad) flag("--delay-wgrad-compute");
   }
   if (s.cp > 1) {
     // The K/V exchange the cost model charged: Megatron-Core's cp_comm_type values "p2p"

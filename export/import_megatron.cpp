@@ -461,6 +461,7 @@ void MegatronArgsReader::read_parallel_layout() {
   s.sequence_parallel = has("--sequence-parallel");
   if (s.sequence_parallel && s.tp == 1) s.sequence_parallel = false;  // Megatron-LM turns it off
   s.ep_overlap = has("--overlap-moe-expert-parallel-comm");  // checked with the strategy's rules
+  s.delay_wgrad = has("--delay-wgrad-compute");
   if (has("--tp-comm-overlap") && !s.sequence_parallel)
     input_error("{}: --tp-comm-overlap needs --sequence-parallel and tp > 1 (Megatron-LM asserts it)",
                 source);

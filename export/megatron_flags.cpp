@@ -34,7 +34,7 @@ const std::map<std::string, MegatronFlagKind>& megatron_modelled_flags() {
       {"--global-batch-size", Kind::Int}, {"--recompute-granularity", Kind::Str},
       {"--recompute-method", Kind::Str}, {"--recompute-num-layers", Kind::Int},
       {"--recompute-activations", Kind::Flag}, {"--recompute-modules", Kind::List},
-      {"--overlap-moe-expert-parallel-comm", Kind::Flag}, {"--use-distributed-optimizer", Kind::Flag},
+      {"--overlap-moe-expert-parallel-comm", Kind::Flag}, {"--delay-wgrad-compute", Kind::Flag}, {"--use-distributed-optimizer", Kind::Flag},
       {"--overlap-grad-reduce", Kind::Flag}, {"--overlap-param-gather", Kind::Flag},
       {"--tp-comm-overlap", Kind::Flag}, {"--make-vocab-size-divisible-by", Kind::Int},
       {"--context-parallel-size", Kind::Int}, {"--cp-comm-type", Kind::Str},

@@ -12,16 +12,29 @@ double merged_step_share(int pp, int vpp, std::int64_t microbatches, int rank) {
   return std::clamp((steps - alone) / steps, 0.0, 1.0);
 }
 
-HiddenExchange hidden_exchange(double fwd_compute_s, double fwd_exchange_s, double bwd_compute_s,
-                               double bwd_exchange_s, double comm_sm_share) {
-  HiddenExchange h;
-  h.fwd_s = std::max(0.0, std::min(fwd_exchange_s, bwd_compute_s));
-  h.bwd_s = std::max(0.0, std::min(bwd_exchange_s, fwd_compute_s));
-  const double hidden = h.fwd_s + h.bwd_s;
-  // An exchange holding every SM leaves the compute none: nothing is gained, nothing lost.
+double merged_layers_s(const std::vector<MergedLayer>& layers, bool delay_wgrad) {
+  double comp = 0, comm = 0;               // when each stream is free
+  double fwd_ready = 0, bwd_ready = 0;     // the previous layer's outputs, each direction
+  for (const MergedLayer& l : layers) {
+    const double experts_wgrad = delay_wgrad ? std::clamp(l.experts_wgrad, 0.0, l.experts_bwd) : 0.0;
+    const double pre_wgrad = delay_wgrad ? std::clamp(l.pre_wgrad, 0.0, l.pre_bwd) : 0.0;
+    const double combine_bwd_end = (comm = std::max(comm, bwd_ready) + l.combine_bwd);
+    const double pre_fwd_end = (comp = std::max(comp, fwd_ready) + l.pre_fwd);
+    const double experts_dgrad_end = (comp = std::max(comp, combine_bwd_end) + l.experts_bwd - experts_wgrad);
+    const double dispatch_fwd_end = (comm = std::max(comm, pre_fwd_end) + l.dispatch_fwd);
+    comp += experts_wgrad;
+    const double dispatch_bwd_end = (comm = std::max(comm, experts_dgrad_end) + l.dispatch_bwd);
+    const double experts_fwd_end = (comp = std::max(comp, dispatch_fwd_end) + l.experts_fwd);
+    fwd_ready = (comm = std::max(comm, experts_fwd_end) + l.combine_fwd);
+    bwd_ready = (comp = std::max(comp, dispatch_bwd_end) + l.pre_bwd - pre_wgrad);
+    comp += pre_wgrad;
+  }
+  return std::max(comp, comm);
+}
+
+double exchange_slowdown_s(double hidden_s, double comm_sm_share) {
   const double share = std::max(0.0, comm_sm_share);
-  h.slowdown_s = share >= 1.0 ? hidden : std::min(hidden, hidden * share / (1.0 - share));
-  return h;
+  return share >= 1.0 ? hidden_s : std::min(hidden_s, hidden_s * share / (1.0 - share));
 }
 
 }  // namespace strata::planner

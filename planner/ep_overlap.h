@@ -10,6 +10,7 @@
 // schedules.py (get_pp_rank_microbatches) adds one warm-up micro-batch when the overlap is on.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace strata::planner {
 
@@ -27,19 +28,35 @@ inline constexpr int kDeepEpDispatcherSms = 20;
 // virtual stage is Megatron's default, pp). In [0, 1].
 double merged_step_share(int pp, int vpp, std::int64_t microbatches, int rank);
 
-// What one merged forward + backward of a layer group hides, and what it costs. Each
-// direction's exchange runs beside the other step's compute, so it hides at most that
-// compute (an upper bound: the layer-level slots of the DeepSeek-V3 schedule can leave some
-// exchange out in the open when one slot's compute is short). Compute beside an exchange
-// runs on the SMs the dispatcher leaves it: `comm_sm_share` of them are the exchange's, so
-// each hidden second lengthens the compute by share / (1 - share) seconds, at most one (a
-// share of 1 or more hides nothing).
-struct HiddenExchange {
-  double fwd_s = 0;     // of the forward's exchange, hidden behind the backward's compute
-  double bwd_s = 0;     // of the backward's exchange, hidden behind the forward's compute
-  double slowdown_s = 0;  // compute lost to the SMs the hidden exchange holds
+// One forward layer of a micro-batch beside one backward layer of another, as Megatron-Core's
+// layer schedule splits them (megatron/core/models/common/model_chunk_schedule_plan.py,
+// TransformerLayerSchedulePlan.run, and models/gpt/fine_grained_callables.py at d98e8a64):
+// `pre` is the attention block, the pre-MLP norm, the router, the shared experts and the
+// dispatch's permute; `experts` the routed experts' node (a dense layer's MLP: no exchange);
+// dispatch and combine the two all-to-alls. Seconds; wgrad parts are inside their node's
+// backward.
+struct MergedLayer {
+  double pre_fwd = 0, dispatch_fwd = 0, experts_fwd = 0, combine_fwd = 0;
+  double combine_bwd = 0, experts_bwd = 0, experts_wgrad = 0, dispatch_bwd = 0, pre_bwd = 0, pre_wgrad = 0;
+  double compute() const { return pre_fwd + experts_fwd + experts_bwd + pre_bwd; }
+  double exchange() const { return dispatch_fwd + combine_fwd + combine_bwd + dispatch_bwd; }
 };
-HiddenExchange hidden_exchange(double fwd_compute_s, double fwd_exchange_s, double bwd_compute_s,
-                               double bwd_exchange_s, double comm_sm_share);
+
+// How long a run of merged layers takes on a compute and a communication stream, in the order
+// run() issues them: compute pre_fwd | experts_bwd | experts_fwd | pre_bwd, communication
+// combine_bwd | dispatch_fwd | dispatch_bwd | combine_fwd, each waiting for what it consumes
+// (experts_bwd for combine_bwd, dispatch_fwd for pre_fwd, dispatch_bwd for experts_bwd,
+// experts_fwd for dispatch_fwd, combine_fwd for experts_fwd, pre_bwd for dispatch_bwd; a layer's
+// pre_fwd for the previous layer's combine_fwd, its combine_bwd for the previous layer's
+// pre_bwd). With `delay_wgrad` (--delay-wgrad-compute) the weight gradients leave the backward
+// nodes: dispatch_bwd waits only for the experts' input gradient while their weight gradient
+// runs beside it, and the block's weight gradient runs after its input gradient, beside the
+// next layer's combine_bwd. The result is at least the compute and at most compute + exchange.
+double merged_layers_s(const std::vector<MergedLayer>& layers, bool delay_wgrad);
+
+// Compute lost to the SMs a hidden exchange holds: compute beside an exchange runs on the SMs
+// the dispatcher leaves it, so each hidden second lengthens it by share / (1 - share) seconds,
+// at most one (a share of 1 or more hides nothing).
+double exchange_slowdown_s(double hidden_s, double comm_sm_share);
 
 }  // namespace strata::planner

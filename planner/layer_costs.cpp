@@ -353,15 +353,32 @@ void SimEngine::charge_op(const LayerCostInputs& in, std::size_t gi, std::size_t
     c.ep_fwd_s += dt.fwd_s;
     c.ep_bwd_s += dt.bwd_s;
     c.moe_ep_fwd_s += dt.fwd_s;  // re-run when the MoE module is recomputed
+    const bool dispatch = op.ep_comm == models::EpComm::DispatchForwardCombineBackward;
+    if (dispatch) {
+      // The dispatch's backward is the all-to-all that returns the tokens' gradients.
+      c.ep_dispatch_fwd_s += dt.fwd_s;
+      c.ep_dispatch_bwd_s += dt.bwd_s;
+    }
     const double permute = dt.permute_bytes;
     if (mem_bytes_per_s_ > 0) {
-      c.fwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;
-      c.bwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;
-      c.moe.fwd_s += permute / mem_bytes_per_s_ + kernel_overhead_s_;
+      const double permute_s = permute / mem_bytes_per_s_ + kernel_overhead_s_;
+      c.fwd_s += permute_s;
+      c.bwd_s += permute_s;
+      c.moe.fwd_s += permute_s;
+      // The dispatch's permute is Megatron's dispatch preprocess (before the exchange); the
+      // combine's is the experts' node's combine preprocess.
+      if (!dispatch) c.experts_fwd_s += permute_s, c.experts_bwd_s += permute_s;
     }
   }
   c.fwd_s += ot.fwd_s;
   c.bwd_s += ot.bwd_s;
+  {
+    const bool experts_node = op.routed_expert || op.name.ends_with("expert_activation");
+    if (experts_node) c.experts_fwd_s += ot.fwd_s, c.experts_bwd_s += ot.bwd_s;
+    // A GEMM's backward is two GEMMs of its forward's size: the input gradient and the weight
+    // gradient, half each.
+    if (models::is_gemm(op.kind)) (op.routed_expert ? c.experts_wgrad_s : c.block_wgrad_s) += 0.5 * ot.bwd_s;
+  }
   if (models::is_gemm(op.kind)) {
     if (ot.source == costmodel::TimeSource::Roofline) t.gemm_roofline = true;
     else t.gemm_measured = true;

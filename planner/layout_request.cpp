@@ -58,7 +58,7 @@ Strategy derive_strategy(const LayoutRequest& r, std::int64_t default_global_bat
           .global_batch = global_batch, .zero = r.zero, .recompute = recompute_from_string(r.recompute),
           .recompute_modules = costmodel::recompute_modules_from_names(r.recompute_modules),
           .sequence_parallel = r.sequence_parallel, .schedule = derive_schedule(r), .ep = r.ep, .etp = r.etp,
-          .ep_overlap = r.ep_overlap, .precision = precision};
+          .ep_overlap = r.ep_overlap, .delay_wgrad = r.delay_wgrad, .precision = precision};
 }
 
 }  // namespace strata::planner

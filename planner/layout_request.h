@@ -21,6 +21,7 @@ struct LayoutRequest {
   std::string schedule{};                        // empty: derived
   bool sequence_parallel = false;
   bool ep_overlap = false;
+  bool delay_wgrad = false;  // with ep_overlap: --delay-wgrad-compute
 };
 
 // The strategy `r` asks for, with `precision` ("" for the stack's). Each size it derives

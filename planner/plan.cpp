@@ -52,7 +52,7 @@ int read_int(const YamlReader& r, const std::string& key, int dflt, bool require
 Strategy read_strategy(const YamlReader& r) {
   r.expect_keys({"dp", "tp", "pp", "cp", "vpp", "micro_batch", "global_batch", "zero", "recompute",
                  "sequence_parallel", "schedule", "rank_order", "ep", "etp", "precision",
-                 "recompute_modules", "ep_overlap"});
+                 "recompute_modules", "ep_overlap", "delay_wgrad"});
   Strategy s;
   s.dp = read_int(r, "dp", 1, true);
   s.tp = read_int(r, "tp", 1, true);
@@ -72,6 +72,7 @@ Strategy read_strategy(const YamlReader& r) {
   s.etp = read_int(r, "etp", 1, false);
   if (r.has("precision")) s.precision = r.get_enum("precision", {"bf16", "fp16", "fp8"});
   s.ep_overlap = r.get_bool("ep_overlap", false);
+  s.delay_wgrad = r.get_bool("delay_wgrad", false);
   if (r.has("recompute_modules")) {
     // A list of Megatron-Core module names (costmodel/recompute_modules.h).
     const YamlReader list = r.child("recompute_modules");
@@ -225,6 +226,7 @@ void emit_strategy(YAML::Emitter& e, const Strategy& s) {
     e << YAML::Key << "recompute_modules" << YAML::Value << YAML::Flow
       << costmodel::recompute_module_names(s.recompute_modules);
   if (s.ep_overlap) e << YAML::Key << "ep_overlap" << YAML::Value << true;
+  if (s.delay_wgrad) e << YAML::Key << "delay_wgrad" << YAML::Value << true;
   e << YAML::EndMap;
 }
 
@@ -406,6 +408,7 @@ std::string plan_to_json(const Plan& p) {
   if (!s.precision.empty()) j["strategy"]["precision"] = s.precision;
   if (s.recompute_modules.any()) j["strategy"]["recompute_modules"] = costmodel::recompute_module_names(s.recompute_modules);
   if (s.ep_overlap) j["strategy"]["ep_overlap"] = true;
+  if (s.delay_wgrad) j["strategy"]["delay_wgrad"] = true;
   // The precision simulated: the strategy's, else the stack's.
   if (const std::string prec = !s.precision.empty() ? s.precision : q.precision; !prec.empty())
     j["precision"] = prec;

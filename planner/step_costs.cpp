@@ -124,11 +124,13 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
 
 // Megatron-Core's batch-level EP overlap (planner/ep_overlap.h): the merged steps of each
 // pipeline rank hide part of their MoE token exchange behind the other micro-batch's compute,
-// and lose compute to the SMs the exchange holds. A virtual stage's forward and backward are
-// charged the mean over its rank's steps (the merged share hides, the warm-up and cool-down
-// steps do not), so the walk keeps timing one forward and one backward kind per stage. The
-// merged forward and backward may belong to different chunks; each stage is paired with
-// itself here (the partition balances the chunks).
+// as far as Megatron's layer schedule lets them (merged_layers_s), and lose compute to the SMs
+// the exchange holds. A virtual stage's forward and backward are charged the mean over its
+// rank's steps (the merged share hides, the warm-up and cool-down steps do not), so the walk
+// keeps timing one forward and one backward kind per stage. The merged forward and backward
+// may belong to different chunks; each stage is paired with itself here (the partition
+// balances the chunks), its forward layers in order beside its backward layers in reverse
+// order, as Megatron pairs them.
 void SimEngine::hide_ep_exchange(const Strategy& s, const Placement& pl, const GroupCostTable& t,
                                  const std::vector<std::vector<int>>& sl) {
   if (!s.ep_overlap) return;
@@ -138,23 +140,46 @@ void SimEngine::hide_ep_exchange(const Strategy& s, const Placement& pl, const G
       stack_.moe_once_per_node
           ? (cluster_.device.sm_count > 0 ? static_cast<double>(kDeepEpDispatcherSms) / cluster_.device.sm_count : 0.0)
           : costmodel::comm_sm_share(cluster_, pl.ep);
+  std::vector<MergedLayer> merged_layers;
   for (int v = 0; v < s.pp * s.vpp; ++v) {
     const double merged = merged_step_share(s.pp, s.vpp, s.num_microbatches(), v % s.pp);
-    double fwd_hidden = 0, bwd_hidden = 0, fwd_slow = 0, bwd_slow = 0;
-    for (int g : sl[v]) {
-      const GroupCost& gc = t.groups[g];
+    const std::vector<int>& groups = sl[static_cast<std::size_t>(v)];
+    const std::size_t n = groups.size();
+    merged_layers.assign(n, MergedLayer{});
+    double fwd_exchange = 0, bwd_exchange = 0;
+    for (std::size_t i = 0; i < n; ++i) {
       double fc, ft, bc, bt;
-      group_times(gc, g, layers, s, &fc, &ft, &bc, &bt);
-      const HiddenExchange h = hidden_exchange(fc, gc.ep_fwd_s, bc, gc.ep_bwd_s, sm_share);
-      const double hidden = h.fwd_s + h.bwd_s;
-      fwd_hidden += h.fwd_s;
-      bwd_hidden += h.bwd_s;
-      // The forward's exchange slows the backward's compute beside it, and the other way.
-      if (hidden > 0) {
-        bwd_slow += h.slowdown_s * h.fwd_s / hidden;
-        fwd_slow += h.slowdown_s * h.bwd_s / hidden;
-      }
+      const GroupCost& f = t.groups[static_cast<std::size_t>(groups[i])];
+      group_times(f, groups[i], layers, s, &fc, &ft, &bc, &bt);
+      MergedLayer& l = merged_layers[i];
+      l.dispatch_fwd = f.ep_dispatch_fwd_s;
+      l.combine_fwd = f.ep_fwd_s - f.ep_dispatch_fwd_s;
+      l.experts_fwd = f.experts_fwd_s;
+      // The exposed TP collectives wait in the compute stream, with the attention block.
+      l.pre_fwd = std::max(0.0, fc + ft - f.ep_fwd_s - f.experts_fwd_s);
+      fwd_exchange += f.ep_fwd_s;
+      const int gb = groups[n - 1 - i];
+      const GroupCost& b = t.groups[static_cast<std::size_t>(gb)];
+      group_times(b, gb, layers, s, &fc, &ft, &bc, &bt);
+      l.combine_bwd = b.ep_bwd_s - b.ep_dispatch_bwd_s;
+      l.dispatch_bwd = b.ep_dispatch_bwd_s;
+      // The routed experts' activation, when recomputed, re-runs inside their backward.
+      l.experts_bwd = b.experts_bwd_s + (s.recompute_modules.moe_act ? b.moe_act.fwd_s : 0.0);
+      l.experts_wgrad = b.experts_wgrad_s;
+      l.pre_bwd = std::max(0.0, bc + bt - b.ep_bwd_s - l.experts_bwd);
+      l.pre_wgrad = b.block_wgrad_s;
+      bwd_exchange += b.ep_bwd_s;
     }
+    double serial = 0;
+    for (const MergedLayer& l : merged_layers) serial += l.compute() + l.exchange();
+    const double hidden = std::max(0.0, serial - merged_layers_s(merged_layers, s.delay_wgrad));
+    const double exchange = fwd_exchange + bwd_exchange;
+    if (!(hidden > 0) || !(exchange > 0)) continue;
+    // The hidden time is the exchange's, in proportion to each direction's; the forward's
+    // exchange slows the backward's compute beside it, and the other way.
+    const double fwd_hidden = hidden * fwd_exchange / exchange, bwd_hidden = hidden - fwd_hidden;
+    const double slow = exchange_slowdown_s(hidden, sm_share);
+    const double fwd_slow = slow * bwd_hidden / hidden, bwd_slow = slow - fwd_slow;
     const auto i = static_cast<std::size_t>(v);
     st.fwd[i] += merged * (fwd_slow - fwd_hidden);
     st.bwd[i] += merged * (bwd_slow - bwd_hidden);

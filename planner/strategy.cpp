@@ -91,6 +91,11 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m, S
       add("strategy.ep_overlap",
           fmt::format("strategy.ep_overlap supports at most one MTP depth; model.mtp_layers is {}", m.mtp_layers));
   }
+  // TransformerConfig.__post_init__ (d98e8a64): "overlap_moe_expert_parallel_comm must be
+  // enabled when enabling delay_wgrad_compute".
+  if (s.delay_wgrad && !s.ep_overlap)
+    add("strategy.delay_wgrad", "strategy.delay_wgrad needs strategy.ep_overlap (Megatron-Core delays the weight "
+                                "gradients only for the batch-level EP overlap)");
   if (!dp_ok) add("strategy.dp", fmt::format("strategy.dp ({}) must be >= 1", s.dp));
   if (!tp_ok) add("strategy.tp", fmt::format("strategy.tp ({}) must be >= 1", s.tp));
   if (!pp_ok) add("strategy.pp", fmt::format("strategy.pp ({}) must be >= 1", s.pp));

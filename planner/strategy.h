@@ -37,6 +37,10 @@ struct Strategy {
   // steady state each forward runs merged with another micro-batch's backward, so one's MoE
   // token exchange hides behind the other's compute (planner/ep_overlap.h). Not searched.
   bool ep_overlap = false;
+  // With ep_overlap: Megatron-Core's --delay-wgrad-compute, the weight gradients run apart
+  // from the input gradients in the merged steps so that more of the exchange hides
+  // (planner/ep_overlap.h merged_layers_s). Not searched.
+  bool delay_wgrad = false;
   // bf16 | fp16 | fp8 in place of the software stack's precision; empty: the stack's. fp8
   // runs the linear layers as FP8 GEMMs (costmodel/fp8_linear.h). Not searched.
   std::string precision;

@@ -95,6 +95,7 @@ std::string strategy_brief(const planner::Strategy& s) {
   if (s.sequence_parallel) out += " sp";
   out += fmt::format(" {}", planner::to_string(s.schedule));
   if (s.ep_overlap) out += " ep-overlap";
+  if (s.delay_wgrad) out += " delay-wgrad";
   return out;
 }
 

@@ -142,6 +142,8 @@ def h100_moe():
             st["recompute_modules"] = "[" + ", ".join(r["recompute_modules"]) + "]"
         if r.get("ep_overlap"):  # Megatron-Core's --overlap-moe-expert-parallel-comm
             st["ep_overlap"] = "true"
+        if r.get("delay_wgrad"):  # Megatron-Core's --delay-wgrad-compute
+            st["delay_wgrad"] = "true"
         if "step_s" in r:
             seconds = r["step_s"]
         else:  # tokens/s/GPU -> seconds per iteration

@@ -66,6 +66,14 @@ struct GroupCost {
   ModuleCost norm, mla_up, dense_mlp, moe, moe_act, shared_experts;
   ModuleCost per_op;  // what TorchTitan's per-op policy re-runs (recompute_modules.h)
   double moe_ep_fwd_s = 0;
+  // For the merged steps of the EP overlap (planner/ep_overlap.h), the parts Megatron-Core's
+  // layer schedule runs apart: the routed experts' compute (Megatron's `mlp` node: experts,
+  // their activation, the combine's permute), the weight-gradient halves of the GEMMs' backward
+  // (routed experts; the rest of the block), and the dispatch all-to-all of each direction (the
+  // combine's is ep_*_s less these).
+  double experts_fwd_s = 0, experts_bwd_s = 0;
+  double experts_wgrad_s = 0, block_wgrad_s = 0;
+  double ep_dispatch_fwd_s = 0, ep_dispatch_bwd_s = 0;
   double cp_fwd_s = 0, cp_bwd_s = 0;  // context-parallel K/V exchange left exposed
   double flops_fwd = 0, flops_bwd = 0;  // model FLOPs, whole group, unsharded
   double attn_flops_fwd = 0;

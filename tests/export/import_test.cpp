@@ -726,6 +726,15 @@ TEST(ImportMegatron, ReadsRecomputeModulesAndTheBatchLevelEpOverlap) {
       import_megatron_args(export_megatron(p, strata::costmodel::load_software_stack("mcore-2024-deepep")), "a");
   EXPECT_EQ(back.stack.moe_once_per_node, true);
   EXPECT_TRUE(back.strategy.ep_overlap);
+  EXPECT_FALSE(back.strategy.delay_wgrad);
+  // --delay-wgrad-compute is read, and goes out again with the plan.
+  p.strategy.delay_wgrad = true;
+  const ImportedJob delayed =
+      import_megatron_args(export_megatron(p, strata::costmodel::load_software_stack("mcore-2024-deepep")), "a");
+  EXPECT_TRUE(delayed.strategy.delay_wgrad);
+  EXPECT_TRUE(import_megatron_args(base + "--overlap-moe-expert-parallel-comm --delay-wgrad-compute "
+                                          "--micro-batch-size 1", "a")
+                  .strategy.delay_wgrad);
   const auto error = [&](const std::string& extra) {
     return strata::testing::input_error_of([&] { import_megatron_args(base + extra, "a"); });
   };

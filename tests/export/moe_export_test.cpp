@@ -205,6 +205,11 @@ TEST(MegatronMoe, EpOverlapWritesMegatronsFlagAndTheOthersRefuseIt) {
   const auto f = arg_map(megatron_args(p, overlap_stack()));
   ASSERT_EQ(f.count("--overlap-moe-expert-parallel-comm"), 1u);
   EXPECT_EQ(f.at("--overlap-moe-expert-parallel-comm"), "");
+  EXPECT_EQ(f.count("--delay-wgrad-compute"), 0u);
+  p.strategy.delay_wgrad = true;
+  for (const auto& [flag, value] : megatron_args(p, overlap_stack())) expect_arg_type(args, flag, value);
+  EXPECT_EQ(arg_map(megatron_args(p, overlap_stack())).count("--delay-wgrad-compute"), 1u);
+  p.strategy.delay_wgrad = false;
   // Neither DeepSpeed nor TorchTitan has the merged forward-backward schedule.
   for (auto target : {ExportTarget::DeepSpeed, ExportTarget::MegatronDeepSpeed, ExportTarget::TorchTitan})
     EXPECT_NE(export_error(p, target).find("strategy.ep_overlap"), std::string::npos) << to_string(target);

@@ -310,6 +310,11 @@ std::vector<BadInput> limit_and_format_cases() {
        {"simulate", "--model", "tiny", "--cluster", "dgx-a100", "--stack", "deepspeed-2021-zero3", "--pp", "2",
         "--dp", "2", "--zero", "3"},
        2, {"deepspeed-2021-zero3", "ZeRO stage 3 with pipeline parallelism"}},
+      // Megatron-Core delays the weight gradients only under the batch-level EP overlap.
+      {"simulate_delay_wgrad_without_ep_overlap",
+       {"simulate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--stack", "mcore-2024-deepep", "--ep",
+        "8", "--dp", "64", "--delay-wgrad"},
+       2, {"strategy.delay_wgrad needs strategy.ep_overlap"}},
       // FP8 needs a device with an fp8 peak: the A100 has none.
       {"simulate_fp8_on_a100", {"simulate", "--model", "tiny", "--cluster", "dgx-a100", "--precision", "fp8"},
        2, {"fp8", "a100-sxm-80gb"}},

@@ -2,7 +2,9 @@
 // steps run merged, what a merged step can hide, the simulator's charge, the rules, plan
 // files.
 #include <algorithm>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -85,17 +87,58 @@ TEST(EpOverlap, MergedStepsAreTheSteadyStateOfTheScheduleStrataRuns) {
       }
 }
 
-TEST(EpOverlap, AMergedStepHidesNoMoreThanTheExchangeOrTheComputeBesideIt) {
-  const HiddenExchange h = hidden_exchange(/*fwd compute*/ 1.0, /*fwd exchange*/ 3.0, /*bwd compute*/ 2.0,
-                                           /*bwd exchange*/ 0.5, /*SM share*/ 0.0);
-  EXPECT_DOUBLE_EQ(h.fwd_s, 2.0);  // the forward's exchange, behind the backward's compute (2 of 3 s)
-  EXPECT_DOUBLE_EQ(h.bwd_s, 0.5);  // the backward's, behind the forward's compute (all of it)
-  EXPECT_DOUBLE_EQ(h.slowdown_s, 0.0);
-  // The dispatcher's SMs slow the compute beside it: a fifth of the SMs, a quarter more time.
-  EXPECT_DOUBLE_EQ(hidden_exchange(1.0, 3.0, 2.0, 0.5, 0.2).slowdown_s, 2.5 * 0.25);
-  // An exchange holding every SM gains nothing.
-  const HiddenExchange all = hidden_exchange(1.0, 3.0, 2.0, 0.5, 1.0);
-  EXPECT_DOUBLE_EQ(all.slowdown_s, all.fwd_s + all.bwd_s);
+TEST(EpOverlap, MergedLayersRunAsMegatronsLayerScheduleIssuesThem) {
+  // One layer, by hand (seconds): compute pre_fwd 1 | experts_bwd 2 | experts_fwd 1 | pre_bwd 2,
+  // communication combine_bwd 2 | dispatch_fwd 0.5 | dispatch_bwd 2 | combine_fwd 2.
+  MergedLayer l;
+  l.pre_fwd = 1, l.dispatch_fwd = 0.5, l.experts_fwd = 1, l.combine_fwd = 2;
+  l.combine_bwd = 2, l.experts_bwd = 2, l.experts_wgrad = 1, l.dispatch_bwd = 2, l.pre_bwd = 2, l.pre_wgrad = 1;
+  // combine_bwd [0,2]; pre_fwd [0,1]; experts_bwd waits for combine_bwd [2,4]; dispatch_fwd
+  // [2,2.5]; dispatch_bwd waits for experts_bwd [4,6]; experts_fwd [4,5]; combine_fwd [6,8];
+  // pre_bwd waits for dispatch_bwd [6,8].
+  EXPECT_DOUBLE_EQ(merged_layers_s({l}, false), 8.0);
+  // Delayed weight gradients: experts' input gradient [2,3], dispatch_bwd [3,5] beside their
+  // weight gradient [3,4] and experts_fwd [4,5]; combine_fwd [5,7]; pre_bwd's input gradient
+  // [5,6], its weight gradient [6,7].
+  EXPECT_DOUBLE_EQ(merged_layers_s({l}, true), 7.0);
+  // A second layer waits for the first's outputs: its combine_bwd for pre_bwd's input
+  // gradient (6, beside the delayed weight gradient), its pre_fwd for combine_fwd (7).
+  // comm: combine_bwd [7,9] (after combine_fwd on the stream); comp: pre_fwd [7,8], experts
+  // dgrad [9,10], wgrad [10,11]; dispatch_fwd [9,9.5]; dispatch_bwd [10,12]; experts_fwd
+  // [11,12]; combine_fwd [12,14]; pre_bwd [12,13] + [13,14].
+  EXPECT_DOUBLE_EQ(merged_layers_s({l, l}, true), 14.0);
+  // Nothing to exchange: the compute alone.
+  MergedLayer dense;
+  dense.pre_fwd = 1, dense.experts_fwd = 2, dense.experts_bwd = 4, dense.pre_bwd = 2;
+  EXPECT_DOUBLE_EQ(merged_layers_s({dense, dense}, false), 18.0);
+  // The dispatcher's SMs slow the compute beside it: a fifth of the SMs, a quarter more time;
+  // an exchange holding every SM gains nothing.
+  EXPECT_DOUBLE_EQ(exchange_slowdown_s(2.5, 0.2), 2.5 * 0.25);
+  EXPECT_DOUBLE_EQ(exchange_slowdown_s(2.5, 1.0), 2.5);
+}
+
+TEST(EpOverlap, MergedLayersTakeAtLeastTheComputeAtMostEverythingAndDelayNeverSlows) {
+  std::uint64_t x = 88172645463325252ull;
+  const auto uniform = [&] {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return static_cast<double>(x % 1000) / 100.0;
+  };
+  for (int trial = 0; trial < 500; ++trial) {
+    std::vector<MergedLayer> ls(1 + trial % 5);
+    double compute = 0, exchange = 0;
+    for (MergedLayer& l : ls) {
+      l.pre_fwd = uniform(), l.dispatch_fwd = uniform(), l.experts_fwd = uniform(), l.combine_fwd = uniform();
+      l.combine_bwd = uniform(), l.experts_bwd = uniform(), l.dispatch_bwd = uniform(), l.pre_bwd = uniform();
+      l.experts_wgrad = 0.5 * l.experts_bwd, l.pre_wgrad = 0.5 * l.pre_bwd;
+      compute += l.compute();
+      exchange += l.exchange();
+    }
+    const double plain = merged_layers_s(ls, false), delayed = merged_layers_s(ls, true);
+    EXPECT_GE(plain, compute - 1e-9) << trial;
+    EXPECT_LE(plain, compute + exchange + 1e-9) << trial;
+    EXPECT_LE(delayed, plain + 1e-9) << trial;
+    EXPECT_GE(delayed, compute - 1e-9) << trial;
+  }
 }
 
 TEST(EpOverlap, HidesPartOfTheExchangeAndNeverMoreThanItCost) {
@@ -120,6 +163,18 @@ TEST(EpOverlap, HidesPartOfTheExchangeAndNeverMoreThanItCost) {
   }
 }
 
+TEST(EpOverlap, DelayedWeightGradientsHideMoreOfTheExchangeAndNeverSlowTheStep) {
+  for (const auto& [pp, vpp] : {std::pair{1, 1}, std::pair{2, 2}}) {
+    Strategy s = moe_layout(pp, vpp);
+    s.ep_overlap = true;
+    const SimulationResult merged = run(s);
+    s.delay_wgrad = true;
+    const SimulationResult delayed = run(s);
+    EXPECT_LE(delayed.prediction.iteration_s, merged.prediction.iteration_s) << "pp " << pp;
+    EXPECT_LE(delayed.prediction.breakdown_s.ep_comm, merged.prediction.breakdown_s.ep_comm) << "pp " << pp;
+  }
+}
+
 TEST(EpOverlap, RulesAreMegatronsAndNamed) {
   const models::ModelSpec m = wide_moe();
   EXPECT_TRUE(validate(moe_layout(2, 2), m).empty());
@@ -137,6 +192,13 @@ TEST(EpOverlap, RulesAreMegatronsAndNamed) {
   s.ep = 1;
   s.ep_overlap = true;
   EXPECT_NE(messages(validate(s, m)).find("strategy.ep > 1"), std::string::npos);
+  // --delay-wgrad-compute only with the overlap (TransformerConfig.__post_init__).
+  s = moe_layout(1, 1);
+  s.delay_wgrad = true;
+  EXPECT_NE(messages(validate(s, m)).find("strategy.delay_wgrad needs strategy.ep_overlap"), std::string::npos)
+      << messages(validate(s, m));
+  s.ep_overlap = true;
+  EXPECT_TRUE(validate(s, m).empty()) << messages(validate(s, m));
   // A stack that does not run it says so by name.
   s = moe_layout(1, 1);
   s.ep_overlap = true;
@@ -157,7 +219,12 @@ TEST(EpOverlap, RoundTripsThroughPlanFiles) {
   p.stage_layers = even_stage_layers(p.model, 2, 2);
   EXPECT_TRUE(parse_plan_yaml(plan_to_yaml(p), "plan.yaml").strategy.ep_overlap);
   EXPECT_EQ(nlohmann::json::parse(plan_to_json(p))["strategy"]["ep_overlap"], true);
+  EXPECT_EQ(plan_to_yaml(p).find("delay_wgrad"), std::string::npos);
+  p.strategy.delay_wgrad = true;
+  EXPECT_TRUE(parse_plan_yaml(plan_to_yaml(p), "plan.yaml").strategy.delay_wgrad);
+  EXPECT_EQ(nlohmann::json::parse(plan_to_json(p))["strategy"]["delay_wgrad"], true);
   p.strategy.ep_overlap = false;
+  p.strategy.delay_wgrad = false;
   EXPECT_EQ(plan_to_yaml(p).find("ep_overlap"), std::string::npos);
 }
 
