@@ -394,6 +394,12 @@ FitResult fit_training_losses(const std::vector<MeasuredRun>& runs, const FitOpt
       FitOptions inner = o;
       inner.cross_validate = false;
       const FitCore f = fit_rows(train, inner, gemm_measured);
+      for (int j = 0; j < kLossParameters; ++j) {
+        const auto ju = static_cast<std::size_t>(j);
+        if (f.losses.status[ju] != "fitted" && f.losses.status[ju] != "at_bound") continue;
+        c.parameters += fmt::format("{}{} {:.4g}{}", c.parameters.empty() ? "" : ", ", spec(j).name,
+                                    f.losses.value[ju], f.losses.status[ju] == "at_bound" ? " (at bound)" : "");
+      }
       std::vector<double> pred(runs.size(), 0.0);
       for (std::size_t i = 0; i < runs.size(); ++i) {
         if (runs[i].source != s) continue;
@@ -479,6 +485,7 @@ std::string fit_report(const FitResult& r) {
     o += fmt::format("# held out '{}' ({} rows): MAPE {:.1f} %, mean signed {:+.1f} %, worst {:+.1f} %{}\n", c.source,
                      c.error.rows, 100 * c.error.mape, 100 * c.error.bias, 100 * c.error.worst,
                      std::isnan(c.kendall_tau) ? "" : fmt::format(", Kendall tau {:.2f}", c.kendall_tau));
+    if (!c.parameters.empty()) o += fmt::format("#   fitted without it: {}\n", c.parameters);
   }
   for (const auto& s : r.sweeps)
     o += fmt::format("# sweep '{}' ({} points): Kendall tau {:.2f}, measured best predicted {:+.1f} % off the "

@@ -62,6 +62,9 @@ struct SourceCheck {
   ErrorSummary error;
   double kendall_tau = 0;  // mean over the source's sweeps; NaN when it has none
   std::string note;        // why the source was not held out, when it was not
+  // The parameters the fit without this source found ("gemm_sustain 0.89 (fitted), ..."): what
+  // the held-out rows were predicted with.
+  std::string parameters;
 };
 
 struct SweepCheck {

@@ -20,8 +20,9 @@ def gpt(name, layers, hidden, heads, vocab, seq, tied=True):
             "ffn": 4 * hidden, "vocab": vocab, "seq_len": seq, "tied_embeddings": str(tied).lower()}
 
 def row(out, rid, model, strategy, seconds, source, stack=None, sweep=None, use="fit", precision=None,
-        split=None):
+        split=None, cluster=None):
     r = {"id": rid, "model": model if isinstance(model, str) else flow(model)}
+    if cluster: r["cluster"] = cluster
     if stack: r["stack"] = stack
     r["strategy"] = flow(strategy)
     if split:  # Megatron-LM's uneven split, by its flags (runs-file key pipeline_split)
@@ -77,10 +78,22 @@ def a100():
             strat(p["tp"], p["pp"], p["dp"], p["micro_batch"], B, vpp, "full"),
             F / (p["gpus"] * p["tflops_per_gpu"] * 1e12), "Narayanan et al. 2021 Figures 11-16, 18 (read by eye)",
             stack="megatron-2021", sweep=sweep, use="check")
+    bl = yaml.safe_load(open("bench/validation/bloom-2022-a100.yaml"))
+    s, V = bl["seq_len"], bl["vocab"]
+    for r in bl["runs"]:
+        m = gpt("bloom-176b", 70, 14336, 112, V, s)
+        m["ffn"] = 4 * 14336
+        # DeepSpeed's 'type:transformer|embedding' partition: the embeddings count as blocks.
+        split = {"account_for_embedding": True, "account_for_loss": True}
+        row(out, r["id"], m, strat(r["tp"], r["pp"], r["dp"], r["micro_batch"], r["global_batch"], 1, "full"),
+            r["iteration_s"], "BigScience tr11-176B-ml logs, Jean Zay A100 (bloom-2022-a100.yaml)", stack="megatron-2021",
+            sweep=r.get("sweep"), use="check", precision="bf16", split=split, cluster="../clusters/jean-zay-a100.yaml")
     head = ("# Dev set, DGX A100 (written by scripts/validation-runs.py from megatron-2021.yaml and\n"
             "# narayanan-2021-extra.yaml; see those files for every source and derivation). Seconds per\n"
             "# iteration = F / (gpus x published TFLOP/s), F = 96 B s l h^2 (1 + s/6h + V/16lh) (recompute\n"
             "# counted, as the paper does). Figure points are `use: check`: ranking only, never fitted.\n"
+            "# The BLOOM rows (bloom-2022-a100.yaml) are logged iteration times on Jean Zay's A100 nodes\n"
+            "# (their own cluster file), `use: check`: no strata stack is the BigScience Megatron-DeepSpeed fork.\n"
             "source: \"Narayanan et al. 2021\"\ndefaults: {cluster: dgx-a100}\nruns:\n")
     open("bench/validation/runs/a100.yaml", "w").write(head + "\n".join(out) + "\n")
 
