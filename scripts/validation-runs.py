@@ -85,15 +85,17 @@ def a100():
         m["ffn"] = 4 * 14336
         # DeepSpeed's 'type:transformer|embedding' partition: the embeddings count as blocks.
         split = {"account_for_embedding": True, "account_for_loss": True}
-        row(out, r["id"], m, strat(r["tp"], r["pp"], r["dp"], r["micro_batch"], r["global_batch"], 1, "full"),
-            r["iteration_s"], "BigScience tr11-176B-ml logs, Jean Zay A100 (bloom-2022-a100.yaml)", stack="megatron-2021",
-            sweep=r.get("sweep"), use="check", precision="bf16", split=split, cluster="../clusters/jean-zay-a100.yaml")
+        # The bf16 optimizer shards the fp32 master weights and Adam state over dp: ZeRO 1.
+        row(out, r["id"], m, strat(r["tp"], r["pp"], r["dp"], r["micro_batch"], r["global_batch"], 1, "full", zero=1),
+            r["iteration_s"], "BigScience tr11-176B-ml logs, Jean Zay A100 (bloom-2022-a100.yaml)",
+            stack="bigscience-2022-bf16", sweep=r.get("sweep"), use="check", split=split,
+            cluster="../clusters/jean-zay-a100.yaml")
     head = ("# Dev set, DGX A100 (written by scripts/validation-runs.py from megatron-2021.yaml and\n"
             "# narayanan-2021-extra.yaml; see those files for every source and derivation). Seconds per\n"
             "# iteration = F / (gpus x published TFLOP/s), F = 96 B s l h^2 (1 + s/6h + V/16lh) (recompute\n"
             "# counted, as the paper does). Figure points are `use: check`: ranking only, never fitted.\n"
             "# The BLOOM rows (bloom-2022-a100.yaml) are logged iteration times on Jean Zay's A100 nodes\n"
-            "# (their own cluster file), `use: check`: no strata stack is the BigScience Megatron-DeepSpeed fork.\n"
+            "# (their own cluster file) on stack bigscience-2022-bf16, `use: check` (the stack names what it misses).\n"
             "source: \"Narayanan et al. 2021\"\ndefaults: {cluster: dgx-a100}\nruns:\n")
     open("bench/validation/runs/a100.yaml", "w").write(head + "\n".join(out) + "\n")
 

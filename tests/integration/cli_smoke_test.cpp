@@ -396,7 +396,7 @@ TEST(CliSimulate, MfuAboveThePublishedRunsIsFlaggedAndAnOrdinaryOneIsNot) {
 TEST(CliStacks, ListShowAndSimulateWithAStack) {
   const RunResult list = run_strata({"stacks"});
   expect_clean_success(list);
-  for (const char* s : {"deepspeed-2021-zero3", "deepspeed-2022-zero3", "megatron-2021", "megatron-2022", "mcore-2024", "nemo-2024", "strata-cpu", "torchtitan-2024",
+  for (const char* s : {"bigscience-2022-bf16", "deepspeed-2021-zero3", "deepspeed-2022-zero3", "megatron-2021", "megatron-2022", "mcore-2024", "nemo-2024", "strata-cpu", "torchtitan-2024",
                         "torchtitan-2024-compile"})
     EXPECT_NE(list.out.find(s), std::string::npos) << s;
   const RunResult show = run_strata({"stacks", "show", "megatron-2022", "--format", "json"});
