@@ -56,8 +56,7 @@ void run_compare(CompareFlags& f) {
   o.from_measured = measured && f.strategies.empty() && f.top_opt->count() == 0;
   if (f.gpus_opt->count() == 0) {
     if (o.from_measured) f.gpus = measured->ranks;
-    else if (f.mc.cluster_given() || cluster.total_gpus() < kDefaultGpus)
-      f.gpus = static_cast<int>(std::min<long long>(cluster.total_gpus(), INT_MAX));
+    else f.gpus = default_gpu_count(f.mc, cluster);
   }
   if (f.batch_opt->count() == 0 && !f.mc.model_given()) f.global_batch = kDefaultGlobalBatch;
   o.cluster_name = f.mc.cluster;

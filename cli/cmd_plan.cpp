@@ -175,9 +175,9 @@ void run_plan(PlanFlags& f) {
   if (!f.mc.model_given() && !job) report.defaults.push_back(fmt::format("model {}", kDefaultModel));
   if (!f.mc.cluster_given()) report.defaults.push_back(fmt::format("cluster {}", kDefaultCluster));
   if (f.gpus_opt->count() == 0 && !job) {
-    if (f.mc.cluster_given() || cluster.total_gpus() < kDefaultGpus)
-      f.gpus = static_cast<int>(std::min<long long>(cluster.total_gpus(), INT_MAX));
-    report.defaults.push_back(fmt::format("{} GPUs", f.gpus));
+    std::string note;
+    f.gpus = default_gpu_count(f.mc, cluster, &note);
+    report.defaults.push_back(note);
   }
   if (f.batch_opt->count() == 0 && !f.mc.model_given() && !job) {
     f.global_batch = kDefaultGlobalBatch;

@@ -1,5 +1,7 @@
 #include "cli/options.h"
 
+#include <algorithm>
+#include <climits>
 #include <filesystem>
 #include <system_error>
 
@@ -83,6 +85,17 @@ costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& f) {
     });
   }
   return c;
+}
+
+int default_gpu_count(const ModelClusterFlags& f, const costmodel::ClusterSpec& cluster, std::string* note) {
+  const long long total = cluster.total_gpus();
+  const std::vector<std::string> catalog = costmodel::cluster_catalog_names();
+  const bool from_catalog = std::find(catalog.begin(), catalog.end(), f.cluster) != catalog.end();
+  const long long gpus = std::min<long long>(from_catalog ? std::min<long long>(total, kDefaultGpus) : total, INT_MAX);
+  if (note)
+    *note = gpus < total && f.cluster_given() ? fmt::format("{} GPUs (of {}'s {}; --gpus for another count)", gpus, cluster.name, total)
+                         : fmt::format("{} GPUs", gpus);
+  return static_cast<int>(gpus);
 }
 
 costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& f,

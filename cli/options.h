@@ -58,6 +58,14 @@ inline constexpr std::int64_t kDefaultHfTrainingSeq = 4096;
 models::ModelSpec load_model_flag(const ModelClusterFlags& flags,
                                   std::vector<std::string>* defaults = nullptr);
 costmodel::ClusterSpec load_cluster_flag(const ModelClusterFlags& flags);
+// GPUs a plan or a comparison takes when --gpus is not given. A cluster file describes the
+// user's own cluster: all of it. A catalog cluster's size is a bound, not a job (dgx-h100 holds
+// 16384 GPUs for the search benchmarks, dgx-a100 3200 for Narayanan et al.'s largest run), so
+// it takes kDefaultGpus of them, or all when it has fewer. `note` (optional) gets the line the
+// report prints ("1024 GPUs (of dgx-h100's 16384; --gpus for another count)" for a named
+// catalog cluster, "1024 GPUs" when the cluster is the default one too).
+int default_gpu_count(const ModelClusterFlags& flags, const costmodel::ClusterSpec& cluster,
+                      std::string* note = nullptr);
 // --stack, or the default stack of the cluster's device.
 costmodel::SoftwareStack load_stack_flag(const ModelClusterFlags& flags,
                                          const costmodel::ClusterSpec& cluster);

@@ -88,6 +88,49 @@ TEST(CliPlan, TheReadmeTranscriptMatchesTheDefaultPlan) {
       << "update the README's transcript with the output of `strata plan`";
 }
 
+// A named catalog cluster is a size, not a job: `plan --cluster dgx-h100` plans 1024 of its 16384
+// GPUs and says so; a cluster file is the user's own cluster, all of it. On H100 that default
+// plan's MFU band holds what NVIDIA's published GPT-3 175B runs reached (dgxc-benchmarking
+// v25.02, bench/validation/dgxc-2025-h100.yaml: 8.309 s at 128 GPUs, 8.453 s at 1024, global
+// batch 2 per GPU, tp 4 pp 8 vpp 6), their MFU counted with strata's own FLOPs of that layout.
+TEST(CliPlan, ACatalogClusterPlansItsFirst1024GpusAndH100sBandHoldsThePublishedMfu) {
+  auto r = run_strata({"plan", "--cluster", "dgx-h100", "--format", "json", "--top", "1"}, 300);
+  expect_clean_success(r);
+  json j = strata::parse_json(r.out);
+  EXPECT_EQ(j["gpus"], 1024);
+  auto t = run_strata({"plan", "--cluster", "dgx-h100", "--top", "1"}, 300);
+  expect_clean_success(t);
+  EXPECT_NE(t.out.find("1024 GPUs (of dgx-h100's 16384; --gpus for another count)"), std::string::npos) << t.out;
+  const json& best = j["plans"][0]["prediction"];
+  const double mfu = best["mfu"].get<double>(), iter = best["iteration_s"].get<double>();
+  const double mfu_lo = mfu * iter / best["uncertainty"]["high_s"].get<double>();
+  const double mfu_hi = mfu * iter / best["uncertainty"]["low_s"].get<double>();
+  for (const auto& [gpus, measured_s] : {std::pair{128, 8.309}, std::pair{1024, 8.453}}) {
+    auto p = run_strata({"simulate", "--model", "gpt3-175b", "--cluster", "dgx-h100", "--stack", "nemo-2024-perf",
+                         "--tp", "4", "--pp", "8", "--dp", std::to_string(gpus / 32), "--vpp", "6", "--micro-batch",
+                         "1", "--global-batch", std::to_string(2 * gpus), "--zero", "1", "--sequence-parallel",
+                         "--format", "json"});
+    expect_clean_success(p);
+    const json q = strata::parse_json(p.out)["prediction"];
+    const double published = q["mfu"].get<double>() * q["iteration_s"].get<double>() / measured_s;
+    EXPECT_GE(published, mfu_lo) << gpus << " GPUs: published MFU " << published << " below the band [" << mfu_lo
+                                 << ", " << mfu_hi << "]";
+    EXPECT_LE(published, mfu_hi) << gpus << " GPUs: published MFU " << published << " above the band [" << mfu_lo
+                                 << ", " << mfu_hi << "]";
+  }
+  // A cluster file: all of its GPUs.
+  TempDir d("strata_cli_cluster_file");
+  {
+    std::ofstream c(d / "mine.yaml");
+    c << "name: mine\ndevice: h100-sxm-80gb\ngpus_per_node: 8\nnodes: 64\n"
+         "intra_node: {bandwidth_gbps: 450, efficiency: 0.82, latency_us: 3, source: {kind: estimate, ref: test}}\n"
+         "inter_node: {bandwidth_gbps: 50, efficiency: 0.94, latency_us: 6, source: {kind: estimate, ref: test}}\n";
+  }
+  auto f = run_strata({"plan", "--cluster", d / "mine.yaml", "--model", "llama2-7b", "--format", "json", "--top", "1"});
+  expect_clean_success(f);
+  EXPECT_EQ(strata::parse_json(f.out)["gpus"], 512);
+}
+
 TEST(CliPlan, JsonHasDesignKeysAndPlansBestFirst) {
   auto r = run_strata({"plan", "--model", "llama2-7b", "--cluster", "dgx-a100", "--gpus", "16",
                        "--top", "5", "--format", "json"});
