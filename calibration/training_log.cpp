@@ -21,6 +21,9 @@ struct Format {
 const std::vector<Format>& formats() {
   static const std::vector<Format> f = {
       {"megatron", std::regex(R"(elapsed time per iteration \(ms\):\s*([0-9.eE+-]+))"), 1e-3},
+      // BigScience's Megatron-DeepSpeed logs seconds (megatron/training.py training_log,
+      // bigscience-workshop/Megatron-DeepSpeed 8387ae17: "elapsed time per iteration (s): {:.2f}").
+      {"megatron-deepspeed", std::regex(R"(elapsed time per iteration \(s\):\s*([0-9.eE+-]+))"), 1.0},
       {"nemo", std::regex(R"(train_step_timing in s\s*[=:]\s*([0-9.eE+-]+))"), 1.0},
       {"torchtitan", std::regex(R"(step:\s*\d+\s.*\btps:\s*([0-9][0-9,]*))"), 1.0},
   };
@@ -64,8 +67,9 @@ TrainingLog parse_training_log(const std::string& text, const std::string& sourc
     }
   }
   if (log.values.empty())
-    input_error("{}: no step timing found: expected Megatron-LM's 'elapsed time per iteration (ms): X', NeMo's "
-                "'train_step_timing in s=X' or TorchTitan's 'step: N ... tps: X' lines",
+    input_error("{}: no step timing found: expected Megatron-LM's 'elapsed time per iteration (ms): X' (BigScience "
+                "Megatron-DeepSpeed's '(s): X'), NeMo's 'train_step_timing in s=X' or TorchTitan's 'step: N ... tps: X' "
+                "lines",
                 source);
   std::vector<double> kept = log.values;
   log.skipped = std::min<int>(std::max(0, skip), static_cast<int>(kept.size()) - 1);

@@ -135,7 +135,7 @@ void add_calibrate_command(CLI::App& app) {
                   "Fit the training-loss parameters to the measured runs in this file instead of measuring "
                   "kernels (calibration/measured_runs.h describes the format)");
   cmd->add_option("--from-log", runs->logs,
-                  "Training log (Megatron-LM, NeMo or TorchTitan format) whose step times to fit; pairs with --job")
+                  "Training log (Megatron-LM, Megatron-DeepSpeed, NeMo or TorchTitan format) whose step times to fit; pairs with --job")
       ->take_all();
   cmd->add_option("--job", runs->jobs, "Megatron-LM arguments (script or command line) of the job a --from-log log ran")
       ->take_all();

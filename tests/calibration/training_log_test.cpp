@@ -31,6 +31,25 @@ TEST(TrainingLog, MegatronIterationLinesGiveMillisecondsAsSeconds) {
   EXPECT_NEAR(t.median, 13.150, 1e-9);        // median of 13.1053, 13.2017, 13.150
 }
 
+// BigScience's Megatron-DeepSpeed (megatron/training.py at 8387ae17) logs seconds with two decimals;
+// the lines are BLOOM-176B's own (bigscience-workshop/bigscience train/tr11-176B-ml/reshaping-log.md).
+TEST(TrainingLog, MegatronDeepSpeedIterationLinesGiveSeconds) {
+  const std::string log =
+      "[default7]: iteration    94768/  115311 | consumed samples:    177927088 | consumed tokens: 364394676224 | "
+      "elapsed time per iteration (s): 261.08 | learning rate: 7.610E-06 | global batch size:  2048 |\n"
+      "[default7]: iteration    94769/  115311 | consumed samples:    177929136 | consumed tokens: 364398870528 | "
+      "elapsed time per iteration (s): 220.73 | learning rate: 7.609E-06 | global batch size:  2048 |\n"
+      "[default7]: iteration    94770/  115311 | consumed samples:    177931184 | consumed tokens: 364403064832 | "
+      "elapsed time per iteration (s): 220.30 | learning rate: 7.609E-06 | global batch size:  2048 |\n";
+  const auto t = parse_training_log(log, "bloom.log");
+  EXPECT_EQ(t.format, "megatron-deepspeed");
+  ASSERT_EQ(t.values.size(), 3u);
+  EXPECT_EQ(t.skipped, 1);
+  EXPECT_NEAR(t.median, 0.5 * (220.73 + 220.30), 1e-9);  // seconds, not milliseconds
+  // One job per log: a Megatron-LM line among them is another job's.
+  EXPECT_THROW(parse_training_log(log + "elapsed time per iteration (ms): 100.0 |\n", "mixed.log"), strata::InputError);
+}
+
 TEST(TrainingLog, NemoProgressBarAndConsoleFormats) {
   const std::string bar =
       "Epoch 0: : 100%|##########| 100/100 [10:48<00:00, reduced_train_loss=0.0172, global_step=99.00, "
