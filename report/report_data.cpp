@@ -55,6 +55,8 @@ std::string strategy_label(const planner::Strategy& s) {
   if (s.recompute == planner::Recompute::Selective) out += " · sel-recompute";
   if (s.recompute == planner::Recompute::Full) out += " · full-recompute";
   if (s.sequence_parallel) out += " · sp";
+  if (s.ep_overlap) out += " · ep-overlap";
+  if (s.delay_wgrad) out += " · delay-wgrad";
   if (s.pp > 1) out += fmt::format(" · {}", schedule_name(s.schedule));
   if (!s.precision.empty()) out += fmt::format(" · {}", s.precision);
   return out;

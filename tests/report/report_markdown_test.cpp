@@ -83,6 +83,13 @@ TEST(StrategyLabel, NamesOnlyNonDefaultExtras) {
   s.recompute = planner::Recompute::Selective;
   s.sequence_parallel = true;
   EXPECT_EQ(strategy_label(s), "tp2 pp4 dp8 · mbs 1 · vpp 2 · zero 1 · sel-recompute · sp · interleaved");
+  // Megatron-Core's batch-level EP overlap and its delayed weight gradients tell two layouts apart.
+  s.ep = 8;
+  s.ep_overlap = true;
+  EXPECT_EQ(strategy_label(s), "tp2 pp4 dp8 ep8 · mbs 1 · vpp 2 · zero 1 · sel-recompute · sp · ep-overlap · interleaved");
+  s.delay_wgrad = true;
+  EXPECT_EQ(strategy_label(s),
+            "tp2 pp4 dp8 ep8 · mbs 1 · vpp 2 · zero 1 · sel-recompute · sp · ep-overlap · delay-wgrad · interleaved");
 }
 
 }  // namespace
