@@ -63,7 +63,7 @@ std::string source_text(const YamlReader& s) {
 SoftwareStack parse_software_stack(const std::string& yaml_text, const std::string& source) {
   YamlReader r(parse_yaml(yaml_text, source), source);
   r.expect_map();
-  r.expect_keys({"name", "description", "framework", "version", "precision", "grad_reduce_dtype",
+  r.expect_keys({"name", "description", "framework", "version", "precision", "grad_reduce_dtype", "grad_comm_dtype", "zero1_grad_collective",
                  "attention", "fusions", "overlap", "grad_bucket_params", "optimizer",
                  "distributed_optimizer", "kernel_overhead_us", "cp_comm_type", "zero_prefetch",
                  "zero3_recompute_regather", "zero3_gather", "zero3_persist_params", "zero3_gather_bucket_params", "zero3_fetch_host_us",
@@ -82,6 +82,11 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   s.precision = dtype_from_string(r.get_enum("precision", {"bf16", "fp16", "tf32", "fp32"}));
   s.grad_reduce_dtype =
       dtype_from_string(r.get_enum("grad_reduce_dtype", {"bf16", "fp16", "tf32", "fp32"}, "fp32"));
+  s.grad_comm_dtype = r.has("grad_comm_dtype")
+                          ? dtype_from_string(r.get_enum("grad_comm_dtype", {"bf16", "fp16", "fp32"}))
+                          : s.grad_reduce_dtype;
+  s.zero1_grad_all_reduce =
+      r.get_enum("zero1_grad_collective", {"reduce_scatter", "all_reduce"}, "reduce_scatter") == "all_reduce";
 
   YamlReader a = r.child("attention");
   a.expect_keys({"kernel", "softmax_fused", "dropout", "layout_copies"});

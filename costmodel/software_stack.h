@@ -11,7 +11,10 @@
 //   framework: "NVIDIA/Megatron-LM"
 //   version: "v2.x (spring 2021)"
 //   precision: fp16                 # fp16 | bf16 | fp32 | tf32: GEMM/activation dtype
-//   grad_reduce_dtype: fp32         # dtype of the data-parallel gradient reduction
+//   grad_reduce_dtype: fp32         # dtype of the data-parallel gradient reduction (and its buffer)
+//   grad_comm_dtype: bf16           # optional: what the reduction sends when the stack casts the
+//                                   # buffer for it (default grad_reduce_dtype)
+//   zero1_grad_collective: all_reduce  # optional, ZeRO 1: reduce_scatter (default) | all_reduce
 //   attention: {kernel: unfused, softmax_fused: true, dropout: 0.1}   # unfused | flash2 | cudnn
 //              layout_copies: false  # optional: GQA K/V repeat and output copies around the
 //                                    # kernel (costmodel/eager_elementwise.h), default false
@@ -97,6 +100,13 @@ struct SoftwareStack {
   std::string version;
   DType precision = DType::Bf16;
   DType grad_reduce_dtype = DType::Fp32;
+  // What the data-parallel reduction sends when the stack casts its gradient buffer for it
+  // (DeepSpeed's communication_data_type: the bf16 optimizer keeps fp32 gradients and reduces
+  // them in bf16); grad_reduce_dtype, the buffer's, when the stack does not say.
+  DType grad_comm_dtype = DType::Fp32;
+  // With ZeRO 1: the gradients all-reduced whole instead of reduce-scattered (DeepSpeed's bf16
+  // optimizer reduces the whole buffer and then steps on its own slice).
+  bool zero1_grad_all_reduce = false;
   AttentionKernel attention = AttentionKernel::Flash2;
   bool softmax_fused = true;
   double attention_dropout = 0.0;

@@ -199,7 +199,7 @@ void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const Grou
   const int layers = static_cast<int>(model_.layers);
   const int stages = s.pp * s.vpp;
   const auto n = static_cast<std::size_t>(stages);
-  const double grad_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
+  const double grad_bytes = costmodel::dtype_bytes(stack_.grad_comm_dtype);
   st.fwd_zero.assign(n, 0.0);
   st.bwd_zero.assign(n, 0.0);
   if (!(s.zero >= 2 && (s.dp * s.cp > 1 || (model_.moe && s.edp() > 1)))) return;
@@ -344,8 +344,9 @@ GradReduce SimEngine::grad_reduce(const Strategy& s, const Placement& pl) const 
   GradReduce r;
   const int grad_group = s.dp * s.cp;
   r.active = grad_group > 1;
-  r.collective = s.zero >= 1 ? Collective::ReduceScatter : Collective::AllReduce;
-  r.grad_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
+  r.collective = s.zero >= 1 && !(s.zero == 1 && stack_.zero1_grad_all_reduce) ? Collective::ReduceScatter
+                                                                               : Collective::AllReduce;
+  r.grad_bytes = costmodel::dtype_bytes(stack_.grad_comm_dtype);
   // Buckets as the stack's DDP forms them; a stack that does not overlap the reduction
   // reduces the whole gradient after the last backward.
   const double stack_bucket = costmodel::grad_bucket_params(stack_, grad_group);
@@ -367,7 +368,7 @@ double SimEngine::expert_grads_reduce_s(const GradReduce& r, const Placement& pl
 }
 
 double SimEngine::embedding_grad_sync_s(const Strategy& s, const Placement& pl) const {
-  const double grad_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);
+  const double grad_bytes = costmodel::dtype_bytes(stack_.grad_comm_dtype);
   const double emb_params = static_cast<double>(model_.vocab) * model_.hidden / s.tp;
   return coll_.time_s(Collective::AllReduce, emb_params * grad_bytes, pl.first_last);
 }

@@ -16,6 +16,8 @@ std::vector<std::pair<std::string, std::string>> settings(const SoftwareStack& s
   return {
       {"precision", costmodel::to_string(s.precision)},
       {"grad_reduce_dtype", costmodel::to_string(s.grad_reduce_dtype)},
+      {"grad_comm_dtype", costmodel::to_string(s.grad_comm_dtype)},
+      {"zero1_grad_collective", s.zero1_grad_all_reduce ? "all_reduce" : "reduce_scatter"},
       {"attention.kernel", costmodel::to_string(s.attention)},
       {"attention.softmax_fused", b(s.softmax_fused)},
       {"attention.dropout", fmt::format("{:g}", s.attention_dropout)},

@@ -121,6 +121,9 @@ TEST(SoftwareStack, BadStacksAreRefusedByName) {
   fails(ok + "zero3_persist_params: 100000\n", "zero3_gather");
   fails(ok + "zero3_gather: module\nzero3_gather_bucket_params: -1\n", "zero3_gather_bucket_params");
   fails(ok + "zero3_gather: layer\n", "zero3_gather");
+  // The reduction's own dtype and ZeRO-1 collective: known values only.
+  fails(ok + "grad_comm_dtype: int8\n", "grad_comm_dtype");
+  fails(ok + "zero1_grad_collective: broadcast\n", "zero1_grad_collective");
   fails(ok + "zero3_gather: module\nzero3_fetch_host_us: 1e9\n", "zero3_fetch_host_us");
   fails(ok + "supports: {zero_with_pp: 4}\n", "zero_with_pp");
   EXPECT_EQ(sc::parse_software_stack(ok + "zero3_gather: module\nzero3_persist_params: 1e5\n", "t.yaml").zero3_persist_params,

@@ -367,6 +367,35 @@ TEST_F(SimulatorOnGpt2, StackWithoutGradOverlapExposesTheWholeReduction) {
   EXPECT_EQ(p.stack, "megatron-2021");
 }
 
+// DeepSpeed's bf16 optimizer (bigscience-2022-bf16) keeps an fp32 gradient buffer, all-reduces it
+// whole in bf16 after the backward, then all-gathers the bf16 weights after its ZeRO-1 step: dp
+// comm is exactly those two collectives, and the memory counts 4-byte gradients.
+TEST_F(SimulatorOnGpt2, Bf16OptimizerAllReducesTheWholeBufferInBf16) {
+  Strategy s = strategy(8, 1, 1, 4, 64);
+  s.zero = 1;
+  const auto bs = costmodel::load_software_stack("bigscience-2022-bf16");
+  SimulateOptions o;
+  o.stack = &bs;
+  const auto p = simulate(model, cluster, s, o).prediction;
+  const double params = models::ModelGraph::build(model, 4).total_params();
+  const costmodel::CollectiveCost coll(cluster);
+  const costmodel::PlacedGroup dp8{8, 1, 8};
+  EXPECT_NEAR(p.breakdown_s.dp_comm,
+              coll.time_s(costmodel::Collective::AllReduce, params * 2, dp8) +
+                  coll.time_s(costmodel::Collective::AllGather, params * 2, dp8),
+              1e-9);
+  EXPECT_NEAR(p.peak_memory.grads, params * 4 / (1024.0 * 1024.0 * 1024.0), 1e-6);
+  // The same stack reduce-scattering its gradients sends half the bytes.
+  auto rs = bs;
+  rs.zero1_grad_all_reduce = false;
+  o.stack = &rs;
+  const auto q = simulate(model, cluster, s, o).prediction;
+  EXPECT_NEAR(q.breakdown_s.dp_comm,
+              coll.time_s(costmodel::Collective::ReduceScatter, params * 2, dp8) +
+                  coll.time_s(costmodel::Collective::AllGather, params * 2, dp8),
+              1e-9);
+}
+
 // Blocking pipeline sends (megatron-2021) keep the sending stage busy for the transfer:
 // never faster than asynchronous sends, and its transfers are reported as pp_comm.
 TEST_F(SimulatorOnGpt2, BlockingSendsAreChargedToTheSender) {
