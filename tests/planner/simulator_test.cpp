@@ -64,6 +64,11 @@ class SimulatorOnGpt2 : public ::testing::Test {
     o.stack = &stack;
     return simulate(model, cluster, s, o).prediction;
   }
+  // One collective of `params` gradients or weights of `bytes` each over the 8 ranks of a node.
+  double dp8_s(costmodel::Collective k, double params, double bytes) const {
+    return costmodel::CollectiveCost(cluster).time_s(k, params * bytes, costmodel::PlacedGroup{8, 1, 8});
+  }
+  double params() const { return models::ModelGraph::build(model, 4).total_params(); }
 };
 
 TEST_F(SimulatorOnGpt2, SinglePipelineStageHasNoBubbleAndNoP2P) {
@@ -349,19 +354,12 @@ TEST_F(SimulatorOnGpt2, TraceIsValidJsonWithEventsOnEveryStage) {
 TEST_F(SimulatorOnGpt2, StackWithoutGradOverlapExposesTheWholeReduction) {
   const Strategy s = strategy(8, 1, 1, 4, 64);
   const auto m21 = costmodel::load_software_stack("megatron-2021");
-  SimulateOptions o;
-  o.stack = &m21;
-  const auto p = simulate(model, cluster, s, o).prediction;
-  const double params = models::ModelGraph::build(model, 4).total_params();
-  const costmodel::CollectiveCost coll(cluster);
-  const costmodel::PlacedGroup dp8{8, 1, 8};
-  EXPECT_NEAR(p.breakdown_s.dp_comm, coll.time_s(costmodel::Collective::AllReduce, params * 2, dp8),
-              1e-9);
+  const auto p = under(m21, s);
+  EXPECT_NEAR(p.breakdown_s.dp_comm, dp8_s(costmodel::Collective::AllReduce, params(), 2), 1e-9);
   auto overlapped = m21;
   overlapped.overlap_grad_reduce = true;
   overlapped.grad_bucket_params = 1'000'000;
-  o.stack = &overlapped;
-  const auto q = simulate(model, cluster, s, o).prediction;
+  const auto q = under(overlapped, s);
   EXPECT_LT(q.breakdown_s.dp_comm, 0.5 * p.breakdown_s.dp_comm);
   EXPECT_LT(q.iteration_s, p.iteration_s);
   EXPECT_EQ(p.stack, "megatron-2021");
@@ -374,25 +372,14 @@ TEST_F(SimulatorOnGpt2, Bf16OptimizerAllReducesTheWholeBufferInBf16) {
   Strategy s = strategy(8, 1, 1, 4, 64);
   s.zero = 1;
   const auto bs = costmodel::load_software_stack("bigscience-2022-bf16");
-  SimulateOptions o;
-  o.stack = &bs;
-  const auto p = simulate(model, cluster, s, o).prediction;
-  const double params = models::ModelGraph::build(model, 4).total_params();
-  const costmodel::CollectiveCost coll(cluster);
-  const costmodel::PlacedGroup dp8{8, 1, 8};
-  EXPECT_NEAR(p.breakdown_s.dp_comm,
-              coll.time_s(costmodel::Collective::AllReduce, params * 2, dp8) +
-                  coll.time_s(costmodel::Collective::AllGather, params * 2, dp8),
-              1e-9);
-  EXPECT_NEAR(p.peak_memory.grads, params * 4 / (1024.0 * 1024.0 * 1024.0), 1e-6);
+  const auto p = under(bs, s);
+  const double gather = dp8_s(costmodel::Collective::AllGather, params(), 2);
+  EXPECT_NEAR(p.breakdown_s.dp_comm, dp8_s(costmodel::Collective::AllReduce, params(), 2) + gather, 1e-9);
+  EXPECT_NEAR(p.peak_memory.grads, params() * 4 / (1024.0 * 1024.0 * 1024.0), 1e-6);
   // The same stack reduce-scattering its gradients sends half the bytes.
   auto rs = bs;
   rs.zero1_grad_all_reduce = false;
-  o.stack = &rs;
-  const auto q = simulate(model, cluster, s, o).prediction;
-  EXPECT_NEAR(q.breakdown_s.dp_comm,
-              coll.time_s(costmodel::Collective::ReduceScatter, params * 2, dp8) +
-                  coll.time_s(costmodel::Collective::AllGather, params * 2, dp8),
+  EXPECT_NEAR(under(rs, s).breakdown_s.dp_comm, dp8_s(costmodel::Collective::ReduceScatter, params(), 2) + gather,
               1e-9);
 }
 
