@@ -173,21 +173,51 @@ std::string run_signature(const MeasuredRun& r) {
                      s.sequence_parallel ? 1 : 0, s.precision.empty() ? "stack precision" : s.precision);
 }
 
-std::vector<MeasuredRun> parse_measured_runs(const std::string& yaml_text, const std::string& source) {
+namespace {
+
+// Runs files may include others (`include:`, paths relative to the including file) so that a
+// device's dev set can be one file; this bounds a chain of them (and a file including itself).
+constexpr int kMaxIncludeDepth = 8;
+
+std::vector<MeasuredRun> parse_runs_file(const std::string& yaml_text, const std::string& source, int depth) {
   const YamlReader doc(parse_yaml(yaml_text, source), source);
-  doc.expect_keys({"source", "defaults", "runs", "note"});
+  doc.expect_keys({"source", "defaults", "runs", "note", "include"});
+  std::vector<MeasuredRun> out;
+  if (doc.has("include")) {
+    const YamlReader list = doc.child("include");
+    list.expect_sequence();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const YamlReader e = list.element(i);
+      if (!e.node().IsScalar()) e.fail("", "expected the path of a runs file");
+      if (depth >= kMaxIncludeDepth)
+        e.fail("", fmt::format("runs files included more than {} deep (does a file include itself?)",
+                               kMaxIncludeDepth));
+      const std::string path = relative_to(source, e.node().Scalar());
+      std::vector<MeasuredRun> rows = parse_runs_file(read_file(path), path, depth + 1);
+      out.insert(out.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+    }
+  }
   const std::string file_source = doc.get_string("source", "");
   const YAML::Node defaults = doc.has("defaults") ? doc.node()["defaults"] : YAML::Node(YAML::NodeType::Map);
   if (!defaults.IsMap()) doc.fail("defaults", "expected a map (model, cluster, stack)");
   if (doc.has("defaults")) doc.child("defaults").expect_keys({"model", "cluster", "stack"});
-  if (!doc.has("runs")) doc.fail("runs", "missing: the list of measured runs");
-  const YamlReader rows = doc.child("runs");
-  rows.expect_sequence();
-  if (rows.size() == 0) rows.fail("", "no runs: list at least one measured job");
+  if (!doc.has("runs") && out.empty()) doc.fail("runs", "missing: the list of measured runs");
+  if (doc.has("runs")) {
+    const YamlReader rows = doc.child("runs");
+    rows.expect_sequence();
+    if (rows.size() == 0 && out.empty()) rows.fail("", "no runs: list at least one measured job");
+    for (std::size_t i = 0; i < rows.size(); ++i) out.push_back(read_run(rows.element(i), defaults, file_source, i));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<MeasuredRun> parse_measured_runs(const std::string& yaml_text, const std::string& source) {
+  std::vector<MeasuredRun> all = parse_runs_file(yaml_text, source, 0);
   std::vector<MeasuredRun> out;
   std::map<std::string, std::size_t> seen;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    MeasuredRun r = read_run(rows.element(i), defaults, file_source, i);
+  for (MeasuredRun& r : all) {
     const std::string sig = run_signature(r);
     if (auto it = seen.find(sig); it != seen.end()) {
       const MeasuredRun& a = out[it->second];

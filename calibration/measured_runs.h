@@ -4,6 +4,9 @@
 // write one:
 //
 //   source: "where the numbers come from"      # optional default for every row
+//   include: [h100-moe.yaml]                   # optional: other runs files (paths relative to
+//                                              # this one) whose rows come first, each with its
+//                                              # own source and defaults
 //   defaults: {cluster: dgx-h100, stack: nemo-2024-perf}   # optional keys every row inherits
 //   runs:
 //     - id: llama3-70b-64                      # optional (default runs[i])
@@ -16,6 +19,7 @@
 //       source: "where the number comes from"
 //       sweep: "fig13-gbs128"                  # optional: rows ranked against each other
 //       use: fit                               # fit (default) | check: predicted, never fitted
+//       note: "what the row's settings rest on"  # optional, free text
 //
 // model_tflops_per_gpu counts FLOPs as strata does (Prediction::model_tflops_per_gpu, no
 // recompute); a throughput with another convention should be converted to iteration_s.

@@ -156,6 +156,11 @@ struct SoftwareStack {
   // flex dispatcher, `moe_dispatcher: deepep`): a token crosses to each node it needs once,
   // over RDMA, and is forwarded to that node's experts over NVLink.
   bool moe_once_per_node = false;
+  // The MoE dispatcher reads the routing result to the host in every MoE layer's forward
+  // (Megatron-Core's dropless dispatchers size their buffers from the per-expert token counts):
+  // the CPU cannot queue work ahead of the GPU there, so each such layer's forward takes at
+  // least the CPU time that issues it (TrainingLosses::moe_host_ms).
+  bool moe_host_sync = false;
   StackSupport supports;
   // How context-parallel ranks exchange K/V (costmodel/context_parallel_cost.h).
   CpCommType cp_comm = CpCommType::P2p;

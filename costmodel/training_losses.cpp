@@ -36,6 +36,11 @@ const std::array<LossParameter, kLossParameters>& loss_parameters() {
        "a streaming kernel on A100 80GB reaches 1.80 of 2.04 TB/s (88%, Nsight Compute) and about 90% "
        "at best (NVIDIA developer forums, 'Trouble to reach peak bandwidth of A100'): the profile's "
        "memory efficiency is that idle ceiling; +-10% around it, down to 0.6 for eager elementwise kernels"},
+      {"moe_host_ms", "ms", 0.0, 3.0, 1.5, 0.0, 10.0,
+       "CPU time to issue one MoE layer's forward in eager PyTorch (est.): on the order of 10 us of "
+       "CPU per eager op (calibration-priors.md) x the 100-300 ops, module calls and hooks of a "
+       "Megatron-Core attention block, router, dispatcher, permutes and grouped GEMMs; the Megatron-"
+       "Core MoE work names host-boundedness as the compute wall of fine-grained MoE"},
   }};
   return p;
 }

@@ -24,6 +24,11 @@
 //                       activations, residuals, the unfused attention's softmax and dropout,
 //                       loss, optimizer and gradient-buffer passes) x memory_sustain; not GEMMs,
 //                       not measured op rows.
+//   moe_host_ms         Simulator: the CPU time eager PyTorch needs to issue one MoE transformer
+//                       layer's forward. On a stack whose dispatcher reads the routing to the
+//                       host every MoE layer (SoftwareStack::moe_host_sync) the CPU cannot run
+//                       ahead of the GPU, so such a layer's forward (and its re-run under
+//                       recompute) takes at least this long: max(GPU time, moe_host_ms).
 #pragma once
 #include <array>
 #include <string>
@@ -32,7 +37,7 @@
 
 namespace strata::costmodel {
 
-inline constexpr int kLossParameters = 7;
+inline constexpr int kLossParameters = 8;
 
 // The description of one parameter: what the fit reads as its prior.
 struct LossParameter {
@@ -50,14 +55,14 @@ int loss_parameter_index(const std::string& name);
 
 struct TrainingLosses {
   // In loss_parameters() order: gemm_sustain, attention_sustain, host_gap_us,
-  // network_efficiency, step_latency_us, jitter_cv, memory_sustain.
-  std::array<double, kLossParameters> value{1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0};
+  // network_efficiency, step_latency_us, jitter_cv, memory_sustain, moe_host_ms.
+  std::array<double, kLossParameters> value{1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0};
   std::array<double, kLossParameters> std_error{};  // 0: not fitted
   // Per parameter: "prior" (frozen at its prior), "fitted", "at_bound" (the fit ended on a
   // bound: a missing mechanism, not a parameter), "measured" (a device measurement replaced
   // it), "neutral" (no section).
   std::array<std::string, kLossParameters> status{"neutral", "neutral", "neutral", "neutral",
-                                                  "neutral", "neutral", "neutral"};
+                                                  "neutral", "neutral", "neutral", "neutral"};
   bool present = false;  // the profile has a training_losses section
   // The fit's record (source, rows, residuals, cross-validation) as the YAML block it was
   // read from or written as, kept verbatim so that a profile round-trips; not indented.
@@ -70,6 +75,7 @@ struct TrainingLosses {
   double step_latency_s() const { return value[4] * 1e-6; }
   double jitter_cv() const { return value[5]; }
   double memory_sustain() const { return value[6]; }
+  double moe_host_s() const { return value[7] * 1e-3; }
 };
 
 // Straggler cost (seconds) of an iteration of `iteration_s` synchronised over `ranks`

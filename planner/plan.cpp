@@ -148,7 +148,7 @@ Prediction read_prediction(const YamlReader& r) {
   if (r.has("breakdown_s")) {
     YamlReader b = r.child("breakdown_s");
     b.expect_keys({"compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "optimizer", "bubble",
-                   "ep_comm", "straggler"});
+                   "ep_comm", "straggler", "host_wait"});
     Breakdown& d = p.breakdown_s;
     const auto part = [&](const char* key) { return checked(b, key, 0, kInf, "time in seconds"); };
     d.compute = part("compute");
@@ -160,6 +160,7 @@ Prediction read_prediction(const YamlReader& r) {
     d.bubble = part("bubble");
     d.ep_comm = part("ep_comm");
     d.straggler = part("straggler");
+    d.host_wait = part("host_wait");
   }
   if (r.has("notes")) {
     YamlReader l = r.child("notes");
@@ -262,6 +263,7 @@ void emit_prediction(YAML::Emitter& e, const Prediction& p) {
   e << YAML::Key << "bubble" << YAML::Value << yaml_double(b.bubble);
   e << YAML::Key << "ep_comm" << YAML::Value << yaml_double(b.ep_comm);
   if (b.straggler > 0) e << YAML::Key << "straggler" << YAML::Value << yaml_double(b.straggler);
+  if (b.host_wait > 0) e << YAML::Key << "host_wait" << YAML::Value << yaml_double(b.host_wait);
   e << YAML::EndMap;
   e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
   for (const auto& n : p.notes) e << YAML::DoubleQuoted << n;
@@ -428,7 +430,8 @@ std::string plan_to_json(const Plan& p) {
                                         {"optimizer", json_number(b.optimizer)},
                                         {"bubble", json_number(b.bubble)},
                                         {"ep_comm", json_number(b.ep_comm)},
-                                        {"straggler", json_number(b.straggler)}}}};
+                                        {"straggler", json_number(b.straggler)},
+                                        {"host_wait", json_number(b.host_wait)}}}};
   j["stack"] = q.stack;
   {
     const MemoryBreakdown& m = q.peak_memory;

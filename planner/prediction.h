@@ -12,6 +12,9 @@ struct Breakdown {  // seconds on the critical path of one iteration
   // Waiting for the slowest of the ranks that synchronise every step (costmodel/
   // training_losses.h jitter_cv): 0 without a fitted profile.
   double straggler = 0;
+  // The GPU idle while the host issues a MoE layer it synced on (SoftwareStack::moe_host_sync,
+  // training_losses.h moe_host_ms); part of what the compute steps last, not in `compute`.
+  double host_wait = 0;
 };
 
 // Memory of one rank of the pipeline stage with the most (GiB), by what holds it.

@@ -506,19 +506,21 @@ void SimEngine::fill_breakdown(const Strategy& s, const GradientSync& sync, cons
   const int pp = s.pp, vpp = s.vpp, q = sync.last;
   const int m = static_cast<int>(s.num_microbatches());
   Breakdown& bd = pr.breakdown_s;
-  double tp_q = 0, p2p_q = 0, cp_q = 0, zero_q = 0, ep_q = 0;
+  double tp_q = 0, p2p_q = 0, cp_q = 0, zero_q = 0, ep_q = 0, host_q = 0;
   for (int c = 0; c < vpp; ++c) {
     zero_q += m * (st.fwd_zero[c * pp + q] + st.bwd_zero[c * pp + q]);
     tp_q += m * (st.fwd_tp[c * pp + q] + st.bwd_tp[c * pp + q]);
     cp_q += m * (st.fwd_cp[c * pp + q] + st.bwd_cp[c * pp + q]);
     p2p_q += m * (st.p2p_fwd[c * pp + q] + st.p2p_bwd[c * pp + q]);
     ep_q += m * (st.ep_fwd[c * pp + q] + st.ep_bwd[c * pp + q]);
+    host_q += m * (st.host_fwd[c * pp + q] + st.host_bwd[c * pp + q]);
   }
   const double busy_q = w.busy_fwd[q] + w.busy_bwd[q];
   bd.ep_comm = ep_q;
   bd.tp_comm = tp_q - ep_q;
   bd.cp_comm = cp_q;
-  bd.compute = busy_q - tp_q - p2p_q - cp_q - zero_q;
+  bd.host_wait = host_q;
+  bd.compute = busy_q - tp_q - p2p_q - cp_q - zero_q - host_q;
   const double idle_q = w.idle[q];
   bd.pp_comm = (pp > 1 ? std::min(idle_q, w.chain_p2p(q)) : 0.0) + p2p_q;
   bd.bubble = idle_q - (bd.pp_comm - p2p_q);

@@ -163,6 +163,15 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
                           14.0 + grad_buffer + fp32_copy, grad_buffer,
                           costmodel::to_string(stack_.grad_reduce_dtype),
                           fp32_copy > 0 ? " + 4 its fp32 copy for the optimizer" : ""));
+  if (model_.moe && stack_.moe_host_sync && dev.training_losses.moe_host_s() > 0)
+    n.push_back(fmt::format(
+        "host-synced MoE forward: the stack's dispatcher reads the routing to the host every MoE layer, so "
+        "each MoE layer's forward takes at least moe_host_ms = {:.3g} ms of CPU issue ({}; fitted on "
+        "Qwen3-235B layouts with 4-16 local experts, taken per layer whatever its local experts: Transformer "
+        "Engine's GroupedLinear issues all of them in one grouped-GEMM call, a view, a dtype check and a "
+        "cuBLAS launch each; not checked on a published run of a model with 1-2 local experts); the 'host "
+        "wait' line is what it adds",
+        dev.training_losses.moe_host_s() * 1e3, dev.training_losses.status[7]));
   return n;
 }
 

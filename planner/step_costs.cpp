@@ -94,6 +94,14 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
   st.ep_bwd.assign(n, 0.0);
   st.fwd_cp.assign(n, 0.0);
   st.bwd_cp.assign(n, 0.0);
+  st.host_fwd.assign(n, 0.0);
+  st.host_bwd.assign(n, 0.0);
+  // A dispatcher that syncs the host every MoE layer (SoftwareStack::moe_host_sync) leaves the
+  // CPU no queue to run ahead on: such a layer's forward lasts at least the CPU time that
+  // issues it (TrainingLosses::moe_host_ms), the GPU waiting for the rest. The full-recompute
+  // re-run issues the same forward again; a selective `moe` re-run issues only the MoE part
+  // and is not charged.
+  const double host_s = stack_.moe_host_sync ? cluster_.device.training_losses.moe_host_s() : 0.0;
   for (int v = 0; v < stages; ++v) {
     double f = 0, ftp = 0, b = 0, btp = 0, fcp = 0, bcp = 0;
     for (int g : sl[v]) {
@@ -112,6 +120,12 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
           (s.recompute == Recompute::Selective && s.recompute_modules.moe ? gc.moe_ep_fwd_s : 0.0);
       st.ep_fwd[v] += gc.ep_fwd_s;
       st.ep_bwd[v] += gc.ep_bwd_s + ep_recompute;
+      if (host_s > 0 && gc.experts_fwd_s > 0) {
+        const double wait = std::max(0.0, host_s - (fc + ft));
+        f += wait;
+        st.host_fwd[v] += wait;
+        if (s.recompute == Recompute::Full) b += wait, st.host_bwd[v] += wait;
+      }
     }
     st.fwd[v] = f;
     st.bwd[v] = b;

@@ -135,7 +135,7 @@ std::vector<Part> parts(const planner::Breakdown& b) {
   return {{"compute", b.compute},       {"tp comm", b.tp_comm},     {"cp comm", b.cp_comm},
           {"pp comm", b.pp_comm},       {"dp comm", b.dp_comm},     {"optimizer", b.optimizer},
           {"bubble", b.bubble},         {"ep comm (all-to-all)", b.ep_comm},
-          {"stragglers (step jitter)", b.straggler}};
+          {"stragglers (step jitter)", b.straggler}, {"host wait (MoE sync)", b.host_wait}};
 }
 
 std::string header_lines(const PlanReport& r) {

@@ -25,6 +25,7 @@ constexpr const char* kOther = "#9c755f";
 constexpr const char* kCpComm = "#edc948";
 constexpr const char* kEpComm = "#ff9da7";
 constexpr const char* kStraggler = "#6b6b6b";
+constexpr const char* kHostWait = "#a07a4a";
 
 constexpr int kChartWidth = 1280;  // fits the page; CSS scales it down on narrow screens
 
@@ -233,6 +234,7 @@ std::vector<Segment> breakdown_segments(const ReportData& d) {
   out.push_back({"DP comm", kDpComm, &B::dp_comm});
   if (any(&B::ep_comm)) out.push_back({"EP comm (all-to-all)", kEpComm, &B::ep_comm});
   if (any(&B::straggler)) out.push_back({"stragglers", kStraggler, &B::straggler});
+  if (any(&B::host_wait)) out.push_back({"host wait (MoE sync)", kHostWait, &B::host_wait});
   out.push_back({"optimizer", kOptimizer, &B::optimizer});
   out.push_back({"bubble", kBubble, &B::bubble});
   return out;

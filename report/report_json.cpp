@@ -101,7 +101,8 @@ json prediction_to_json(const planner::Prediction& p) {
                 {"optimizer", number_or_null(b.optimizer)},
                 {"bubble", number_or_null(b.bubble)},
                 {"ep_comm", number_or_null(b.ep_comm)},
-                {"straggler", number_or_null(b.straggler)}}}};
+                {"straggler", number_or_null(b.straggler)},
+                {"host_wait", number_or_null(b.host_wait)}}}};
 }
 
 MeasuredFile parse_measured_json(const std::string& text, const std::string& source) {

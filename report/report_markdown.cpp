@@ -52,6 +52,9 @@ std::string report_markdown(const ReportData& d) {
   const bool stragglers = std::any_of(d.entries.begin(), d.entries.end(), [](const ReportEntry& e) {
     return e.prediction.breakdown_s.straggler > 0;
   });
+  const bool host_wait = std::any_of(d.entries.begin(), d.entries.end(), [](const ReportEntry& e) {
+    return e.prediction.breakdown_s.host_wait > 0;
+  });
   const bool precision = std::any_of(d.entries.begin(), d.entries.end(),
                                      [](const ReportEntry& e) { return !e.strategy.precision.empty(); });
   const bool ttt = d.target.given();
@@ -73,6 +76,7 @@ std::string report_markdown(const ReportData& d) {
   cols.insert(cols.end(), {{"PP comm", "--:"}, {"DP comm", "--:"}});
   if (a2a) cols.emplace_back("EP comm (all-to-all)", "--:");
   if (stragglers) cols.emplace_back("stragglers", "--:");
+  if (host_wait) cols.emplace_back("host wait", "--:");
   cols.emplace_back("optimizer", "--:");
   if (ttt) cols.insert(cols.end(), {{"days", "--:"}, {"GPU-hours", "--:"}});
   if (cost) cols.emplace_back("cost", "--:");
@@ -117,6 +121,7 @@ std::string report_markdown(const ReportData& d) {
     row.insert(row.end(), {format_seconds(b.pp_comm), format_seconds(b.dp_comm)});
     if (a2a) row.push_back(format_seconds(b.ep_comm));
     if (stragglers) row.push_back(format_seconds(b.straggler));
+    if (host_wait) row.push_back(format_seconds(b.host_wait));
     row.push_back(format_seconds(b.optimizer));
     if (ttt) {
       const TimeToTrain t = time_to_train(s, p, d.seq_len, d.target);

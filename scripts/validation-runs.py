@@ -20,7 +20,7 @@ def gpt(name, layers, hidden, heads, vocab, seq, tied=True):
             "ffn": 4 * hidden, "vocab": vocab, "seq_len": seq, "tied_embeddings": str(tied).lower()}
 
 def row(out, rid, model, strategy, seconds, source, stack=None, sweep=None, use="fit", precision=None,
-        split=None, cluster=None):
+        split=None, cluster=None, note=None):
     r = {"id": rid, "model": model if isinstance(model, str) else flow(model)}
     if cluster: r["cluster"] = cluster
     if stack: r["stack"] = stack
@@ -32,6 +32,7 @@ def row(out, rid, model, strategy, seconds, source, stack=None, sweep=None, use=
     r["source"] = f'"{source}"'
     if sweep: r["sweep"] = f'"{sweep}"'
     if use != "fit": r["use"] = use
+    if note: r["note"] = f'"{note}"'
     out.append("  - " + flow(r))
 
 def strat(tp, pp, dp, mbs, gbs, vpp=1, recompute="none", sp=False, zero=0, cp=1):
@@ -124,7 +125,9 @@ def h100(layouts):
     head = ("# Dev set, DGX H100 (written by scripts/validation-runs.py from dgxc-2025-h100.yaml and\n"
             "# mcore-2024-h100.yaml; see those files for every source and derivation). The Megatron-Core\n"
             "# rows leave micro-batch, vpp, SP and recompute unknown: their layouts are the ones strata's\n"
-            "# search picks under the row's tp/pp/dp (an assumption, not a published setting).\n"
+            "# search picks under the row's tp/pp/dp (an assumption, not a published setting). The MoE rows\n"
+            "# (h100-moe.yaml) are part of the H100 dev set: included, fitted or checked as each row says.\n"
+            "include: [h100-moe.yaml]\n"
             "defaults: {cluster: dgx-h100}\nruns:\n")
     open("bench/validation/runs/h100.yaml", "w").write(head + "\n".join(out) + "\n")
 
@@ -164,15 +167,16 @@ def h100_moe():
         else:  # tokens/s/GPU -> seconds per iteration
             seconds = r["gbs"] * seq / (r["tokens_per_s_per_gpu"] * r["gpus"])
         src = sources[r["src"]]
-        cite = src["cite"] + (f"; {r['note']}" if r.get("note") else "")
-        row(out, r["id"], m, st, seconds, cite.replace('"', "'"), stack=r.get("stack", src.get("stack")),
-            sweep=r.get("sweep"),
-            use=r.get("use", "check"), precision=r.get("precision"), split=r.get("split"))
+        note = r["note"].replace('"', "'") if r.get("note") else None
+        row(out, r["id"], m, st, seconds, src["cite"].replace('"', "'"), stack=r.get("stack", src.get("stack")),
+            sweep=r.get("sweep"), use=r.get("use", "check"), precision=r.get("precision"), split=r.get("split"),
+            note=note)
     head = ("# MoE rows, DGX H100 (written by scripts/validation-runs.py from moe-h100.yaml; see that file for\n"
-            "# every source, derivation and what strata cannot express yet). All rows `use: check`; tokens/s/GPU\n"
+            "# every source, derivation and what strata cannot express yet). Rows `use: check` unless that\n"
+            "# file says `use: fit` (the Model-Zoo sweep, settings pinned at its commits); tokens/s/GPU\n"
             "# converted as gbs x seq / (tokens/s/GPU x gpus). Settings strata has no knob for (dispatcher, EP\n"
             "# overlap, module recompute, MTP, uneven stages, token drop where not on the model) are in each\n"
-            "# row's source note. sweep mz-qwen3-235b-256: four layouts of one model on the same 256 GPUs.\n"
+            "# row's note. sweep mz-qwen3-235b-256: four layouts of one model on the same 256 GPUs.\n"
             "defaults: {cluster: dgx-h100}\nruns:\n")
     open("bench/validation/runs/h100-moe.yaml", "w").write(head + "\n".join(out) + "\n")
 

@@ -227,6 +227,9 @@ class SimEngine {
     // The exposed expert all-to-all by direction (the forward's exchange; the backward's with
     // its recompute): the breakdown's ep_comm and the timeline's all-to-all lane.
     std::vector<double> ep_fwd, ep_bwd;
+    // The GPU waiting for a host-synced MoE layer's CPU issue (moe_host_ms), by direction (the
+    // backward's: its full-recompute re-run): the breakdown's host part.
+    std::vector<double> host_fwd, host_bwd;
     std::vector<double> link, p2p_fwd, p2p_bwd;
     double model_flops_mb = 0, recompute_flops = 0;  // per micro-batch, whole model
     // What the GPUs execute per micro-batch: the model FLOPs and the recompute, with a flash

@@ -93,6 +93,35 @@ TEST(FitRuns, RecoversMemorySustainWhereTheMemoryBoundShareVaries) {
   EXPECT_NEAR(f.losses.value[0], 0.87, std::max(0.015, 2 * f.losses.std_error[0])) << cal::fit_report(f);
 }
 
+// moe_host_ms is told apart by MoE rows whose layers are thin enough for the host to bound
+// them (more tp, fewer tokens per micro-batch) beside rows whose layers are not.
+TEST(FitRuns, RecoversTheMoeHostTimeFromHostBoundAndComputeBoundLayouts) {
+  std::string y = "source: synthetic\ndefaults: {cluster: dgx-h100, stack: mcore-2024-deepep}\nruns:\n";
+  int i = 0;
+  for (int tp : {1, 2, 4})
+    for (int mbs : {1, 2, 4})
+      for (int dp : {8, 16})
+        y += fmt::format("  - {{id: r{}, model: qwen3-moe-30b-a3b, strategy: {{tp: {}, pp: 1, dp: {}, ep: 8, "
+                         "micro_batch: {}, global_batch: {}, zero: 1, sequence_parallel: {}, recompute: selective}}, "
+                         "measured: {{iteration_s: 1}}}}\n",
+                         i++, tp, dp, mbs, 8 * dp * mbs, tp > 1 ? "true" : "false");
+  auto runs = cal::parse_measured_runs(y, "synthetic.yaml");
+  TrainingLosses truth;
+  truth.present = true;
+  truth.value = {0.87, 1.0, 1.0, 1.0, 2.5, 0.0075, 1.0, 2.0};  // 2 ms of host time per MoE layer forward
+  std::mt19937 rng(5);
+  std::normal_distribution<double> noise(0.0, 0.005);
+  for (auto& r : runs) r.measured_s = cal::predict_run_s(r, truth) * std::exp(noise(rng));
+  cal::FitOptions o;
+  o.row_sigma = 0.01;
+  o.cross_validate = false;
+  const cal::FitResult f = cal::fit_training_losses(runs, o);
+  const auto host = static_cast<std::size_t>(strata::costmodel::loss_parameter_index("moe_host_ms"));
+  ASSERT_EQ(f.losses.status[host], "fitted") << cal::fit_report(f);
+  EXPECT_NEAR(f.losses.value[host], 2.0, std::max(0.3, 2 * f.losses.std_error[host])) << cal::fit_report(f);
+  EXPECT_LT(f.fitted.mape, 0.015) << cal::fit_report(f);
+}
+
 TEST(FitRuns, TooFewRowsAndMixedDevicesAreRefused) {
   auto runs = cal::parse_measured_runs(synthetic_runs_yaml(), "synthetic.yaml");
   runs.resize(2);
@@ -294,6 +323,45 @@ TEST(MeasuredRuns, APlanFileGivesItsModel) {
   EXPECT_EQ(r[0].model.name, "llama3-8b-cut12");
   EXPECT_EQ(r[0].model.layers, 12);
   EXPECT_EQ(r[0].model.hidden, 4096);  // the rest of Llama 3 8B, as the plan carries it
+}
+
+// `include:` brings another runs file's rows first, relative to the including file, each with
+// its own source; a file that includes itself, a missing one and a contradictory pair across
+// files are one clear error each.
+TEST(MeasuredRuns, IncludedRunsFilesComeFirstAndAreChecked) {
+  const auto dir = std::filesystem::temp_directory_path() / ("strata_runs_include_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "more");
+  const std::string row = "{{id: {}, model: llama3-8b, cluster: dgx-h100, strategy: {{tp: 2, pp: 1, dp: {}, "
+                          "micro_batch: 1, global_batch: 64, sequence_parallel: true}}, measured: {{iteration_s: {}}}}}";
+  strata::write_file_atomic((dir / "more" / "b.yaml").string(),
+                            "source: file b\nruns:\n  - " + fmt::format(fmt::runtime(row), "b1", 4, 2.0) + "\n");
+  const std::string a = (dir / "a.yaml").string();
+  strata::write_file_atomic(a, "source: file a\ninclude: [more/b.yaml]\nruns:\n  - " +
+                                   fmt::format(fmt::runtime(row), "a1", 2, 1.0) + "\n");
+  const auto runs = cal::load_measured_runs(a);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].id, "b1");
+  EXPECT_EQ(runs[0].source, "file b");
+  EXPECT_EQ(runs[1].id, "a1");
+  EXPECT_EQ(runs[1].source, "file a");
+  // An include alone is a runs file.
+  const std::string only = (dir / "only.yaml").string();
+  strata::write_file_atomic(only, "include: [more/b.yaml]\n");
+  EXPECT_EQ(cal::load_measured_runs(only).size(), 1u);
+  const std::string self = (dir / "self.yaml").string();
+  strata::write_file_atomic(self, "include: [self.yaml]\n");
+  EXPECT_NE(strata::testing::input_error_of([&] { cal::load_measured_runs(self); }).find("included more than"),
+            std::string::npos);
+  const std::string missing = (dir / "missing.yaml").string();
+  strata::write_file_atomic(missing, "include: [nowhere.yaml]\n");
+  EXPECT_NE(strata::testing::input_error_of([&] { cal::load_measured_runs(missing); }).find("nowhere.yaml"),
+            std::string::npos);
+  const std::string clash = (dir / "clash.yaml").string();
+  strata::write_file_atomic(clash, "source: c\ninclude: [more/b.yaml]\nruns:\n  - " +
+                                       fmt::format(fmt::runtime(row), "c1", 4, 9.0) + "\n");
+  EXPECT_NE(strata::testing::input_error_of([&] { cal::load_measured_runs(clash); }).find("contradictory"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(KendallTau, OrderAgreementIgnoringTies) {

@@ -278,7 +278,7 @@ TEST(PlanJson, HasExactlyTheDesignKeys) {
   EXPECT_TRUE(j["prediction"]["uncertainty"].is_null());
   EXPECT_EQ(keys(j["prediction"]["breakdown_s"]),
             (std::set<std::string>{"compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "optimizer",
-                                   "bubble", "ep_comm", "straggler"}));
+                                   "bubble", "ep_comm", "straggler", "host_wait"}));
   EXPECT_EQ(j["model"], "gpt-small");
   EXPECT_EQ(j["cluster"], "dgx-a100");
   EXPECT_EQ(j["gpus"], 8);
