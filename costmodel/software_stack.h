@@ -161,6 +161,11 @@ struct SoftwareStack {
   // the CPU cannot queue work ahead of the GPU there, so each such layer's forward takes at
   // least the CPU time that issues it (TrainingLosses::moe_host_ms).
   bool moe_host_sync = false;
+  // Megatron-Core's --moe-shared-expert-overlap: the shared experts run
+  // on a side stream while the token exchange of the same layer is in flight, their forward
+  // beside the dispatch and combine, their backward beside the backward's; each direction's
+  // exchange is hidden up to the shared experts' time in that direction.
+  bool moe_shared_expert_overlap = false;
   StackSupport supports;
   // How context-parallel ranks exchange K/V (costmodel/context_parallel_cost.h).
   CpCommType cp_comm = CpCommType::P2p;

@@ -299,8 +299,9 @@ costmodel::OpTime SimEngine::expert_time(const LayerCostInputs& in, const models
 // recompute_modules: layernorm = the two block norms; mla_up_proj = the MLA up projections,
 // their latent norms and RoPE; mlp = the dense MLP; moe = the whole MoE MLP, its permutes
 // and token exchange; moe_act = the routed experts' activation; shared_experts).
-void SimEngine::charge_recompute_modules(const models::Op& op, double fwd_s, const LayerCostInputs& in,
-                                         GroupCost& c) const {
+void SimEngine::charge_recompute_modules(const models::Op& op, const costmodel::OpTime& ot,
+                                         const LayerCostInputs& in, GroupCost& c) const {
+  const double fwd_s = ot.fwd_s;
   const std::string_view name = op.name;
   const auto dot = name.rfind('.');
   const std::string_view local = dot == std::string_view::npos ? name : name.substr(dot + 1);
@@ -317,7 +318,7 @@ void SimEngine::charge_recompute_modules(const models::Op& op, double fwd_s, con
     add(c.moe);  // its token exchange and permutes: charge_op
   }
   if (local == "expert_activation") add(c.moe_act);
-  if (shared) add(c.shared_experts);
+  if (shared) add(c.shared_experts), c.shared_experts_bwd_s += ot.bwd_s;
   // per_op: everything but the kept mm outputs (wq, wv, w1, w2) and the attention kernel;
   // of the fused QKV GEMM, the K part (wk) re-runs. Collectives are not re-run (the
   // policy keeps the reduce-scatter outputs; the SP all-gather before QKV is left out).
@@ -383,7 +384,7 @@ void SimEngine::charge_op(const LayerCostInputs& in, std::size_t gi, std::size_t
     if (ot.source == costmodel::TimeSource::Roofline) t.gemm_roofline = true;
     else t.gemm_measured = true;
   }
-  charge_recompute_modules(op, ot.fwd_s, in, c);
+  charge_recompute_modules(op, ot, in, c);
   if (op.kind == models::OpKind::AttentionCore) {
     c.attn_fwd_s += ot.fwd_s;
     c.attn_flops_fwd += op.flops_fwd * cp;

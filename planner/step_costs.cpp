@@ -120,6 +120,15 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
           (s.recompute == Recompute::Selective && s.recompute_modules.moe ? gc.moe_ep_fwd_s : 0.0);
       st.ep_fwd[v] += gc.ep_fwd_s;
       st.ep_bwd[v] += gc.ep_bwd_s + ep_recompute;
+      if (stack_.moe_shared_expert_overlap && !s.ep_overlap && gc.shared_experts.fwd_s > 0) {
+        // The shared experts on their side stream beside the layer's exchange (Megatron-Core's
+        // --moe-shared-expert-overlap; Megatron-Core refuses it beside the batch-level EP overlap,
+        // which a job's ep_overlap then runs instead; a recompute's re-run is not hidden).
+        const double hide_f = std::min(gc.ep_fwd_s, gc.shared_experts.fwd_s);
+        const double hide_b = std::min(gc.ep_bwd_s, gc.shared_experts_bwd_s);
+        ft -= hide_f, f -= hide_f, ftp -= hide_f, st.ep_fwd[v] -= hide_f;
+        b -= hide_b, btp -= hide_b, st.ep_bwd[v] -= hide_b;
+      }
       if (host_s > 0 && gc.experts_fwd_s > 0) {
         const double wait = std::max(0.0, host_s - (fc + ft));
         f += wait;

@@ -64,6 +64,7 @@ struct GroupCost {
     double fwd_s = 0, flops_fwd = 0;
   };
   ModuleCost norm, mla_up, dense_mlp, moe, moe_act, shared_experts;
+  double shared_experts_bwd_s = 0;  // their backward, for the shared-expert overlap
   ModuleCost per_op;  // what TorchTitan's per-op policy re-runs (recompute_modules.h)
   double moe_ep_fwd_s = 0;
   // For the merged steps of the EP overlap (planner/ep_overlap.h), the parts Megatron-Core's
@@ -212,7 +213,8 @@ class SimEngine {
   OpTiming op_timing(const LayerCostInputs& in, const models::Op& op) const;
   costmodel::OpTime expert_time(const LayerCostInputs& in, const models::Op& op, bool fp8) const;
   void charge_op(const LayerCostInputs& in, std::size_t group, std::size_t op, GroupCostTable& t) const;
-  void charge_recompute_modules(const models::Op& op, double fwd_s, const LayerCostInputs& in, GroupCost& c) const;
+  void charge_recompute_modules(const models::Op& op, const costmodel::OpTime& ot, const LayerCostInputs& in,
+                                GroupCost& c) const;
   void charge_tp_comm(const LayerCostInputs& in, const models::Op& op, const OpTiming& x, GroupCost& c,
                       GroupCostTable& t) const;
   // Accumulating one op's weight gradient into the main gradient, per micro-batch.

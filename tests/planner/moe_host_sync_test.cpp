@@ -1,6 +1,8 @@
-// The host-synced MoE forward (SoftwareStack::moe_host_sync, TrainingLosses::moe_host_ms): a
-// MoE layer's forward lasts at least the CPU time that issues it, on stacks whose dispatcher
-// reads the routing to the host; checked by counting layers and micro-batches by hand.
+// How a MoE layer's forward and token exchange meet the rest of the step on Megatron-Core
+// stacks: the host-synced forward (SoftwareStack::moe_host_sync, TrainingLosses::moe_host_ms),
+// a MoE layer's forward lasting at least the CPU time that issues it, checked by counting
+// layers and micro-batches by hand; and the shared experts hiding their layer's exchange
+// (SoftwareStack::moe_shared_expert_overlap).
 #include <string>
 
 #include <gtest/gtest.h>
@@ -11,6 +13,7 @@
 #include "models/model_spec.h"
 #include "planner/simulator.h"
 #include "planner/strategy.h"
+#include "tests/input_error_of.h"
 #include "tests/tables_only_cluster.h"
 
 namespace strata::planner {
@@ -38,12 +41,14 @@ Strategy one_stage(Recompute rc = Recompute::None) {
   return s;
 }
 
-Prediction run(const models::ModelSpec& m, const Strategy& s, double moe_host_ms, bool host_sync = true) {
+Prediction run(const models::ModelSpec& m, const Strategy& s, double moe_host_ms, bool host_sync = true,
+               bool shared_overlap = false) {
   costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
   c.device.training_losses.value[kMoeHost] = moe_host_ms;
   c.device.training_losses.present = true;
   costmodel::SoftwareStack stack = costmodel::load_software_stack("mcore-2024-deepep");
   stack.moe_host_sync = host_sync;
+  stack.moe_shared_expert_overlap = shared_overlap;
   SimulateOptions o;
   o.stack = &stack;
   return simulate(m, c, s, o).prediction;
@@ -113,6 +118,46 @@ TEST(MoeHostSync, StackKeyAndParameterAreReadAndChecked) {
   EXPECT_TRUE(costmodel::load_software_stack("mcore-2024-deepep").moe_host_sync);
   EXPECT_TRUE(costmodel::load_software_stack("nemo-2024-perf").moe_host_sync);
   EXPECT_FALSE(costmodel::load_software_stack("torchtitan-2024").moe_host_sync);
+}
+
+// A shared expert far wider than the exchange of its layer hides all of it; the step is shorter by
+// exactly the exchange the plain run paid, and nothing else moves.
+TEST(MoeSharedExpertOverlap, AWideSharedExpertHidesItsLayersWholeExchange) {
+  const models::ModelSpec m =
+      small_moe("moe: {experts: 16, top_k: 2, expert_ffn: 512, shared_experts: 1, shared_expert_ffn: 65536}\n");
+  Strategy s = one_stage();
+  s.dp = 16, s.ep = 16, s.global_batch = 128;  // ep 16 spans two nodes: a real exchange
+  const Prediction plain = run(m, s, 0, false, false), hidden = run(m, s, 0, false, true);
+  ASSERT_GT(plain.breakdown_s.ep_comm, 0.0);
+  EXPECT_NEAR(hidden.breakdown_s.ep_comm, 0.0, 1e-12);
+  // The step is shorter by the exchange, less the gradient reduction the shorter backward no
+  // longer hides (the stack overlaps it with the backward).
+  const double dp_exposed = hidden.breakdown_s.dp_comm - plain.breakdown_s.dp_comm;
+  EXPECT_GE(dp_exposed, 0.0);
+  EXPECT_NEAR(plain.iteration_s - hidden.iteration_s, plain.breakdown_s.ep_comm - dp_exposed, 1e-9);
+  EXPECT_NEAR(hidden.breakdown_s.compute, plain.breakdown_s.compute, 1e-9 * plain.breakdown_s.compute);
+  // A narrow shared expert hides no more than its own time: part of the exchange stays.
+  const models::ModelSpec narrow =
+      small_moe("moe: {experts: 16, top_k: 2, expert_ffn: 512, shared_experts: 1, shared_expert_ffn: 64}\n");
+  const Prediction p = run(narrow, s, 0, false, false), q = run(narrow, s, 0, false, true);
+  EXPECT_GT(q.breakdown_s.ep_comm, 0.0);
+  EXPECT_LT(q.breakdown_s.ep_comm, p.breakdown_s.ep_comm);
+  // Without shared experts the setting changes nothing.
+  const models::ModelSpec none = small_moe("moe: {experts: 16, top_k: 2, expert_ffn: 512}\n");
+  EXPECT_EQ(run(none, s, 0, false, true).iteration_s, run(none, s, 0, false, false).iteration_s);
+}
+
+TEST(MoeSharedExpertOverlap, StacksSayWhereNeMoTurnsItOn) {
+  EXPECT_TRUE(costmodel::load_software_stack("nemo-2024-perf").moe_shared_expert_overlap);
+  EXPECT_FALSE(costmodel::load_software_stack("nemo-2024-perf-deepep").moe_shared_expert_overlap);
+  EXPECT_FALSE(costmodel::load_software_stack("mcore-2024").moe_shared_expert_overlap);
+  const std::string base =
+      "name: x\nprecision: bf16\nattention: {kernel: flash2}\n"
+      "overlap: {tp_comm: false, grad_reduce: true, param_gather: false, p2p: async}\n";
+  EXPECT_NE(strata::testing::input_error_of([&] {
+              (void)costmodel::parse_software_stack(base + "moe_shared_expert_overlap: 3\n", "t.yaml");
+            }).find("moe_shared_expert_overlap"),
+            std::string::npos);
 }
 
 }  // namespace
