@@ -113,7 +113,7 @@ std::vector<std::vector<int>> read_pipeline_split(const YamlReader& split, const
 MeasuredRun read_run(const YamlReader& row, const YAML::Node& defaults, const std::string& file_source,
                      std::size_t index) {
   row.expect_keys({"id", "model", "cluster", "stack", "strategy", "precision", "measured", "source", "sweep",
-                   "use", "gpus", "note", "job", "pipeline_split"});
+                   "use", "gpus", "note", "job", "pipeline_split", "stack_settings"});
   MeasuredRun r;
   r.id = row.get_string("id", fmt::format("runs[{}]", index));
   r.source = row.get_string("source", file_source);
@@ -127,7 +127,14 @@ MeasuredRun read_run(const YamlReader& row, const YAML::Node& defaults, const st
   const YAML::Node stack = row_or_default(row, defaults, "stack");
   r.stack_name = stack && stack.IsScalar() ? stack.as<std::string>()
                                            : costmodel::default_software_stack_name(r.cluster.device);
-  r.stack = costmodel::load_software_stack(name_or_path(row.source(), r.stack_name));
+  try {
+    r.stack = costmodel::load_software_stack(name_or_path(row.source(), r.stack_name),
+                                             row.has("stack_settings") ? row.node()["stack_settings"] : YAML::Node(),
+                                             "the row's stack_settings");
+  } catch (const InputError& e) {
+    if (!row.has("stack_settings")) throw;
+    row.fail("stack_settings", e.what());
+  }
   if (row.has("job")) {  // the job's own arguments in place of model + strategy
     if (row.has("model") || row.has("strategy")) row.fail("job", "give either job or model + strategy, not both");
     YamlReader job = row.child("job");

@@ -13,6 +13,7 @@
 //       model: llama3-70b                      # catalog name, path (YAML / HF config.json) or a map
 //       cluster: dgx-h100                      # catalog name or path
 //       stack: nemo-2024-perf                  # optional: the device's default stack
+//       stack_settings: {overlap: {tp_comm: false}}  # optional: stack keys this job changed
 //       strategy: {tp: 4, pp: 4, dp: 16, vpp: 5, micro_batch: 1, global_batch: 1024, zero: 1, ...}
 //       precision: bf16                        # optional (fp8: FP8 linear layers)
 //       measured: {iteration_s: 14.7}          # or tokens_per_s_per_gpu, or model_tflops_per_gpu

@@ -209,6 +209,30 @@ SoftwareStack load_software_stack(const std::string& name_or_path) {
   return parse_software_stack(t.text, t.source);
 }
 
+namespace {
+
+void merge_yaml(YAML::Node base, const YAML::Node& over) {
+  for (const auto& kv : over) {
+    const std::string key = kv.first.as<std::string>();
+    if (kv.second.IsMap() && base[key] && base[key].IsMap()) merge_yaml(base[key], kv.second);
+    else base[key] = YAML::Clone(kv.second);
+  }
+}
+
+}  // namespace
+
+SoftwareStack load_software_stack(const std::string& name_or_path, const YAML::Node& settings,
+                                  const std::string& what) {
+  if (!settings || settings.IsNull()) return load_software_stack(name_or_path);
+  if (!settings.IsMap()) input_error("{}: expected a map of stack keys", what);
+  const detail::CatalogText t =
+      detail::read_catalog_entry(name_or_path, detail::embedded_stacks(), "costmodel/stacks",
+                                 "stack", " (see `strata stacks`)");
+  YAML::Node doc = parse_yaml(t.text, t.source);
+  merge_yaml(doc, settings);
+  return parse_software_stack(YAML::Dump(doc), fmt::format("{} with {}", t.source, what));
+}
+
 std::string default_software_stack_name(const DeviceProfile& device) {
   return device.default_stack.empty() ? kNewestGpuStack : device.default_stack;
 }

@@ -51,6 +51,8 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "costmodel/cp_comm_type.h"
 #include "costmodel/device_profile.h"
 #include "costmodel/recompute_modules.h"
@@ -207,6 +209,11 @@ struct SoftwareStack {
 SoftwareStack parse_software_stack(const std::string& yaml_text, const std::string& source);
 // A catalog name (`strata stacks`) or a YAML path; InputError with close names otherwise.
 SoftwareStack load_software_stack(const std::string& name_or_path);
+// The same stack with `settings` (a map of stack keys, nested maps merged key by key) laid over
+// its YAML before it is read: what one job changed of the stack it ran (a runs row's
+// stack_settings). Every key is checked as in a stack file; `what` names the settings in errors.
+SoftwareStack load_software_stack(const std::string& name_or_path, const YAML::Node& settings,
+                                  const std::string& what);
 std::vector<std::string> software_stack_catalog_names();
 // The stack used when none is named: the newest catalog stack for GPU devices; the
 // device profile's `default_stack` when it names one (CPU ranks run strata's own runtime).

@@ -20,10 +20,13 @@ def gpt(name, layers, hidden, heads, vocab, seq, tied=True):
             "ffn": 4 * hidden, "vocab": vocab, "seq_len": seq, "tied_embeddings": str(tied).lower()}
 
 def row(out, rid, model, strategy, seconds, source, stack=None, sweep=None, use="fit", precision=None,
-        split=None, cluster=None, note=None):
+        split=None, cluster=None, note=None, stack_settings=None):
     r = {"id": rid, "model": model if isinstance(model, str) else flow(model)}
     if cluster: r["cluster"] = cluster
     if stack: r["stack"] = stack
+    if stack_settings:  # stack keys the job changed (runs-file key stack_settings), nested maps
+        nest = lambda v: flow({k: nest(x) for k, x in v.items()}) if isinstance(v, dict) else str(v).lower()
+        r["stack_settings"] = nest(stack_settings)
     r["strategy"] = flow(strategy)
     if split:  # Megatron-LM's uneven split, by its flags (runs-file key pipeline_split)
         r["pipeline_split"] = flow({k: f'"{v}"' if isinstance(v, str) else str(v).lower() for k, v in split.items()})
@@ -170,7 +173,7 @@ def h100_moe():
         note = r["note"].replace('"', "'") if r.get("note") else None
         row(out, r["id"], m, st, seconds, src["cite"].replace('"', "'"), stack=r.get("stack", src.get("stack")),
             sweep=r.get("sweep"), use=r.get("use", "check"), precision=r.get("precision"), split=r.get("split"),
-            note=note)
+            note=note, stack_settings=r.get("stack_settings"))
     head = ("# MoE rows, DGX H100 (written by scripts/validation-runs.py from moe-h100.yaml; see that file for\n"
             "# every source, derivation and what strata cannot express yet). Rows `use: check` unless that\n"
             "# file says `use: fit` (the Model-Zoo sweep, settings pinned at its commits); tokens/s/GPU\n"

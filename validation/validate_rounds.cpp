@@ -48,12 +48,20 @@ std::string make_work_dir(const std::string& keep) {
   return templ;
 }
 
-// Environment of the mpirun jobs validate starts: root allowed when we are root, and one
-// BLAS thread per rank, as `strata calibrate` measures the local-cpu profile.
-std::vector<std::pair<std::string, std::string>> mpirun_env() {
+// Environment of the mpirun jobs validate starts: root allowed when we are root, one BLAS
+// thread per rank, as `strata calibrate` measures the local-cpu profile, and Open MPI's session
+// directory inside this run's own folder (`work_dir`) unless the user placed it: Open MPI 4
+// creates and removes a shared tree under TMPDIR, and MPI jobs started beside ours on the same
+// node race it ("A call to mkdir was unable to create the desired directory ... File exists",
+// open-mpi/ompi#8510). Other MPIs ignore the variables.
+std::vector<std::pair<std::string, std::string>> mpirun_env(const std::string& work_dir) {
   std::vector<std::pair<std::string, std::string>> env;
   if (geteuid() == 0) env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
   if (!std::getenv("OPENBLAS_NUM_THREADS")) env.emplace_back("OPENBLAS_NUM_THREADS", "1");
+  for (const char* var : {"OMPI_MCA_orte_tmpdir_base", "PRTE_MCA_prte_tmpdir_base"}) {
+    const char* set = std::getenv(var);
+    if (!set || !*set) env.emplace_back(var, fs::absolute(work_dir).string());
+  }
   return env;
 }
 
@@ -81,7 +89,7 @@ Attempt launch(const ValidateOptions& f, const PlanToRun& p, std::size_t index, 
   write_file_atomic(plan_path, planner::plan_to_yaml(p.plan));
   std::error_code ec;
   fs::remove(metrics, ec);
-  const auto env = mpirun_env();
+  const auto env = mpirun_env(dir);
   const std::vector<std::string> argv{f.mpirun,  "-np",     std::to_string(f.np), "--oversubscribe",
                                       strata,    "train",   "--plan",             plan_path,
                                       "--steps", std::to_string(f.steps),         "--synthetic",
@@ -126,7 +134,7 @@ costmodel::ClusterSpec recalibrated_cluster(const ValidateOptions& f, const std:
     tps.insert(p.plan.strategy.tp);
     mb = std::max(mb, p.plan.strategy.micro_batch);
   }
-  const auto env = mpirun_env();
+  const auto env = mpirun_env(fs::path(out).parent_path().string());
   const std::vector<std::string> argv{f.mpirun, "-np", std::to_string(f.np), "--oversubscribe", strata,
                                       "calibrate", "--backend", "cpu", "--quick", "--model", f.model,
                                       "--tp-degrees", fmt::format("{}", fmt::join(tps, ",")),

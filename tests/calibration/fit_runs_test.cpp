@@ -3,6 +3,7 @@
 // bad input refused with one clear error.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 #include <string>
@@ -43,18 +44,29 @@ std::string synthetic_runs_yaml() {
   return y;
 }
 
-TEST(FitRuns, RecoversKnownParametersFromSynthesisedRuns) {
-  auto runs = cal::parse_measured_runs(synthetic_runs_yaml(), "synthetic.yaml");
-  TrainingLosses truth;
-  truth.present = true;
-  truth.value = {0.87, 1.0, 3.0, 1.0, 2.5, 0.012, 1.0};  // gemm_sustain 0.87, host gap 3 us, jitter 1.2%
-  std::mt19937 rng(7);
-  std::normal_distribution<double> noise(0.0, 0.005);  // 0.5% run-to-run scatter
+// Runs strata predicts with known losses `truth`, times a 0.5% log-normal scatter, fitted back
+// with a row sigma to match (no cross-validation).
+cal::FitResult fit_synthesised(std::vector<cal::MeasuredRun> runs, const TrainingLosses& truth, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0.0, 0.005);
   for (auto& r : runs) r.measured_s = cal::predict_run_s(r, truth) * std::exp(noise(rng));
   cal::FitOptions o;
   o.row_sigma = 0.01;
   o.cross_validate = false;
-  const cal::FitResult f = cal::fit_training_losses(runs, o);
+  return cal::fit_training_losses(runs, o);
+}
+
+TrainingLosses losses_of(const std::array<double, strata::costmodel::kLossParameters>& values) {
+  TrainingLosses t;
+  t.present = true;
+  t.value = values;
+  return t;
+}
+
+TEST(FitRuns, RecoversKnownParametersFromSynthesisedRuns) {
+  // gemm_sustain 0.87, host gap 3 us, jitter 1.2%
+  const cal::FitResult f = fit_synthesised(cal::parse_measured_runs(synthetic_runs_yaml(), "synthetic.yaml"),
+                                           losses_of({0.87, 1.0, 3.0, 1.0, 2.5, 0.012, 1.0, 0.0}), 7);
   // Tolerance: 2 standard errors, and never looser than the stated absolute bounds.
   EXPECT_EQ(f.losses.status[0], "fitted");
   EXPECT_NEAR(f.losses.value[0], 0.87, std::max(0.015, 2 * f.losses.std_error[0]));
@@ -76,17 +88,8 @@ TEST(FitRuns, RecoversMemorySustainWhereTheMemoryBoundShareVaries) {
         y += fmt::format("  - {{id: r{}, model: {}, strategy: {{tp: {}, pp: 1, dp: 8, micro_batch: {}, "
                          "global_batch: 64, recompute: full}}, measured: {{iteration_s: 1}}}}\n",
                          i++, model, tp, mbs);
-  auto runs = cal::parse_measured_runs(y, "synthetic.yaml");
-  TrainingLosses truth;
-  truth.present = true;
-  truth.value = {0.87, 1.0, 1.0, 1.0, 2.5, 0.0075, 0.8};
-  std::mt19937 rng(11);
-  std::normal_distribution<double> noise(0.0, 0.005);
-  for (auto& r : runs) r.measured_s = cal::predict_run_s(r, truth) * std::exp(noise(rng));
-  cal::FitOptions o;
-  o.row_sigma = 0.01;
-  o.cross_validate = false;
-  const cal::FitResult f = cal::fit_training_losses(runs, o);
+  const cal::FitResult f = fit_synthesised(cal::parse_measured_runs(y, "synthetic.yaml"),
+                                           losses_of({0.87, 1.0, 1.0, 1.0, 2.5, 0.0075, 0.8, 0.0}), 11);
   const auto mem = static_cast<std::size_t>(strata::costmodel::loss_parameter_index("memory_sustain"));
   ASSERT_EQ(f.losses.status[mem], "fitted") << cal::fit_report(f);
   EXPECT_NEAR(f.losses.value[mem], 0.8, std::max(0.03, 2 * f.losses.std_error[mem])) << cal::fit_report(f);
@@ -105,17 +108,9 @@ TEST(FitRuns, RecoversTheMoeHostTimeFromHostBoundAndComputeBoundLayouts) {
                          "micro_batch: {}, global_batch: {}, zero: 1, sequence_parallel: {}, recompute: selective}}, "
                          "measured: {{iteration_s: 1}}}}\n",
                          i++, tp, dp, mbs, 8 * dp * mbs, tp > 1 ? "true" : "false");
-  auto runs = cal::parse_measured_runs(y, "synthetic.yaml");
-  TrainingLosses truth;
-  truth.present = true;
-  truth.value = {0.87, 1.0, 1.0, 1.0, 2.5, 0.0075, 1.0, 2.0};  // 2 ms of host time per MoE layer forward
-  std::mt19937 rng(5);
-  std::normal_distribution<double> noise(0.0, 0.005);
-  for (auto& r : runs) r.measured_s = cal::predict_run_s(r, truth) * std::exp(noise(rng));
-  cal::FitOptions o;
-  o.row_sigma = 0.01;
-  o.cross_validate = false;
-  const cal::FitResult f = cal::fit_training_losses(runs, o);
+  // 2 ms of host time per MoE layer forward
+  const cal::FitResult f = fit_synthesised(cal::parse_measured_runs(y, "synthetic.yaml"),
+                                           losses_of({0.87, 1.0, 1.0, 1.0, 2.5, 0.0075, 1.0, 2.0}), 5);
   const auto host = static_cast<std::size_t>(strata::costmodel::loss_parameter_index("moe_host_ms"));
   ASSERT_EQ(f.losses.status[host], "fitted") << cal::fit_report(f);
   EXPECT_NEAR(f.losses.value[host], 2.0, std::max(0.3, 2 * f.losses.std_error[host])) << cal::fit_report(f);
@@ -362,6 +357,30 @@ TEST(MeasuredRuns, IncludedRunsFilesComeFirstAndAreChecked) {
   EXPECT_NE(strata::testing::input_error_of([&] { cal::load_measured_runs(clash); }).find("contradictory"),
             std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+// stack_settings: what one job changed of its stack, read as stack keys over the stack's YAML.
+TEST(MeasuredRuns, StackSettingsChangeTheRowsStackAndAreChecked) {
+  const std::string row = "runs:\n  - {{id: a, model: llama3-8b, cluster: dgx-h100, stack: nemo-2024-perf, source: s, "
+                          "strategy: {{tp: 4, pp: 1, dp: 2, micro_batch: 1, global_batch: 64, sequence_parallel: true}}, "
+                          "measured: {{iteration_s: 1}}{}}}\n";
+  const auto plain = cal::parse_measured_runs(fmt::format(fmt::runtime(row), ""), "r.yaml");
+  const auto off =
+      cal::parse_measured_runs(fmt::format(fmt::runtime(row), ", stack_settings: {overlap: {tp_comm: false}}"), "r.yaml");
+  ASSERT_TRUE(plain[0].stack.overlap_tp_comm);
+  EXPECT_FALSE(off[0].stack.overlap_tp_comm);
+  EXPECT_EQ(off[0].stack.overlap_grad_reduce, plain[0].stack.overlap_grad_reduce);  // the rest of `overlap` kept
+  TrainingLosses none;
+  EXPECT_GT(cal::predict_run_s(off[0], none), cal::predict_run_s(plain[0], none));  // TP comm exposed
+  const std::string bad = strata::testing::input_error_of([&] {
+    cal::parse_measured_runs(fmt::format(fmt::runtime(row), ", stack_settings: {overlap: {tp_comms: false}}"), "r.yaml");
+  });
+  EXPECT_NE(bad.find("stack_settings"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("tp_comms"), std::string::npos) << bad;
+  EXPECT_NE(strata::testing::input_error_of([&] {
+              cal::parse_measured_runs(fmt::format(fmt::runtime(row), ", stack_settings: [1]"), "r.yaml");
+            }).find("expected a map"),
+            std::string::npos);
 }
 
 TEST(KendallTau, OrderAgreementIgnoringTies) {

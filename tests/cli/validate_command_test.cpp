@@ -134,6 +134,26 @@ TEST_F(ValidateCommand, RepeatPoolsTheStepsOfEveryRun) {
 // --recalibrate: before each round the stand-in "calibrates" (it records its arguments
 // and writes a profile whose tiny blocks take 1 s, then 2 s, per micro-batch), and each
 // round is predicted from that round's profile.
+// Open MPI's session directory goes into the run's own folder, so MPI jobs started beside it on
+// the same node cannot race its creation (open-mpi/ompi#8510); mpirun itself still runs.
+TEST_F(ValidateCommand, MpirunKeepsItsSessionDirectoryInTheRunsFolder) {
+  const std::string seen = (dir_ / "tmpdir-base").string(), keep = (dir_ / "keep").string();
+  const std::string fake = (dir_ / "fake-recording").string();
+  std::ofstream(fake) << "#!/bin/sh\n"
+                         "[ \"${OMPI_COMM_WORLD_RANK:-0}\" = 0 ] && echo \"$OMPI_MCA_orte_tmpdir_base\" > " << seen << "\n"
+                         "exec " << fake_ << " \"$@\"\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  auto r = strata::testing::run_strata({"validate", "--cluster", "local-cpu", "--model", "tiny", "--global-batch",
+                                        "64", "--steps", "3", "--warmup", "1", "--plans", "top", "--top", "1",
+                                        "--strata", fake, "--keep-dir", keep, "--format", "json"},
+                                       300, "", {"OMPI_MCA_orte_tmpdir_base="});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(seen);
+  std::string base;
+  std::getline(in, base);
+  EXPECT_EQ(fs::path(base), fs::absolute(keep)) << r.err;
+}
+
 TEST_F(ValidateCommand, RecalibratePredictsEachRoundFromAFreshProfile) {
   const std::string args_log = (dir_ / "calibrate-args").string(), count = (dir_ / "rounds").string();
   const std::string fake = (dir_ / "fake-with-calibrate").string();
