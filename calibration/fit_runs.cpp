@@ -546,8 +546,10 @@ RunsCheck check_runs(const std::vector<MeasuredRun>& runs, const costmodel::Devi
   std::string& o = c.text;
   o += fmt::format("# predicted vs measured seconds per iteration; profile: {}\n",
                    profile ? profile_name : "each cluster's own");
-  o += fmt::format("# {:<32} {:<14} {:<16} {:>6} {:>10} {:>10} {:>8}  {}\n", "row", "device", "stack", "gpus",
-                   "measured", "predicted", "err(%)", "losses");
+  o += fmt::format("# {:<32} {:<14} {:<16} {:>6} {:>10} {:>10} {:>8}  {:<7} {}\n", "row", "device", "stack", "gpus",
+                   "measured", "predicted", "err(%)", "losses", "mem/GPU GiB");
+  // A run that ran but is predicted not to fit is a memory-model miss, named after the table.
+  std::vector<std::string> over_memory;
   for (const auto& run : runs) {
     MeasuredRun r = run;
     if (profile) {
@@ -561,9 +563,11 @@ RunsCheck check_runs(const std::vector<MeasuredRun>& runs, const costmodel::Devi
     const double err = f.fitted_s / f.measured_s - 1;
     c.all.add(err);
     by_source[r.source].add(err);
-    o += fmt::format("  {:<32} {:<14} {:<16} {:>6} {:>10.4g} {:>10.4g} {:>+8.1f}  {}\n", f.id,
+    o += fmt::format("  {:<32} {:<14} {:<16} {:>6} {:>10.4g} {:>10.4g} {:>+8.1f}  {:<7} {:.1f}/{:.0f}{}\n", f.id,
                      r.cluster.device.name.substr(0, 14), r.stack.name.substr(0, 16), r.strategy.gpus(),
-                     f.measured_s, f.fitted_s, 100 * err, l.present ? "fitted" : "none");
+                     f.measured_s, f.fitted_s, 100 * err, l.present ? "fitted" : "none", p.peak_memory_gib,
+                     r.cluster.device.memory_gib, p.fits_memory ? "" : " OVER");
+    if (!p.fits_memory) over_memory.push_back(f.id);
     c.rows.push_back(f);
   }
   for (const auto& [source, e] : by_source)
@@ -577,6 +581,9 @@ RunsCheck check_runs(const std::vector<MeasuredRun>& runs, const costmodel::Devi
                      s.sweep, s.points, s.kendall_tau, 100 * s.best_gap);
   o += fmt::format("# all {} rows: MAPE {:.1f} %, mean signed {:+.1f} %, worst {:+.1f} %\n", c.all.rows,
                    100 * c.all.mape, 100 * c.all.bias, 100 * c.all.worst);
+  if (!over_memory.empty())
+    o += fmt::format("# predicted over memory though they ran ({} of {} rows): {}\n", over_memory.size(), c.all.rows,
+                     fmt::join(over_memory, ", "));
   return c;
 }
 

@@ -383,6 +383,27 @@ TEST(MeasuredRuns, StackSettingsChangeTheRowsStackAndAreChecked) {
             std::string::npos);
 }
 
+// validate --runs names the rows that ran but are predicted not to fit (a memory-model miss).
+TEST(CheckRuns, RowsPredictedOverMemoryAreMarkedAndNamed) {
+  const auto runs = cal::parse_measured_runs(
+      "source: s\ndefaults: {cluster: dgx-h100, stack: mcore-2024}\nruns:\n"
+      "  - {id: fits, model: llama3-8b, strategy: {tp: 2, pp: 1, dp: 4, micro_batch: 1, global_batch: 64, "
+      "sequence_parallel: true, zero: 1}, measured: {iteration_s: 1}}\n"
+      "  - {id: whole-70b-on-one-gpu, model: llama3-70b, strategy: {tp: 1, pp: 1, dp: 8, micro_batch: 1, "
+      "global_batch: 64}, measured: {iteration_s: 1}}\n",
+      "r.yaml");
+  const cal::RunsCheck c = cal::check_runs(runs, nullptr, "");
+  const auto line_of = [&](const std::string& id) {
+    const auto at = c.text.find("  " + id + " ");
+    return at == std::string::npos ? std::string() : c.text.substr(at, c.text.find('\n', at) - at);
+  };
+  EXPECT_EQ(line_of("fits").find("OVER"), std::string::npos) << c.text;
+  EXPECT_NE(line_of("whole-70b-on-one-gpu").find("/80 OVER"), std::string::npos) << c.text;
+  EXPECT_NE(c.text.find("# predicted over memory though they ran (1 of 2 rows): whole-70b-on-one-gpu\n"),
+            std::string::npos)
+      << c.text;
+}
+
 TEST(KendallTau, OrderAgreementIgnoringTies) {
   EXPECT_DOUBLE_EQ(cal::kendall_tau({1, 2, 3}, {10, 20, 30}), 1.0);
   EXPECT_DOUBLE_EQ(cal::kendall_tau({1, 2, 3}, {30, 20, 10}), -1.0);
