@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -55,7 +56,7 @@ inline RunResult run_program(const std::string& exe, const std::vector<std::stri
                              double timeout_s = 120, const std::string& cwd = "",
                              const std::vector<std::string>& env = {}) {
   namespace fs = std::filesystem;
-  static int counter = 0;
+  static std::atomic<int> counter{0};  // tests call this from several threads at once
   fs::path tmp = fs::temp_directory_path() /
                  ("strata_run_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   fs::create_directories(tmp);
@@ -73,12 +74,21 @@ inline RunResult run_program(const std::string& exe, const std::vector<std::stri
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  // Open MPI's session directory in this call's own folder: ctest runs MPI jobs side by side,
+  // and Open MPI 4 creates and removes a shared tree under TMPDIR that they race ("A call to
+  // mkdir was unable to create the desired directory ... File exists", open-mpi/ompi#8510).
+  // `env` may still set either variable (empty: unset for the child's purposes).
   std::vector<std::string> env_s = env;
+  for (const char* var : {"OMPI_MCA_orte_tmpdir_base", "PRTE_MCA_prte_tmpdir_base"}) {
+    bool given = false;
+    for (const auto& x : env) given |= x.substr(0, x.find('=')) == var;
+    if (!given) env_s.push_back(std::string(var) + "=" + tmp.string());
+  }
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     std::string name = kv.substr(0, kv.find('='));
     bool overridden = false;
-    for (const auto& x : env) overridden |= x.substr(0, x.find('=')) == name;
+    for (const auto& x : env_s) overridden |= x.substr(0, x.find('=')) == name;
     if (!overridden) env_s.push_back(kv);
   }
   std::vector<char*> envp;
@@ -114,7 +124,11 @@ inline RunResult run_program(const std::string& exe, const std::vector<std::stri
   }
   r.out = read_all(out_path);
   r.err = read_all(err_path);
-  fs::remove_all(tmp);
+  // An MPI job's session files may still be going away as the folder is removed: once more
+  // when the first pass met one that vanished under it.
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (ec) fs::remove_all(tmp, ec);
   return r;
 }
 
