@@ -202,10 +202,17 @@ std::vector<std::string> software_stack_catalog_names() {
   return detail::catalog_names(detail::embedded_stacks());
 }
 
+namespace {
+
+detail::CatalogText stack_text(const std::string& name_or_path) {
+  return detail::read_catalog_entry(name_or_path, detail::embedded_stacks(), "costmodel/stacks", "stack",
+                                    " (see `strata stacks`)");
+}
+
+}  // namespace
+
 SoftwareStack load_software_stack(const std::string& name_or_path) {
-  const detail::CatalogText t =
-      detail::read_catalog_entry(name_or_path, detail::embedded_stacks(), "costmodel/stacks",
-                                 "stack", " (see `strata stacks`)");
+  const detail::CatalogText t = stack_text(name_or_path);
   return parse_software_stack(t.text, t.source);
 }
 
@@ -225,9 +232,7 @@ SoftwareStack load_software_stack(const std::string& name_or_path, const YAML::N
                                   const std::string& what) {
   if (!settings || settings.IsNull()) return load_software_stack(name_or_path);
   if (!settings.IsMap()) input_error("{}: expected a map of stack keys", what);
-  const detail::CatalogText t =
-      detail::read_catalog_entry(name_or_path, detail::embedded_stacks(), "costmodel/stacks",
-                                 "stack", " (see `strata stacks`)");
+  const detail::CatalogText t = stack_text(name_or_path);
   YAML::Node doc = parse_yaml(t.text, t.source);
   merge_yaml(doc, settings);
   return parse_software_stack(YAML::Dump(doc), fmt::format("{} with {}", t.source, what));

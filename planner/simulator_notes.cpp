@@ -171,7 +171,8 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
         "Engine's GroupedLinear issues all of them in one grouped-GEMM call, a view, a dtype check and a "
         "cuBLAS launch each; not checked on a published run of a model with 1-2 local experts); the 'host "
         "wait' line is what it adds",
-        dev.training_losses.moe_host_s() * 1e3, dev.training_losses.status[7]));
+        dev.training_losses.moe_host_s() * 1e3,
+        dev.training_losses.status[static_cast<std::size_t>(costmodel::loss_parameter_index("moe_host_ms"))]));
   return n;
 }
 
