@@ -38,16 +38,20 @@ RecomputeModules dropped_modules(RecomputeMode recompute, const RecomputeModules
   return core;
 }
 
-double mlp_bytes_per_f(const models::ModelSpec& spec) {
-  // GELU: its input and output (2f each); SwiGLU: gate, up and their product.
-  return spec.activation == models::Activation::SwiGlu ? 6.0 : 4.0;
+double mlp_bytes_per_f(const models::ModelSpec& spec, const ActivationStorage& storage) {
+  // GELU: its input and output (2f each); SwiGLU: gate, up and their product. The output is
+  // fc2's input: its FP8 cast (1 byte) under the FP8 recipe.
+  return (spec.activation == models::Activation::SwiGlu ? 6.0 : 4.0) - (storage.fp8_gemm_inputs ? 1.0 : 0.0);
 }
+
+// Bytes per element of a GEMM input kept for the weight gradient.
+double gemm_input_bytes(const ActivationStorage& storage) { return storage.fp8_gemm_inputs ? 1.0 : 2.0; }
 
 }  // namespace
 
 double routed_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
                                RecomputeMode recompute, std::int64_t layer, int etp,
-                               const RecomputeModules& modules) {
+                               const RecomputeModules& modules, const ActivationStorage& storage) {
   check_activation_args(micro_batch, tp, etp, 0.0);
   if (recompute == RecomputeMode::Full || layer <= 0 || !spec.is_moe_layer(layer)) return 0.0;
   const RecomputeModules drop = dropped_modules(recompute, modules);
@@ -56,16 +60,22 @@ double routed_activation_bytes(const models::ModelSpec& spec, std::int64_t micro
   const double s = static_cast<double>(spec.seq_len), b = static_cast<double>(micro_batch);
   const double h = static_cast<double>(spec.hidden);
   const double factor = e.capacity_factor > 0 ? e.capacity_factor : e.load_imbalance;
-  // moe_act discards the activation's output (the down projection's input, 2f per copy).
-  const double per_f = mlp_bytes_per_f(spec) - (drop.moe_act ? 2.0 : 0.0);
+  // moe_act discards the activation's output (the down projection's input; under FP8
+  // Megatron-Core has fc2 save that original instead of its cast: megatron/core/transformer/
+  // moe/experts.py set_save_original_input, 781e765818).
+  const double per_f = mlp_bytes_per_f(spec, storage) - (drop.moe_act ? gemm_input_bytes(storage) : 0.0);
+  // Per copy: the experts' fc1 input, and the experts' output the combine weights by the
+  // routing probabilities unless the activation already did.
+  const double per_h = gemm_input_bytes(storage) + (storage.moe_probs_in_activation ? 0.0 : 2.0);
   return s * b / tp *
          (4.0 * static_cast<double>(e.experts) +
-          static_cast<double>(e.top_k) * factor * (4.0 * h + per_f * static_cast<double>(e.expert_ffn) / etp));
+          static_cast<double>(e.top_k) * factor * (per_h * h + per_f * static_cast<double>(e.expert_ffn) / etp));
 }
 
 double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
                               bool sequence_parallel, RecomputeMode recompute,
-                              double score_bytes, std::int64_t layer, int etp, const RecomputeModules& modules) {
+                              double score_bytes, std::int64_t layer, int etp, const RecomputeModules& modules,
+                              const ActivationStorage& storage) {
   check_activation_args(micro_batch, tp, etp, score_bytes);
   const double s = static_cast<double>(spec.seq_len);
   const double b = static_cast<double>(micro_batch);
@@ -89,7 +99,21 @@ double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_
     return sequence_parallel ? (kept_replicated + kept_sharded) / t : kept_replicated + kept_sharded / t;
   }
 
-  double replicated = (drop.layernorm ? 6.0 : 10.0) * sbh;
+  const bool moe_layer = layer > 0 && spec.is_moe_layer(layer);
+  // Both norms' inputs (4sbh) and the two dropout masks (2sbh); the norms' outputs as the QKV
+  // and MLP GEMMs keep them (FP8: their casts), unless layernorm recompute discards them
+  // (under FP8 Megatron-Core then has those GEMMs save the discarded original: 781e765818).
+  // An MoE layer's MLP input is the router's 16-bit input; shared experts keep their own cast.
+  double replicated = 6.0 * sbh;
+  if (!drop.layernorm) {
+    replicated += gemm_input_bytes(storage) * sbh;
+    if (!moe_layer) {
+      replicated += gemm_input_bytes(storage) * sbh;
+    } else {
+      const bool shared_kept = spec.moe->shared_experts > 0 && !drop.moe && !drop.shared_experts;
+      replicated += (2.0 + (storage.fp8_gemm_inputs && shared_kept ? 1.0 : 0.0)) * sbh;
+    }
+  }
   // Q, K (2sb(h + kv)), V (2sb kv), out-proj input (2sbh): 8sbh for full multi-head attention.
   double attention_linear = 2.0 * s * b * (h + kv) + 2.0 * s * b * kv + 2.0 * sbh;
   if (spec.explicit_head_dim != 0 && !spec.mla) {
@@ -106,15 +130,15 @@ double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_
     attention_linear = (drop.mla_up_proj ? 0.0 : 2.0 * s * b * (2 * qk + v)) + 2.0 * s * b * v;
     replicated += 2.0 * s * b * static_cast<double>(m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim);
   }
-  const double per_f = mlp_bytes_per_f(spec);
+  const double per_f = mlp_bytes_per_f(spec, storage);
   double mlp = drop.mlp ? 0.0 : per_f * s * b * f;
   double routed = 0;  // per rank, already sharded
-  if (layer > 0 && spec.is_moe_layer(layer)) {
+  if (moe_layer) {
     const models::MoeSpec& e = *spec.moe;
     mlp = drop.moe || drop.shared_experts
               ? 0.0
               : per_f * s * b * static_cast<double>(e.shared_experts * e.shared_expert_ffn);
-    routed = routed_activation_bytes(spec, micro_batch, tp, recompute, layer, etp, modules);
+    routed = routed_activation_bytes(spec, micro_batch, tp, recompute, layer, etp, modules, storage);
   }
   const double scores = drop.core_attn ? 0.0 : score_bytes * a * s * s * b;
   const double sharded = attention_linear + mlp + scores;
@@ -152,6 +176,7 @@ void check_inputs(const MemoryInputs& in, int num_groups) {
   if (in.vpp < 1) input_error("memory model vpp ({}) must be >= 1", in.vpp);
   if (in.cp < 1) input_error("memory model cp ({}) must be >= 1", in.cp);
   if (in.micro_batch < 1) input_error("memory model micro_batch ({}) must be >= 1", in.micro_batch);
+  if (in.head_in_flight < 0) input_error("memory model head_in_flight ({}) must be >= 0", in.head_in_flight);
   if (in.num_microbatches < 0)
     input_error("memory model num_microbatches ({}) must be >= 0", in.num_microbatches);
   if (in.zero < 0 || in.zero > 3) input_error("memory model zero ({}) must be 0, 1, 2 or 3", in.zero);
@@ -224,15 +249,15 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
   const double sp_div = in.sequence_parallel ? t : 1.0;
   const double layer_act =
       layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, in.recompute,
-                             in.attention_score_bytes, 0, 1, in.recompute_modules);
+                             in.attention_score_bytes, 0, 1, in.recompute_modules, in.storage);
   const double moe_layer_act =
       spec_.moe ? layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, in.recompute,
                                          in.attention_score_bytes, spec_.first_moe_layer(), in.etp,
-                                         in.recompute_modules)
+                                         in.recompute_modules, in.storage)
                 : layer_act;
   const double moe_routed_act =
       spec_.moe ? routed_activation_bytes(spec_, in.micro_batch, in.tp, in.recompute, spec_.first_moe_layer(), in.etp,
-                                          in.recompute_modules)
+                                          in.recompute_modules, in.storage)
                 : 0.0;
 
   // Multi-token prediction on the head's rank, per depth: enorm, hnorm, eh_proj
@@ -294,8 +319,10 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
       m.weights_bytes += kFp8WeightCopyBytes * (fp8_rank[static_cast<std::size_t>(p)] / (in.zero >= 3 ? dp : 1.0) +
                                                 fp8_expert_rank[static_cast<std::size_t>(p)] / (in.zero >= 3 ? edp : 1.0));
     m.grads_bytes = in.grad_buffer_bytes * sharded(2);
-    // The optimizer's fp32 copy of a narrower gradient, over the parameters it steps.
-    m.grads_bytes += optimizer_grad_copy_bytes(in.grad_buffer_bytes) * sharded(1);
+    // The optimizer's fp32 copy of a narrower gradient, over the parameters it steps. It lives
+    // only through the optimizer step: Megatron's train_step frees it (zero_grad with
+    // set_to_none) before the forward, so it reuses what the activations and logits held.
+    m.step_grad_copy_bytes = optimizer_grad_copy_bytes(in.grad_buffer_bytes) * sharded(1);
     // ZeRO-2/3 keep only a shard of the gradients, but the backward of a layer group
     // produces its whole gradient before the reduce-scatter takes the shard out: one
     // group's full gradient lives at a time (the runtime's gathered-gradient buffer,
@@ -307,9 +334,7 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     const double expert_shard2 = in.zero >= 2 ? m.expert_params / edp : m.expert_params;
     const double expert_shard3 = in.zero >= 3 ? m.expert_params / edp : m.expert_params;
     m.expert_weights_bytes = in.weight_bytes * expert_shard3;
-    m.expert_grads_optimizer_bytes = in.grad_buffer_bytes * expert_shard2 +
-                                     optimizer_grad_copy_bytes(in.grad_buffer_bytes) * expert_shard1 +
-                                     in.optimizer_state_bytes * expert_shard1;
+    m.expert_grads_optimizer_bytes = in.grad_buffer_bytes * expert_shard2 + in.optimizer_state_bytes * expert_shard1;
 
     long long flight;
     if (!in.in_flight.empty()) {
@@ -327,14 +352,16 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     if (p == head_rank) {
       // The main loss's and each MTP depth's fp32 logits.
       const double logits_one = 4.0 * b * s * static_cast<double>(spec_.vocab) / t / in.cp;
-      const double head_flight = static_cast<double>((flight + in.vpp - 1) / in.vpp);
+      const double head_flight =
+          static_cast<double>(in.head_in_flight > 0 ? in.head_in_flight : (flight + in.vpp - 1) / in.vpp);
       m.logits_bytes = logits_one * static_cast<double>(1 + spec_.mtp_layers) * head_flight;
       m.mtp_activations_bytes = static_cast<double>(flight) * mtp_act / in.vpp / in.cp +
                                 logits_one * static_cast<double>(spec_.mtp_layers) * head_flight;
     }
     m.reserve_bytes = reserve_bytes_;
+    m.step_extra_bytes = std::max(0.0, m.step_grad_copy_bytes - m.activations_bytes - m.logits_bytes);
     m.total_bytes = m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes +
-                    m.logits_bytes + m.reserve_bytes;
+                    m.logits_bytes + m.step_extra_bytes + m.reserve_bytes;
   }
   return out;
 }

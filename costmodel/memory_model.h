@@ -10,7 +10,11 @@
 //   the fp32 copy the mixed-precision optimizer makes of the gradients it steps (Megatron's
 //   _copy_model_grads_to_main_grads: .float() of each gradient), 4 bytes per parameter of
 //   the optimizer's shard: fp16 grads without ZeRO 2 + 4 = 6 bytes, a bf16 buffer with the
-//   distributed optimizer 2 + 4/dp. ZeRO-1 shards the 12 optimizer bytes over dp;
+//   distributed optimizer 2 + 4/dp. That copy exists only during the optimizer step: train_step
+//   calls optimizer.zero_grad() (set_to_none=True, "the space ... can be safely deallocated")
+//   before the next forward (Megatron-LM v2.5 megatron/training.py + optimizer/optimizer.py;
+//   the same at d98e8a64 in distrib_optimizer.py), when the activations and logits are freed,
+//   so the peak holds the larger of the two, not both (StageMemory::step_extra_bytes). ZeRO-1 shards the 12 optimizer bytes over dp;
 //   ZeRO-2 also shards gradients; ZeRO-3 also weights, and then holds two layer groups'
 //   gathered bf16 parameters (the one in use and the prefetched next: 2 x 2 bytes x the
 //   largest group's parameters on the stage). Parameters of TP-sharded ops
@@ -41,7 +45,7 @@
 // Embedding group (first stage): the embedding dropout mask sbh (/t with SP).
 // Head group (last stage): final-norm input and LM-head input 4sbh (/t with SP);
 //   logits separately: 4 * b * s * V / t bytes (fp32 for the loss), for the
-//   micro-batches in flight on the last stage (ceil(in_flight / vpp)).
+//   micro-batches in flight on the last stage (MemoryInputs::head_in_flight).
 //   Multi-token prediction (ModelSpec::mtp_layers, in the head group as Megatron-Core places
 //   it): per depth 12sbh (/t with SP: enorm and hnorm inputs, eh_proj's 2h input, its
 //   final-norm and LM-head inputs), one block like the last (the per-layer terms below), and
@@ -67,6 +71,17 @@
 //   mlp(shared_experts*shared_expert_ffn)/t for the shared experts; t = tp (Megatron
 //   requires sequence parallelism for MoE with tp > 1). Latent attention (MLA) uses its
 //   own Q, K, V widths and keeps its latents (replicated over TP).
+// How the framework stores some of these (ActivationStorage):
+//   FP8 recipe (fp8_gemm_inputs): Transformer Engine keeps, for the weight gradient, the FP8
+//   cast of an FP8 GEMM's input (1 byte) instead of the 16-bit input: the QKV and a dense
+//   MLP's fc1 input (LayerNormLinear's FP8 norm output) sbh each instead of 2sbh, the fc2
+//   input f instead of 2f per token (dense and per routed copy), a routed copy's expert fc1
+//   input h instead of 2h (GroupedLinear). Not cast: the attention output (the fused kernel
+//   keeps it in 16 bits for its own backward, and Megatron-Core since 781e765818 lets the
+//   out-projection save that original), the router's input (a 16-bit linear), Q, K, V.
+//   A layer norm discarded by recompute still leaves the FP8 casts its GEMMs keep.
+//   moe_probs_in_activation: the combine keeps no copy of the experts' output (2h less per
+//   routed copy): Megatron-Core r0.13 and later weight the experts' activation instead.
 // Reserve: profile.reserve_gib (workspace, allocator fragmentation, framework).
 #pragma once
 #include <cstdint>
@@ -91,6 +106,13 @@ RecomputeMode recompute_from_string(const std::string& s);  // InputError on unk
 inline constexpr double kUnfusedScoreBytes = 5.0;
 inline constexpr double kUnfusedNoDropoutScoreBytes = 2.0;
 inline constexpr double kFlashScoreBytes = 0.0;
+
+// How the framework stores what the backward needs, where that differs by precision and
+// release (see the header comment).
+struct ActivationStorage {
+  bool fp8_gemm_inputs = false;          // the FP8 recipe: FP8 GEMM inputs kept in FP8
+  bool moe_probs_in_activation = false;  // SoftwareStack::moe_probs_in_activation
+};
 
 // Bytes per parameter of the fp32 gradient copy the mixed-precision optimizer makes of the
 // parameters it steps, given the gradient buffer's bytes per parameter: 4 when the buffer
@@ -132,6 +154,11 @@ struct MemoryInputs {
   // Peak (micro-batch, chunk) forwards whose activations pipeline rank p holds; pp
   // entries. Empty: the defaults above.
   std::vector<int> in_flight;
+  ActivationStorage storage;
+  // Micro-batches whose fp32 logits the head's rank holds at its peak; 0: ceil(in-flight /
+  // vpp). Megatron's 1F1B and interleaved schedules run the last chunk's backward right
+  // after its forward (1; 2 with the batch-level EP overlap), GPipe holds every micro-batch.
+  int head_in_flight = 0;
 };
 
 struct StageMemory {
@@ -141,7 +168,12 @@ struct StageMemory {
   double activations_bytes = 0;
   double logits_bytes = 0;
   double reserve_bytes = 0;
-  double total_bytes = 0;   // sum of the above
+  // The optimizer step's fp32 gradient copy (optimizer_grad_copy_bytes): held only through the
+  // step, after the activations and logits are freed; the total counts what it needs beyond
+  // them (step_extra_bytes, usually 0).
+  double step_grad_copy_bytes = 0;
+  double step_extra_bytes = 0;
+  double total_bytes = 0;   // sum of the above but step_grad_copy_bytes
   double params = 0;        // parameters held by this rank (after TP sharding)
   double expert_params = 0; // of which routed-expert parameters (after ep x etp sharding)
   // Breakdown (parts of the totals above): the routed experts' weights, and their gradients
@@ -160,12 +192,14 @@ struct StageMemory {
 double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
                               bool sequence_parallel, RecomputeMode recompute,
                               double score_bytes = kUnfusedScoreBytes, std::int64_t layer = 0,
-                              int etp = 1, const RecomputeModules& modules = {});
+                              int etp = 1, const RecomputeModules& modules = {},
+                              const ActivationStorage& storage = {});
 // Of the above, an MoE layer's routed part per rank: (s*b/t)*(4*experts + top_k*factor*
 // (4h + mlp(expert_ffn)/etp)) less what recompute modules drop; 0 for a dense layer.
 double routed_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_batch, int tp,
                                RecomputeMode recompute, std::int64_t layer, int etp = 1,
-                               const RecomputeModules& modules = {});
+                               const RecomputeModules& modules = {},
+                               const ActivationStorage& storage = {});
 
 class MemoryModel {
  public:

@@ -168,6 +168,11 @@ struct SoftwareStack {
   // beside the dispatch and combine, their backward beside the backward's; each direction's
   // exchange is hidden up to the shared experts' time in that direction.
   bool moe_shared_expert_overlap = false;
+  // The routing probabilities are applied inside the routed experts' activation (Megatron-Core
+  // r0.13 and later: weighted SwiGLU, probabilities permuted with the tokens), so the token
+  // combine keeps no copy of the experts' output for its backward: 2h bytes less per routed copy
+  // (costmodel/memory_model.h). Earlier releases weight the output in the unpermute and keep it.
+  bool moe_probs_in_activation = false;
   StackSupport supports;
   // How context-parallel ranks exchange K/V (costmodel/context_parallel_cost.h).
   CpCommType cp_comm = CpCommType::P2p;

@@ -443,6 +443,8 @@ std::string plan_to_json(const Plan& p) {
           {"activations", json_number(m.activations)},
           {"logits", json_number(m.logits)},
           {"reserve", json_number(m.reserve)},
+          {"optimizer_step_extra", json_number(m.step_extra)},
+          {"optimizer_step_grad_copy", json_number(m.step_grad_copy)},
           {"in_flight", m.in_flight}};
   }
   j["prediction"]["uncertainty"] =

@@ -26,6 +26,10 @@ struct MemoryBreakdown {
   // optimizer state (sharded over edp), the MoE layers' routed-token activations (dispatch
   // buffers, expert activations), multi-token prediction's activations and extra logits.
   double expert_weights = 0, expert_grads_optimizer = 0, dispatch_activations = 0, mtp = 0;
+  // The optimizer step's fp32 gradient copy, held only while activations and logits are
+  // freed (costmodel::StageMemory::step_grad_copy_bytes), and the part of it beyond them that
+  // the peak adds (usually 0; a part of the sum).
+  double step_grad_copy = 0, step_extra = 0;
 };
 
 struct Prediction {

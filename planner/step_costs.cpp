@@ -360,6 +360,11 @@ std::vector<costmodel::StageMemory> SimEngine::memory(const Strategy& s, const G
   // The batch-level EP overlap warms up one micro-batch more (planner/ep_overlap.h).
   if (s.ep_overlap)
     for (int& f : mem_in_.in_flight) f = std::min(f + 1, m * s.vpp);
+  // The head sits in the last chunk, whose backward 1F1B and the interleaved schedule run
+  // right after its forward (the merged steps of the EP overlap hold two); GPipe holds all.
+  mem_in_.head_in_flight = s.schedule == ScheduleKind::GPipe ? m : std::min(m, s.ep_overlap ? 2 : 1);
+  mem_in_.storage.fp8_gemm_inputs = fp8_;
+  mem_in_.storage.moe_probs_in_activation = stack_.moe_probs_in_activation;
   return gr.memory->per_stage(mem_in_);
 }
 

@@ -195,11 +195,12 @@ std::string explain_memory(const planner::Plan* plan, const std::string& which) 
   std::string out = fmt::format(
       "# memory per GPU {}(pipeline stage {}): weights {:.1f} + gradients {:.1f} + optimizer "
       "{:.1f} GiB (zero {} over dp x cp = {}) + activations {:.1f} GiB ({} micro-batch chunk(s) in "
-      "flight, {} tokens each{}) + logits {:.1f} + reserve {:.1f} = {:.1f} GiB\n",
+      "flight, {} tokens each{}) + logits {:.1f}{} + reserve {:.1f} = {:.1f} GiB\n",
       which.empty() ? "" : "of " + which + " ", m.stage, m.weights, m.grads, m.optimizer, s.zero, s.dp * s.cp, m.activations, m.in_flight,
       static_cast<long long>(s.micro_batch * plan->model.seq_len / s.cp),
       s.cp > 1 ? fmt::format(" = {} x seq {} / cp {}", s.micro_batch, plan->model.seq_len, s.cp) : "",
-      m.logits, m.reserve, q.peak_memory_gib);
+      m.logits, m.step_extra > 0 ? fmt::format(" + optimizer step's fp32 gradient copy beyond them {:.1f}", m.step_extra) : "",
+      m.reserve, q.peak_memory_gib);
   // Mixture of experts / multi-token prediction: the parts of the sums above they hold.
   if (plan->model.moe || plan->model.mtp_layers > 0) {
     out += fmt::format("#   of which routed experts: weights {:.1f} + gradients and optimizer {:.1f} GiB "
@@ -210,6 +211,11 @@ std::string explain_memory(const planner::Plan* plan, const std::string& which) 
                          plan->model.mtp_layers, m.mtp);
     out += "\n";
   }
+  // The copy lives only through the optimizer step, in the memory the activations freed.
+  if (m.step_grad_copy > 0)
+    out += fmt::format("#   the optimizer step's fp32 gradient copy ({:.1f} GiB) is held only while the activations "
+                       "and logits are freed, so the peak holds the larger of the two\n",
+                       m.step_grad_copy);
   return out;
 }
 

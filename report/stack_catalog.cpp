@@ -44,6 +44,7 @@ std::vector<std::pair<std::string, std::string>> settings(const SoftwareStack& s
       {"moe_dispatcher", s.moe_once_per_node ? "deepep" : "alltoall"},
       {"moe_host_sync", b(s.moe_host_sync)},
       {"moe_shared_expert_overlap", b(s.moe_shared_expert_overlap)},
+      {"moe_probs_in_activation", b(s.moe_probs_in_activation)},
       {"grad_buffer.zero", b(s.grad_buffer_zero)},
       {"grad_buffer.nan_check", b(s.grad_buffer_nan_check)},
       {"grad_buffer.scale", b(s.grad_buffer_scale)},

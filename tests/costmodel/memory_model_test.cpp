@@ -137,8 +137,9 @@ TEST(MemoryModel, WeightsGradsOptimizerAre18BytesPerParamAndZeroShardsThem) {
 
 // A 16-bit gradient reduction (grad_reduce_in_fp32 off; fp16 grads in Megatron 2021) keeps a
 // 2-byte gradient buffer, and the mixed-precision optimizer makes an fp32 copy of the
-// gradients it steps: without ZeRO 2 + 4 bytes per parameter, with the distributed optimizer
-// over dp = 4 ranks 2 + 4/4.
+// gradients it steps: without ZeRO 4 bytes per parameter, with the distributed optimizer over
+// dp = 4 ranks 4/4. The copy lives only through the optimizer step, in the memory the
+// activations and logits freed: the total adds only what it needs beyond them.
 TEST(MemoryModel, GradientBufferFollowsTheReductionDtype) {
   auto spec = small_gpt();
   auto graph = sm::ModelGraph::build(spec, 1);
@@ -146,22 +147,41 @@ TEST(MemoryModel, GradientBufferFollowsTheReductionDtype) {
   sc::MemoryInputs in;
   in.dp = 4;
   in.grad_buffer_bytes = 2;
+  auto parts = [](const sc::StageMemory& m) {
+    return m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes + m.logits_bytes +
+           m.reserve_bytes;
+  };
   auto z0 = mm.per_stage(in);
-  EXPECT_DOUBLE_EQ(z0[0].grads_bytes, 6 * z0[0].params);
-  EXPECT_DOUBLE_EQ(z0[0].weights_bytes + z0[0].optimizer_bytes, 14 * z0[0].params);
+  const double P = z0[0].params;
+  EXPECT_DOUBLE_EQ(z0[0].grads_bytes, 2 * P);
+  EXPECT_DOUBLE_EQ(z0[0].step_grad_copy_bytes, 4 * P);
+  EXPECT_DOUBLE_EQ(z0[0].weights_bytes + z0[0].optimizer_bytes, 14 * P);
+  // This toy model's one micro-batch holds less than the copy: the peak is the step's.
+  ASSERT_GT(4 * P, z0[0].activations_bytes + z0[0].logits_bytes);
+  EXPECT_DOUBLE_EQ(z0[0].step_extra_bytes, 4 * P - z0[0].activations_bytes - z0[0].logits_bytes);
+  EXPECT_DOUBLE_EQ(z0[0].total_bytes, parts(z0[0]) + z0[0].step_extra_bytes);
+  // Eight times the micro-batch holds more than the copy: the peak is the backward's.
+  in.micro_batch = 8;
+  const auto big = mm.per_stage(in)[0];
+  ASSERT_LT(big.step_grad_copy_bytes, big.activations_bytes + big.logits_bytes);
+  EXPECT_EQ(big.step_extra_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(big.total_bytes, parts(big));
+  in.micro_batch = 1;
   in.zero = 1;
   auto z1 = mm.per_stage(in);
-  EXPECT_DOUBLE_EQ(z1[0].grads_bytes, 2 * z0[0].params + 4 * z0[0].params / 4);
+  EXPECT_DOUBLE_EQ(z1[0].grads_bytes, 2 * P);
+  EXPECT_DOUBLE_EQ(z1[0].step_grad_copy_bytes, 4 * P / 4);
   // ZeRO-2: the buffer and the fp32 copy are both shards; plus one layer group's whole
   // gradient in the buffer's dtype (half of what an fp32 buffer holds for it).
   in.zero = 2;
-  const double bf16_grads = mm.per_stage(in)[0].grads_bytes;
+  const auto z2 = mm.per_stage(in)[0];
   in.grad_buffer_bytes = 4;
-  const double fp32_grads = mm.per_stage(in)[0].grads_bytes;
-  const double P = z0[0].params;
-  const double largest_group = (fp32_grads - 4 * P / 4) / 4;  // what the fp32 case adds
+  const auto z2_fp32 = mm.per_stage(in)[0];
+  EXPECT_EQ(z2_fp32.step_grad_copy_bytes, 0.0);
+  const double largest_group = (z2_fp32.grads_bytes - 4 * P / 4) / 4;  // what the fp32 case adds
   EXPECT_GT(largest_group, 0);
-  EXPECT_NEAR(bf16_grads, 2 * P / 4 + 4 * P / 4 + 2 * largest_group, 1e-9 * P);
+  EXPECT_NEAR(z2.grads_bytes, 2 * P / 4 + 2 * largest_group, 1e-9 * P);
+  EXPECT_DOUBLE_EQ(z2.step_grad_copy_bytes, 4 * P / 4);
 }
 
 // Up to ZeRO-2 every stage can only shard more. ZeRO-3 also holds two gathered layer
