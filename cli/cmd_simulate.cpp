@@ -1,14 +1,19 @@
 // `strata simulate`: predict one strategy's step time and memory (table, JSON or YAML),
 // optionally write its Chrome trace and a plan file. `--from megatron ARGS_FILE` predicts
 // the job a Megatron-LM command line runs; `--from deepspeed CONFIG_JSON --model M` the job
-// of a DeepSpeed config (export/import_megatron.h, export/import_deepspeed.h).
+// of a DeepSpeed config (export/import_megatron.h, export/import_deepspeed.h); `--from runs
+// RUNS_FILE --row ID` one row of a runs file (calibration/measured_runs.h) as validate --runs
+// predicts it, with its measured time beside the prediction.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <climits>
 
+#include "calibration/measured_runs.h"
 #include "cli/commands.h"
+#include "costmodel/cluster_spec.h"
+#include "costmodel/device_profile.h"
 #include "planner/trace_bounds.h"
 #include "report/format_json.h"
 #include "report/format_table.h"
@@ -44,7 +49,8 @@ struct SimulateFlags : planner::LayoutRequest {
   CLI::Option* format_opt = nullptr;
   CLI::Option* dp_opt = nullptr;
   CLI::Option* batch_opt = nullptr;
-  std::string from, job_file;  // --from megatron|deepspeed and the file it reads
+  std::string from, job_file;  // --from megatron|deepspeed|runs and the file it reads
+  std::string row;             // --row: the runs-file row --from runs predicts
   std::vector<CLI::Option*> layout_opts;  // flags an imported job sets itself
 };
 
@@ -144,6 +150,33 @@ void run_imported(SimulateFlags& f, PlanReport& report) {
   predict(f, report, model, cluster, stack, job.strategy, job.stage_layers);
 }
 
+// One row of a runs file, simulated as `validate --runs` does (its model, cluster, stack,
+// settings and split; --profile replaces the cluster's device profile).
+void run_runs_row(SimulateFlags& f, PlanReport& report) {
+  if (f.job_file.empty()) input_error("--from runs needs the runs file (strata simulate --from runs FILE --row ID)");
+  for (CLI::Option* o : f.layout_opts)
+    if (o->count() > 0) input_error("{} conflicts with --from runs: the row sets it", o->get_name());
+  if (f.dp_opt->count() > 0 || f.gpus_opt->count() > 0)
+    input_error("{} conflicts with --from runs: the row sets it", f.dp_opt->count() > 0 ? "--dp" : "--gpus");
+  if (f.mc.model_given() || f.mc.cluster_given() || !f.mc.stack.empty() || f.mc.seq > 0 || !f.mc.precision.empty())
+    input_error("--model, --cluster, --stack, --seq and --precision conflict with --from runs: the row sets them");
+  const std::vector<calibration::MeasuredRun> runs = calibration::load_measured_runs(f.job_file);
+  std::vector<std::string> ids;
+  for (const auto& r : runs) ids.push_back(r.id);
+  if (f.row.empty())
+    input_error("--from runs needs --row ID: {} has {} rows ({})", f.job_file, runs.size(), fmt::join(ids, ", "));
+  const auto it = std::find_if(runs.begin(), runs.end(), [&](const auto& r) { return r.id == f.row; });
+  if (it == runs.end())
+    input_error("--row {}: no such row in {} (rows: {})", f.row, f.job_file, fmt::join(ids, ", "));
+  calibration::MeasuredRun run = *it;
+  if (!f.mc.profile.empty())
+    costmodel::apply_profile(run.cluster, costmodel::load_device_profile(f.mc.profile), f.mc.profile);
+  f.mc.cluster = run.cluster_name;
+  report.notes.push_back(fmt::format("row {} of {}: measured {:.4g} s per iteration ({}){}", run.id, f.job_file,
+                                     run.measured_s, run.source, run.fit ? "" : ", use: check"));
+  predict(f, report, run.model, run.cluster, run.stack, run.strategy, run.stage_layers);
+}
+
 void run_simulate(SimulateFlags& f) {
   if (f.ops && f.format != "table") input_error("--ops prints a table: use it with --format table");
   if (f.ops && f.out == "-") input_error("--ops prints a table: it cannot go with --out - (the plan on stdout)");
@@ -158,8 +191,10 @@ void run_simulate(SimulateFlags& f) {
   report.command = "simulate";
   report.explain = f.explain;
   report.target = load_train_target(f.tt);
+  if (!f.row.empty() && f.from != "runs") input_error("--row needs --from runs");
   if (!f.from.empty() || !f.job_file.empty()) {
-    if (f.from.empty()) input_error("a job file needs --from megatron|deepspeed");
+    if (f.from.empty()) input_error("a job file needs --from megatron|deepspeed|runs");
+    if (f.from == "runs") return run_runs_row(f, report);
     run_imported(f, report);
     return;
   }
@@ -255,8 +290,10 @@ void add_simulate_command(CLI::App& app) {
                   "predict the job of a Megatron-LM command line (megatron: a file holding the "
                   "pretrain_gpt.py arguments, torchrun prefix allowed) or a DeepSpeed config "
                   "(deepspeed: config JSON, with --model, --tp and for MoE --ep/--etp); --gpus gives "
-                  "the world size when the file does not")
-      ->check(CLI::IsMember({"megatron", "deepspeed"}));
+                  "the world size when the file does not), or one row of a runs file (runs: with --row ID; "
+                  "the row's model, cluster, stack and layout, and its measured time in a note)")
+      ->check(CLI::IsMember({"megatron", "deepspeed", "runs"}));
+  cmd->add_option("--row", f.row, "with --from runs: the id of the row to predict");
   cmd->add_option("job_file", f.job_file, "the file --from reads")->check(non_empty_path());
   f.format_opt = add_format_flag(*cmd, f.format);
   add_explain_flag(*cmd, f.explain);

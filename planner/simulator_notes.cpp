@@ -162,8 +162,13 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
                           "device profile",
                           14.0 + grad_buffer + fp32_copy, grad_buffer,
                           costmodel::to_string(stack_.grad_reduce_dtype),
-                          fp32_copy > 0 ? " + 4 its fp32 copy for the optimizer" : ""));
-  if (model_.moe && stack_.moe_host_sync && dev.training_losses.moe_host_s() > 0)
+                          fp32_copy > 0 ? " + 4 its fp32 copy for the optimizer step, held only while the "
+                                          "activations are freed" : ""));
+  if (model_.moe && model_.moe->capacity_factor > 0 && stack_.moe_host_sync)
+    n.push_back("host-synced MoE forward: not charged: with a capacity factor every expert's input is padded to "
+                "its capacity (drop and pad), so the dispatcher knows its sizes without reading the routing to the "
+                "host (Megatron-Core token_dispatcher.py at d98e8a64: drop_and_pad returns before any sync point)");
+  else if (model_.moe && stack_.moe_host_sync && dev.training_losses.moe_host_s() > 0)
     n.push_back(fmt::format(
         "host-synced MoE forward: the stack's dispatcher reads the routing to the host every MoE layer, so "
         "each MoE layer's forward takes at least moe_host_ms = {:.3g} ms of CPU issue ({}; fitted on "

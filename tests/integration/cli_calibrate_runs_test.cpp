@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/integration/cli_run.h"
 
@@ -121,6 +124,51 @@ TEST(CliCalibrateRuns, BadInputIsOneErrorLine) {
   expect_one_error(run_strata({"calibrate", "--from-runs", (d.path / "missing.yaml").string(), "--out", out}),
                    "missing.yaml");
   EXPECT_FALSE(fs::exists(out));
+}
+
+// `strata simulate --from runs FILE --row ID`: one row as validate --runs predicts it, the
+// whole breakdown, and its measured time in a note; the same step time validate prints.
+TEST(CliSimulateRunsRow, PredictsTheRowAsValidateDoesAndNamesItsMeasurement) {
+  RunsDir d;
+  const std::string runs = d.file("runs.yaml", runs_yaml(1.0));
+  const RunResult r = run_strata({"simulate", "--from", "runs", runs, "--row", "r2", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto plan = nlohmann::json::parse(r.out);
+  EXPECT_EQ(plan["strategy"]["tp"], 4);
+  EXPECT_EQ(plan["strategy"]["dp"], 2);
+  EXPECT_EQ(plan["model"], "llama3-8b");
+  EXPECT_NE(r.out.find("row r2 of"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("measured 8 s per iteration"), std::string::npos) << r.out;
+  // validate --runs prints the same prediction for the row.
+  const RunResult v = run_strata({"validate", "--runs", runs});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  const double step = plan["prediction"]["iteration_s"].get<double>();
+  std::istringstream lines(v.out);
+  bool seen = false;
+  for (std::string l; std::getline(lines, l);) {
+    std::istringstream w(l);
+    std::string id, device, stack;
+    double gpus = 0, measured = 0, predicted = 0;
+    if (w >> id >> device >> stack >> gpus >> measured >> predicted && id == "r2") {
+      EXPECT_NEAR(predicted, step, 5e-4 * step) << l;
+      seen = true;
+    }
+  }
+  EXPECT_TRUE(seen) << v.out;
+}
+
+TEST(CliSimulateRunsRow, BadInputIsOneErrorLine) {
+  RunsDir d;
+  const std::string runs = d.file("runs.yaml", runs_yaml(1.0));
+  expect_one_error(run_strata({"simulate", "--from", "runs", runs}), "r0, r1, r2");
+  expect_one_error(run_strata({"simulate", "--from", "runs", runs, "--row", "r9"}), "no such row");
+  expect_one_error(run_strata({"simulate", "--from", "runs", runs, "--row", "r1", "--tp", "2"}),
+                   "--tp conflicts with --from runs");
+  expect_one_error(run_strata({"simulate", "--from", "runs", runs, "--row", "r1", "--model", "llama3-70b"}),
+                   "conflict with --from runs");
+  expect_one_error(run_strata({"simulate", "--model", "llama3-8b", "--row", "r1"}), "--row needs --from runs");
+  expect_one_error(run_strata({"simulate", "--from", "runs", (d.path / "missing.yaml").string(), "--row", "r1"}),
+                   "missing.yaml");
 }
 
 }  // namespace

@@ -91,6 +91,20 @@ TEST(MoeHostSync, FullRecomputeIssuesTheForwardTwiceAndStacksWithoutTheSyncPayNo
   EXPECT_EQ(run(m, s, 6, false).breakdown_s.host_wait, 0.0);
 }
 
+// Drop and pad (a capacity factor): every expert's input is padded to its capacity, the sizes
+// are known without the routing, and Megatron-Core's dispatcher never syncs the host.
+TEST(MoeHostSync, DropAndPadNeverWaitsForTheHost) {
+  const models::ModelSpec padded =
+      small_moe("moe: {experts: 16, top_k: 2, expert_ffn: 512, capacity_factor: 1.0}\n");
+  const Strategy s = one_stage();
+  const Prediction six = run(padded, s, 6);
+  EXPECT_EQ(six.breakdown_s.host_wait, 0.0);
+  EXPECT_EQ(six.iteration_s, run(padded, s, 0).iteration_s);
+  // The same model dropless waits.
+  const models::ModelSpec dropless = small_moe("moe: {experts: 16, top_k: 2, expert_ffn: 512}\n");
+  EXPECT_GT(run(dropless, s, 6).breakdown_s.host_wait, 0.0);
+}
+
 TEST(MoeHostSync, OnlyMoeLayersWait) {
   // Every second layer sparse (layer_step 2): half the layers wait.
   const models::ModelSpec alternate = small_moe("moe: {experts: 16, top_k: 2, expert_ffn: 512, layer_step: 2}\n");
