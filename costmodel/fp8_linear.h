@@ -36,9 +36,9 @@
 //
 // Memory: the FP8 weight and its FP8 transpose, kFp8WeightCopyBytes per weight of those
 // layers, beside the bf16 weights and fp32 master weights (MemoryInputs::fp8_weights).
-// Activations saved for the backward stay at 2 bytes: te.Linear saves its FP8 input, but
-// the fused LayerNormLinear / LayerNormMLP modules Megatron-Core uses were not checked,
-// so the bf16 count is kept (an upper bound).
+// Activations saved for the backward: Linear, LayerNormLinear and GroupedLinear keep the FP8
+// cast of their input for the weight gradient (1 byte per element; costmodel::ActivationStorage
+// in memory_model.h says which inputs).
 #pragma once
 #include <cstdint>
 
