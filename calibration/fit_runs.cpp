@@ -548,8 +548,10 @@ RunsCheck check_runs(const std::vector<MeasuredRun>& runs, const costmodel::Devi
                    profile ? profile_name : "each cluster's own");
   o += fmt::format("# {:<32} {:<14} {:<16} {:>6} {:>10} {:>10} {:>8}  {:<7} {}\n", "row", "device", "stack", "gpus",
                    "measured", "predicted", "err(%)", "losses", "mem/GPU GiB");
-  // A run that ran but is predicted not to fit is a memory-model miss, named after the table.
+  // A run that ran but is predicted not to fit is a memory-model miss, named after the table;
+  // so is a reported peak far from the predicted one.
   std::vector<std::string> over_memory;
+  ErrorSummary memory;
   for (const auto& run : runs) {
     MeasuredRun r = run;
     if (profile) {
@@ -566,7 +568,13 @@ RunsCheck check_runs(const std::vector<MeasuredRun>& runs, const costmodel::Devi
     o += fmt::format("  {:<32} {:<14} {:<16} {:>6} {:>10.4g} {:>10.4g} {:>+8.1f}  {:<7} {:.1f}/{:.0f}{}\n", f.id,
                      r.cluster.device.name.substr(0, 14), r.stack.name.substr(0, 16), r.strategy.gpus(),
                      f.measured_s, f.fitted_s, 100 * err, l.present ? "fitted" : "none", p.peak_memory_gib,
-                     r.cluster.device.memory_gib, p.fits_memory ? "" : " OVER");
+                     r.cluster.device.memory_gib,
+                     (p.fits_memory ? std::string() : std::string(" OVER")) +
+                         (r.measured_memory_gib > 0
+                              ? fmt::format(" (reported {:.1f}, {:+.0f} %)", r.measured_memory_gib,
+                                            100 * (p.peak_memory_gib / r.measured_memory_gib - 1))
+                              : std::string()));
+    if (r.measured_memory_gib > 0) memory.add(p.peak_memory_gib / r.measured_memory_gib - 1);
     if (!p.fits_memory) over_memory.push_back(f.id);
     c.rows.push_back(f);
   }
@@ -581,6 +589,11 @@ RunsCheck check_runs(const std::vector<MeasuredRun>& runs, const costmodel::Devi
                      s.sweep, s.points, s.kendall_tau, 100 * s.best_gap);
   o += fmt::format("# all {} rows: MAPE {:.1f} %, mean signed {:+.1f} %, worst {:+.1f} %\n", c.all.rows,
                    100 * c.all.mape, 100 * c.all.bias, 100 * c.all.worst);
+  if (memory.rows > 0)
+    o += fmt::format("# memory: {} rows report their peak; predicted vs reported MAPE {:.1f} %, mean signed {:+.1f} %, "
+                     "worst {:+.1f} % (a reported peak may be the allocator's reserved memory, above what tensors "
+                     "hold)\n",
+                     memory.rows, 100 * memory.mape, 100 * memory.bias, 100 * memory.worst);
   if (!over_memory.empty())
     o += fmt::format("# predicted over memory though they ran ({} of {} rows): {}\n", over_memory.size(), c.all.rows,
                      fmt::join(over_memory, ", "));

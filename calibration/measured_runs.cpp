@@ -54,7 +54,7 @@ models::ModelSpec read_run_model(const YamlReader& row, const YAML::Node& node, 
 
 double measured_seconds(const YamlReader& row, const MeasuredRun& r) {
   YamlReader m = row.child("measured");
-  m.expect_keys({"iteration_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "log", "skip"});
+  m.expect_keys({"iteration_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "log", "skip", "peak_memory_gib"});
   const int given = (m.has("iteration_s") ? 1 : 0) + (m.has("tokens_per_s_per_gpu") ? 1 : 0) +
                     (m.has("model_tflops_per_gpu") ? 1 : 0) + (m.has("log") ? 1 : 0);
   if (given != 1)
@@ -167,6 +167,14 @@ MeasuredRun read_run(const YamlReader& row, const YAML::Node& defaults, const st
     row.fail("strategy", e.what());
   }
   r.measured_s = measured_seconds(row, r);
+  if (row.child("measured").has("peak_memory_gib")) {
+    r.measured_memory_gib = row.child("measured").get_positive("peak_memory_gib");
+    if (r.measured_memory_gib > r.cluster.device.memory_gib * 1.5)
+      row.child("measured").fail("peak_memory_gib",
+                                 fmt::format("{:g} GiB is far beyond the {:g} GiB of {}: not this device's peak",
+                                             r.measured_memory_gib, r.cluster.device.memory_gib,
+                                             r.cluster.device.name));
+  }
   return r;
 }
 

@@ -16,7 +16,9 @@
 //       stack_settings: {overlap: {tp_comm: false}}  # optional: stack keys this job changed
 //       strategy: {tp: 4, pp: 4, dp: 16, vpp: 5, micro_batch: 1, global_batch: 1024, zero: 1, ...}
 //       precision: bf16                        # optional (fp8: FP8 linear layers)
-//       measured: {iteration_s: 14.7}          # or tokens_per_s_per_gpu, or model_tflops_per_gpu
+//       measured: {iteration_s: 14.7}          # or tokens_per_s_per_gpu, or model_tflops_per_gpu;
+//                                              # optional peak_memory_gib: the peak memory per GPU
+//                                              # the job reported (checked, never fitted)
 //       source: "where the number comes from"
 //       sweep: "fig13-gbs128"                  # optional: rows ranked against each other
 //       use: fit                               # fit (default) | check: predicted, never fitted
@@ -51,6 +53,9 @@ struct MeasuredRun {
   planner::Strategy strategy;
   std::vector<std::vector<int>> stage_layers;  // Megatron-LM's split where the row gives one; empty: strata's
   double measured_s = 0;     // seconds per iteration
+  // Peak memory per GPU the job reported (GiB; measured.peak_memory_gib), 0 = not given:
+  // validate --runs prints it beside the prediction; nothing is fitted to it.
+  double measured_memory_gib = 0;
   // The run's model graphs, built by its first simulation and reused by the rest (the fit
   // simulates a run dozens of times, each with other losses); copies of a run share them.
   std::shared_ptr<planner::SimulationGraphs> graphs = planner::make_simulation_graphs();

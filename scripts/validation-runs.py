@@ -208,13 +208,16 @@ def torchtitan():
             x["stack"] = "torchtitan-2024-compile" if r["compile"] else "torchtitan-2024"
             x["strategy"] = flow(st)
             if r["precision"] != "bf16": x["precision"] = r["precision"]
-            x["measured"] = flow({"tokens_per_s_per_gpu": r["tps"]})
+            meas = {"tokens_per_s_per_gpu": r["tps"]}
+            if "mem_gib" in r: meas["peak_memory_gib"] = r["mem_gib"]  # max reserved, on a 96 GB part
+            x["measured"] = flow(meas)
             x["source"] = f'"{cite}"'
             x["use"] = "check"
             out.append("  - " + flow(x))
     head = ("# TorchTitan (PyTorch FSDP2) rows (written by scripts/validation-runs.py from torchtitan-h100.yaml\n"
             "# and torchtitan-a100.yaml; see those files for every source, setting and mapping). All rows\n"
             "# `use: check`. Published tokens/s per GPU kept as measured; strata converts to gbs x seq / (tps x gpus).\n"
+            "# The H100 rows' published memory (torch.cuda max reserved, GiB) is measured.peak_memory_gib.\n"
             "# The H100 rows ran on 96 GB HBM2e H100s at 500 W; dgx-h100 (80 GB HBM3, 700 W) is the nearest\n"
             "# catalog cluster. The A100 rows' hosts are unstated; dgx-a100 assumed. Selective AC rows:\n"
             "# TorchTitan's per-op policy mapped to strata's selective.\n"

@@ -404,6 +404,33 @@ TEST(CheckRuns, RowsPredictedOverMemoryAreMarkedAndNamed) {
       << c.text;
 }
 
+// A run may report its peak memory: validate prints it beside the prediction, with the
+// signed miss, and sums the misses; nothing is fitted to it.
+TEST(CheckRuns, ReportedPeakMemoryIsPrintedBesideThePrediction) {
+  const std::string head = "source: s\ndefaults: {cluster: dgx-h100, stack: mcore-2024}\nruns:\n";
+  const std::string row =
+      "  - {id: r, model: llama3-8b, strategy: {tp: 2, pp: 1, dp: 4, micro_batch: 1, global_batch: 64, "
+      "sequence_parallel: true, zero: 1}, measured: {iteration_s: 1";
+  const auto plain = cal::parse_measured_runs(head + row + "}}\n", "r.yaml");
+  EXPECT_EQ(plain[0].measured_memory_gib, 0.0);
+  const double predicted = cal::predict_run(plain[0], plain[0].cluster.device.training_losses).peak_memory_gib;
+  const auto runs = cal::parse_measured_runs(head + row + ", peak_memory_gib: 50}}\n", "r.yaml");
+  EXPECT_EQ(runs[0].measured_memory_gib, 50.0);
+  EXPECT_EQ(runs[0].measured_s, plain[0].measured_s);
+  const cal::RunsCheck c = cal::check_runs(runs, nullptr, "");
+  EXPECT_NE(c.text.find(fmt::format("/80 (reported 50.0, {:+.0f} %)", 100 * (predicted / 50 - 1))), std::string::npos)
+      << c.text;
+  EXPECT_NE(c.text.find(fmt::format("# memory: 1 rows report their peak; predicted vs reported MAPE {:.1f} %",
+                                    100 * std::abs(predicted / 50 - 1))),
+            std::string::npos)
+      << c.text;
+  EXPECT_EQ(cal::check_runs(plain, nullptr, "").text.find("# memory:"), std::string::npos);
+  // Not a peak this device can hold, and not a number.
+  EXPECT_THROW((void)cal::parse_measured_runs(head + row + ", peak_memory_gib: 500}}\n", "r.yaml"), InputError);
+  EXPECT_THROW((void)cal::parse_measured_runs(head + row + ", peak_memory_gib: -3}}\n", "r.yaml"), InputError);
+  EXPECT_THROW((void)cal::parse_measured_runs(head + row + ", peak_memory_gib: lots}}\n", "r.yaml"), InputError);
+}
+
 TEST(KendallTau, OrderAgreementIgnoringTies) {
   EXPECT_DOUBLE_EQ(cal::kendall_tau({1, 2, 3}, {10, 20, 30}), 1.0);
   EXPECT_DOUBLE_EQ(cal::kendall_tau({1, 2, 3}, {30, 20, 10}), -1.0);
