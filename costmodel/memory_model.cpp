@@ -177,6 +177,8 @@ void check_inputs(const MemoryInputs& in, int num_groups) {
   if (in.cp < 1) input_error("memory model cp ({}) must be >= 1", in.cp);
   if (in.micro_batch < 1) input_error("memory model micro_batch ({}) must be >= 1", in.micro_batch);
   if (in.head_in_flight < 0) input_error("memory model head_in_flight ({}) must be >= 0", in.head_in_flight);
+  if (!(in.loss_bytes_per_logit > 0))
+    input_error("memory model loss_bytes_per_logit ({}) must be > 0", in.loss_bytes_per_logit);
   if (in.num_microbatches < 0)
     input_error("memory model num_microbatches ({}) must be >= 0", in.num_microbatches);
   if (in.zero < 0 || in.zero > 3) input_error("memory model zero ({}) must be 0, 1, 2 or 3", in.zero);
@@ -350,8 +352,8 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     m.dispatch_activations_bytes =
         static_cast<double>(flight) * routed_sum[static_cast<std::size_t>(p)] / in.vpp / in.cp;
     if (p == head_rank) {
-      // The main loss's and each MTP depth's fp32 logits.
-      const double logits_one = 4.0 * b * s * static_cast<double>(spec_.vocab) / t / in.cp;
+      // The main loss's and each MTP depth's logits with the loss's copies.
+      const double logits_one = in.loss_bytes_per_logit * b * s * static_cast<double>(spec_.vocab) / t / in.cp;
       const double head_flight =
           static_cast<double>(in.head_in_flight > 0 ? in.head_in_flight : (flight + in.vpp - 1) / in.vpp);
       m.logits_bytes = logits_one * static_cast<double>(1 + spec_.mtp_layers) * head_flight;

@@ -44,7 +44,7 @@
 //   is 4sbf for GELU (f = ffn) and 6sbf for SwiGLU (gate, up, product).
 // Embedding group (first stage): the embedding dropout mask sbh (/t with SP).
 // Head group (last stage): final-norm input and LM-head input 4sbh (/t with SP);
-//   logits separately: 4 * b * s * V / t bytes (fp32 for the loss), for the
+//   logits separately: loss_bytes_per_logit * b * s * V / t bytes (4: fp32 for the loss), for the
 //   micro-batches in flight on the last stage (MemoryInputs::head_in_flight).
 //   Multi-token prediction (ModelSpec::mtp_layers, in the head group as Megatron-Core places
 //   it): per depth 12sbh (/t with SP: enorm and hnorm inputs, eh_proj's 2h input, its
@@ -159,6 +159,8 @@ struct MemoryInputs {
   // vpp). Megatron's 1F1B and interleaved schedules run the last chunk's backward right
   // after its forward (1; 2 with the batch-level EP overlap), GPipe holds every micro-batch.
   int head_in_flight = 0;
+  // Bytes per logit of the loss at its peak (SoftwareStack::loss_bytes_per_logit; 4 = fp32).
+  double loss_bytes_per_logit = 4.0;
 };
 
 struct StageMemory {

@@ -67,7 +67,7 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
                  "attention", "fusions", "overlap", "grad_bucket_params", "optimizer",
                  "distributed_optimizer", "kernel_overhead_us", "cp_comm_type", "zero_prefetch",
                  "zero3_recompute_regather", "zero3_gather", "zero3_persist_params", "zero3_gather_bucket_params", "zero3_fetch_host_us",
-                 "grad_buffer", "fp8_params", "moe_dispatcher", "moe_host_sync", "moe_shared_expert_overlap", "moe_probs_in_activation", "supports", "sources",
+                 "grad_buffer", "fp8_params", "moe_dispatcher", "moe_host_sync", "moe_shared_expert_overlap", "moe_probs_in_activation", "loss_bytes_per_logit", "supports", "sources",
                  "selective_recompute_modules"});
   SoftwareStack s;
   s.file = source;
@@ -145,6 +145,11 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   s.moe_host_sync = r.get_bool("moe_host_sync", false);
   s.moe_shared_expert_overlap = r.get_bool("moe_shared_expert_overlap", false);
   s.moe_probs_in_activation = r.get_bool("moe_probs_in_activation", false);
+  if (r.has("loss_bytes_per_logit")) {
+    s.loss_bytes_per_logit = r.get_double("loss_bytes_per_logit");
+    if (!(s.loss_bytes_per_logit >= 1 && s.loss_bytes_per_logit <= 32))
+      r.fail("loss_bytes_per_logit", fmt::format("{} must be in [1, 32] bytes", s.loss_bytes_per_logit));
+  }
   if (r.has("kernel_overhead_us") && !(s.kernel_overhead_us >= 0 && s.kernel_overhead_us < 1e4))
     r.fail("kernel_overhead_us", fmt::format("{} must be in [0, 10000)", s.kernel_overhead_us));
 

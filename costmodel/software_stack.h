@@ -173,6 +173,13 @@ struct SoftwareStack {
   // combine keeps no copy of the experts' output for its backward: 2h bytes less per routed copy
   // (costmodel/memory_model.h). Earlier releases weight the output in the unpermute and keep it.
   bool moe_probs_in_activation = false;
+  // Bytes per logit the loss holds at its peak (the memory model's logits term), beside every
+  // activation of the micro-batch: the LM head's 16-bit logits and the copies the cross-entropy
+  // makes. Megatron's vocab-parallel cross-entropy (fused or not) works in place on an fp32
+  // copy: 2 + 4 = 6. PyTorch's F.cross_entropy on an fp32 copy keeps log_softmax's fp32 output,
+  // and its backward holds that, nll_loss's dense fp32 gradient and log_softmax's: 12. Default 4
+  // (fp32 logits only: strata's CPU runtime).
+  double loss_bytes_per_logit = 4.0;
   StackSupport supports;
   // How context-parallel ranks exchange K/V (costmodel/context_parallel_cost.h).
   CpCommType cp_comm = CpCommType::P2p;
