@@ -257,6 +257,19 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
                                          in.attention_score_bytes, spec_.first_moe_layer(), in.etp,
                                          in.recompute_modules, in.storage)
                 : layer_act;
+  // Full recompute re-runs one layer at a time in the backward: that layer's whole activations
+  // live beside the stored layer inputs (the largest of the rank's layers).
+  const bool full = in.recompute == RecomputeMode::Full;
+  const double rerun_dense =
+      full ? layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, RecomputeMode::None,
+                                    in.attention_score_bytes, 0, 1, {}, in.storage)
+           : 0.0;
+  const double rerun_moe =
+      full && spec_.moe ? layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, RecomputeMode::None,
+                                                 in.attention_score_bytes, spec_.first_moe_layer(), in.etp, {},
+                                                 in.storage)
+                        : rerun_dense;
+  std::vector<double> rerun(static_cast<std::size_t>(in.pp), 0.0);
   const double moe_routed_act =
       spec_.moe ? routed_activation_bytes(spec_, in.micro_batch, in.tp, in.recompute, spec_.first_moe_layer(), in.etp,
                                           in.recompute_modules, in.storage)
@@ -296,6 +309,9 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
       if (g == 0) act += sbh / sp_div;                 // embedding dropout mask (1 byte)
       else if (g == head_group) act += 4.0 * sbh / sp_div + mtp_act;  // final-norm + LM-head inputs
       else act += spec_.is_moe_layer(g) ? moe_layer_act : layer_act;
+      if (g > 0 && g < head_group)
+        rerun[static_cast<std::size_t>(p)] =
+            std::max(rerun[static_cast<std::size_t>(p)], spec_.is_moe_layer(g) ? rerun_moe : rerun_dense);
       if (g > 0 && g < head_group && spec_.is_moe_layer(g)) routed_sum[static_cast<std::size_t>(p)] += moe_routed_act;
       if (g == head_group && spec_.mtp_block_is_moe())
         routed_sum[static_cast<std::size_t>(p)] += static_cast<double>(spec_.mtp_layers) * moe_routed_act;
@@ -360,6 +376,10 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
       m.mtp_activations_bytes = static_cast<double>(flight) * mtp_act / in.vpp / in.cp +
                                 logits_one * static_cast<double>(spec_.mtp_layers) * head_flight;
     }
+    // The re-run layer comes after the loss's backward has freed its peak: it adds what it
+    // needs beyond the logits (all of it off the head's rank).
+    m.recompute_layer_bytes = rerun[static_cast<std::size_t>(p)] / in.cp;
+    m.activations_bytes += std::max(0.0, m.recompute_layer_bytes - m.logits_bytes);
     m.reserve_bytes = reserve_bytes_;
     m.step_extra_bytes = std::max(0.0, m.step_grad_copy_bytes - m.activations_bytes - m.logits_bytes);
     m.total_bytes = m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes +

@@ -39,7 +39,9 @@
 //   selective:      the 5as^2b term is recomputed (dropped)
 //   The 5 in 5as^2b is the attention kernel's (MemoryInputs::attention_score_bytes):
 //   2 for unfused attention without dropout, 0 for flash / cuDNN fused attention.
-//   full:           2sbh per layer (the layer input), /t with SP
+//   full:           2sbh per layer (the layer input), /t with SP; plus, once per rank, the
+//                   whole activations of the layer the backward re-runs (the rank's largest),
+//                   beyond the logits on the head's rank (StageMemory::recompute_layer_bytes)
 //   Generalised shapes: Q,K,V use kv_heads (2sb(h + 2*kv_dim) for Q,K,V), the MLP term
 //   is 4sbf for GELU (f = ffn) and 6sbf for SwiGLU (gate, up, product).
 // Embedding group (first stage): the embedding dropout mask sbh (/t with SP).
@@ -175,6 +177,10 @@ struct StageMemory {
   // them (step_extra_bytes, usually 0).
   double step_grad_copy_bytes = 0;
   double step_extra_bytes = 0;
+  // Full recompute: the activations of the one layer the backward re-runs (the rank's largest),
+  // held beside the stored layer inputs; activations_bytes includes what it needs beyond the
+  // logits (the loss's peak is freed before the first re-run).
+  double recompute_layer_bytes = 0;
   double total_bytes = 0;   // sum of the above but step_grad_copy_bytes
   double params = 0;        // parameters held by this rank (after TP sharding)
   double expert_params = 0; // of which routed-expert parameters (after ep x etp sharding)

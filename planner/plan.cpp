@@ -445,6 +445,7 @@ std::string plan_to_json(const Plan& p) {
           {"reserve", json_number(m.reserve)},
           {"optimizer_step_extra", json_number(m.step_extra)},
           {"optimizer_step_grad_copy", json_number(m.step_grad_copy)},
+          {"recompute_layer", json_number(m.recompute_layer)},
           {"in_flight", m.in_flight}};
   }
   j["prediction"]["uncertainty"] =

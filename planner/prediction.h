@@ -30,6 +30,9 @@ struct MemoryBreakdown {
   // freed (costmodel::StageMemory::step_grad_copy_bytes), and the part of it beyond them that
   // the peak adds (usually 0; a part of the sum).
   double step_grad_copy = 0, step_extra = 0;
+  // Full recompute: the re-run layer's activations (costmodel::StageMemory::recompute_layer_bytes);
+  // activations holds what it needs beyond the logits.
+  double recompute_layer = 0;
 };
 
 struct Prediction {

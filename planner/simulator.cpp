@@ -494,6 +494,7 @@ void SimEngine::fill_memory(const Strategy& s, const std::vector<costmodel::Stag
       pr.peak_memory.mtp = sm.mtp_activations_bytes / kGiB;
       pr.peak_memory.step_grad_copy = sm.step_grad_copy_bytes / kGiB;
       pr.peak_memory.step_extra = sm.step_extra_bytes / kGiB;
+      pr.peak_memory.recompute_layer = sm.recompute_layer_bytes / kGiB;
     }
     pr.peak_memory_gib = std::max(pr.peak_memory_gib, pr.stage_memory_gib[p]);
   }

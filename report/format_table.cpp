@@ -211,6 +211,10 @@ std::string explain_memory(const planner::Plan* plan, const std::string& which) 
                          plan->model.mtp_layers, m.mtp);
     out += "\n";
   }
+  if (m.recompute_layer > 0)
+    out += fmt::format("#   full recompute: the activations include the one layer the backward re-runs ({:.1f} GiB), "
+                       "beyond the loss's peak, which is freed first\n",
+                       m.recompute_layer);
   // The copy lives only through the optimizer step, in the memory the activations freed.
   if (m.step_grad_copy > 0)
     out += fmt::format("#   the optimizer step's fp32 gradient copy ({:.1f} GiB) is held only while the activations "

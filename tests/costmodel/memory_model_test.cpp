@@ -1,6 +1,7 @@
 // Memory model against Korthikanti et al. 2022 computed by hand, and invariants.
 #include "costmodel/memory_model.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include <gtest/gtest.h>
@@ -112,6 +113,40 @@ TEST(LayerActivation, QkNormsKeepTheirInputsSplitOverTp) {
               2 * tokens * (4096 + 1024) / 2, 1.0);
   EXPECT_NEAR(sc::layer_activation_bytes(qk, 1, 2, false, RecomputeMode::Full),
               sc::layer_activation_bytes(m, 1, 2, false, RecomputeMode::Full), 1e-9);
+}
+
+// Full recompute keeps each layer's input (2sbh) and, in the backward, rebuilds one layer at a
+// time: that layer's whole activations come on top, once per rank. On the head's rank the loss's
+// peak is freed before the first re-run, so only what the layer needs beyond the logits adds.
+TEST(MemoryModel, FullRecomputeHoldsOneRerunLayerBesideTheStoredInputs) {
+  auto spec = small_gpt();
+  auto graph = sm::ModelGraph::build(spec, 1);
+  sc::MemoryModel mm(graph, sc::testing::toy_device());
+  sc::MemoryInputs in;
+  in.pp = 2;
+  in.num_microbatches = 8;
+  in.recompute = RecomputeMode::Full;
+  in.stage_layers = {{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}};  // 4 blocks each; head on stage 1
+  const auto st = mm.per_stage(in);
+  const double sbh = 256.0 * 512;
+  const double whole = sc::layer_activation_bytes(spec, 1, 1, false, RecomputeMode::None);
+  EXPECT_DOUBLE_EQ(st[0].recompute_layer_bytes, whole);
+  EXPECT_DOUBLE_EQ(st[1].recompute_layer_bytes, whole);
+  // Stage 0: 2 micro-batches in flight x (4 layer inputs 2sbh + the embedding mask sbh), + the layer.
+  EXPECT_DOUBLE_EQ(st[0].activations_bytes, 2 * (4 * 2 * sbh + sbh) + whole);
+  // Stage 1: 1 in flight x (4 layer inputs + the final norm and LM-head inputs 4sbh), + what the
+  // layer needs beyond the fp32 logits (4 x 256 x 1024 bytes, freed before the re-run).
+  EXPECT_DOUBLE_EQ(st[1].logits_bytes, 4.0 * 256 * 1024);
+  ASSERT_GT(whole, st[1].logits_bytes);
+  EXPECT_DOUBLE_EQ(st[1].activations_bytes, 4 * 2 * sbh + 4 * sbh + whole - st[1].logits_bytes);
+  // A loss that holds more than the layer: nothing adds on the head's rank.
+  in.loss_bytes_per_logit = 32;
+  ASSERT_LT(whole, mm.per_stage(in)[1].logits_bytes);
+  EXPECT_DOUBLE_EQ(mm.per_stage(in)[1].activations_bytes, 4 * 2 * sbh + 4 * sbh);
+  in.loss_bytes_per_logit = 4;
+  // Without full recompute nothing is re-run.
+  in.recompute = RecomputeMode::None;
+  EXPECT_EQ(mm.per_stage(in)[0].recompute_layer_bytes, 0.0);
 }
 
 TEST(MemoryModel, WeightsGradsOptimizerAre18BytesPerParamAndZeroShardsThem) {
@@ -318,13 +353,16 @@ TEST(MemoryModel, InterleavedDefaultsFollowMegatronWarmup) {
   in.pp = 2, in.vpp = 2, in.recompute = RecomputeMode::Full;
   auto st = mm.per_stage(in);
   const double sbh = 256.0 * 512, layer = 2 * sbh;
+  // Beside the stored inputs, the layer full recompute re-runs (beyond the logits on rank 1).
+  const auto rerun = [](const sc::StageMemory& m) { return std::max(0.0, m.recompute_layer_bytes - m.logits_bytes); };
   // Rank 0 holds chunks 0 and 2 (2 layers each + embedding mask): in flight
   // 2(pp-1) + (vpp-1)pp + 1 = 5 chunk-forwards of the mean chunk.
-  EXPECT_NEAR(st[0].activations_bytes, 5 * (4 * layer + sbh) / 2, 1e-6);
+  EXPECT_NEAR(st[0].activations_bytes - rerun(st[0]), 5 * (4 * layer + sbh) / 2, 1e-6);
   // Rank 1: (vpp-1)pp + 1 = 3.
-  EXPECT_NEAR(st[1].activations_bytes, 3 * (4 * layer + 4 * sbh) / 2, 1e-6);
+  EXPECT_NEAR(st[1].activations_bytes - rerun(st[1]), 3 * (4 * layer + 4 * sbh) / 2, 1e-6);
   in.num_microbatches = 1;  // capped at microbatches * vpp = 2
-  EXPECT_NEAR(mm.per_stage(in)[0].activations_bytes, 2 * (4 * layer + sbh) / 2, 1e-6);
+  const auto capped = mm.per_stage(in)[0];
+  EXPECT_NEAR(capped.activations_bytes - rerun(capped), 2 * (4 * layer + sbh) / 2, 1e-6);
 }
 
 TEST(MemoryModel, RejectsInconsistentInputs) {
