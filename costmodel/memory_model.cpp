@@ -329,7 +329,9 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     auto sharded = [&](int stage) {
       return in.zero >= stage ? dense / dp + m.expert_params / edp : m.params;
     };
-    m.weights_bytes = in.weight_bytes * sharded(3);
+    // FSDP2 keeps the fp32 weights (counted in the optimizer state) as the shards themselves.
+    const bool fp32_shards = in.sharded_params_fp32 && in.zero >= 3;
+    m.weights_bytes = fp32_shards ? 0.0 : in.weight_bytes * sharded(3);
     // ZeRO-3 gathers a layer's whole (TP-rank) parameters before using it and prefetches
     // the next: two groups' unsharded parameters live at once.
     if (in.zero >= 3 && dp > 1) m.weights_bytes += 2.0 * in.weight_bytes * largest_group[static_cast<std::size_t>(p)];
@@ -351,7 +353,7 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
     const double expert_shard1 = in.zero >= 1 ? m.expert_params / edp : m.expert_params;
     const double expert_shard2 = in.zero >= 2 ? m.expert_params / edp : m.expert_params;
     const double expert_shard3 = in.zero >= 3 ? m.expert_params / edp : m.expert_params;
-    m.expert_weights_bytes = in.weight_bytes * expert_shard3;
+    m.expert_weights_bytes = fp32_shards ? 0.0 : in.weight_bytes * expert_shard3;
     m.expert_grads_optimizer_bytes = in.grad_buffer_bytes * expert_shard2 + in.optimizer_state_bytes * expert_shard1;
 
     long long flight;

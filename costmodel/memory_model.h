@@ -161,6 +161,9 @@ struct MemoryInputs {
   // vpp). Megatron's 1F1B and interleaved schedules run the last chunk's backward right
   // after its forward (1; 2 with the batch-level EP overlap), GPipe holds every micro-batch.
   int head_in_flight = 0;
+  // Under ZeRO-3 the sharded parameters are the optimizer's fp32 weights (FSDP2 mixed precision,
+  // SoftwareStack::sharded_params_fp32): no 16-bit shard beside them, only the gathered groups.
+  bool sharded_params_fp32 = false;
   // Bytes per logit of the loss at its peak (SoftwareStack::loss_bytes_per_logit; 4 = fp32).
   double loss_bytes_per_logit = 4.0;
 };

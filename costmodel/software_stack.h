@@ -180,6 +180,10 @@ struct SoftwareStack {
   // and its backward holds that, nll_loss's dense fp32 gradient and log_softmax's: 12. Default 4
   // (fp32 logits only: strata's CPU runtime).
   double loss_bytes_per_logit = 4.0;
+  // FSDP2 mixed precision (MixedPrecisionPolicy(param_dtype=bf16)): the sharded parameters are
+  // the fp32 weights the optimizer steps, cast to bf16 at each all-gather, so under ZeRO-3 no
+  // separate 16-bit shard is kept (the memory model's weights hold only the gathered groups).
+  bool sharded_params_fp32 = false;
   StackSupport supports;
   // How context-parallel ranks exchange K/V (costmodel/context_parallel_cost.h).
   CpCommType cp_comm = CpCommType::P2p;

@@ -370,6 +370,7 @@ std::vector<costmodel::StageMemory> SimEngine::memory(const Strategy& s, const G
   mem_in_.storage.fp8_gemm_inputs = fp8_;
   mem_in_.storage.moe_probs_in_activation = stack_.moe_probs_in_activation;
   mem_in_.loss_bytes_per_logit = stack_.loss_bytes_per_logit;
+  mem_in_.sharded_params_fp32 = stack_.sharded_params_fp32;
   return gr.memory->per_stage(mem_in_);
 }
 

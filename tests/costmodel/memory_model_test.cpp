@@ -246,6 +246,16 @@ TEST(MemoryModel, ZeroThreeByHand) {
   // + 4 bytes x that block's gradient:
   EXPECT_DOUBLE_EQ(z3[1].weights_bytes + z3[1].grads_bytes + z3[1].optimizer_bytes,
                    18.0 * 2 * 3152384 / 8 + 8.0 * 3152384);
+  // FSDP2 mixed precision: the shards are the optimizer's fp32 weights, no 16-bit shard beside
+  // them; the two gathered bf16 groups stay, the rest is unchanged (16 bytes per parameter / 8).
+  in.sharded_params_fp32 = true;
+  const auto fsdp2 = mm.per_stage(in)[1];
+  EXPECT_DOUBLE_EQ(fsdp2.weights_bytes, 2 * 2 * block);
+  EXPECT_DOUBLE_EQ(fsdp2.optimizer_bytes, z3[1].optimizer_bytes);
+  EXPECT_DOUBLE_EQ(z3[1].total_bytes - fsdp2.total_bytes, 2 * 2 * block / 8);
+  in.zero = 2;  // only ZeRO-3 shards the parameters
+  EXPECT_DOUBLE_EQ(mm.per_stage(in)[1].weights_bytes, z2[1].weights_bytes);
+  in.zero = 3, in.sharded_params_fp32 = false;
   // dp 1: nothing to gather, ZeRO-3 is the plain layout.
   in.dp = 1;
   EXPECT_DOUBLE_EQ(mm.per_stage(in)[1].weights_bytes, 2 * 2 * block);
