@@ -57,7 +57,8 @@ struct SimulateFlags : planner::LayoutRequest {
 // Simulates `s` and prints or writes the result (shared by flags and imported jobs).
 void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& model,
              const costmodel::ClusterSpec& cluster, const costmodel::SoftwareStack& stack,
-             const planner::Strategy& asked, std::vector<std::vector<int>> stage_layers) {
+             const planner::Strategy& asked, std::vector<std::vector<int>> stage_layers,
+             const std::string& measured_note = {}, double measured_s = 0, const std::string& measured_source = {}) {
   const planner::Strategy s = planner::with_stack_recompute(asked, stack);
   if (auto v = planner::validate(s, model, stage_layers.empty() ? planner::StageSplit::Strata
                                                                  : planner::StageSplit::Given);
@@ -91,6 +92,10 @@ void predict(SimulateFlags& f, PlanReport& report, const models::ModelSpec& mode
   report.reserve_gib = cluster.device.reserve_gib;
   const auto provenance = provenance_notes(cluster);
   report.notes.insert(report.notes.begin(), provenance.begin(), provenance.end());
+  if (measured_s > 0)  // a runs-file row: what it took beside what is predicted
+    report.notes.push_back(fmt::format("{}: measured {:.4g} s, predicted {:.4g} s, {:+.1f} % off; source: {}",
+                                       measured_note, measured_s, sim.prediction.iteration_s,
+                                       100 * (sim.prediction.iteration_s / measured_s - 1), measured_source));
   append_new_notes(report.notes, sim.prediction.notes);
   report.plans.push_back(plan);
 
@@ -172,9 +177,9 @@ void run_runs_row(SimulateFlags& f, PlanReport& report) {
   if (!f.mc.profile.empty())
     costmodel::apply_profile(run.cluster, costmodel::load_device_profile(f.mc.profile), f.mc.profile);
   f.mc.cluster = run.cluster_name;
-  report.notes.push_back(fmt::format("row {} of {}: measured {:.4g} s per iteration ({}){}", run.id, f.job_file,
-                                     run.measured_s, run.source, run.fit ? "" : ", use: check"));
-  predict(f, report, run.model, run.cluster, run.stack, run.strategy, run.stage_layers);
+  predict(f, report, run.model, run.cluster, run.stack, run.strategy, run.stage_layers,
+          fmt::format("row {} of {}{}", run.id, f.job_file, run.fit ? "" : " (use: check)"), run.measured_s,
+          run.source);
 }
 
 void run_simulate(SimulateFlags& f) {

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/cli_run.h"
@@ -138,7 +139,11 @@ TEST(CliSimulateRunsRow, PredictsTheRowAsValidateDoesAndNamesItsMeasurement) {
   EXPECT_EQ(plan["strategy"]["dp"], 2);
   EXPECT_EQ(plan["model"], "llama3-8b");
   EXPECT_NE(r.out.find("row r2 of"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("measured 8 s per iteration"), std::string::npos) << r.out;
+  const double step_s = plan["prediction"]["iteration_s"].get<double>();
+  EXPECT_NE(r.out.find(fmt::format("measured 8 s, predicted {:.4g} s, {:+.1f} % off; source: test rows",
+                                   step_s, 100 * (step_s / 8 - 1))),
+            std::string::npos)
+      << r.out;
   // validate --runs prints the same prediction for the row.
   const RunResult v = run_strata({"validate", "--runs", runs});
   ASSERT_EQ(v.exit_code, 0) << v.err;
