@@ -14,7 +14,8 @@
 //   calls optimizer.zero_grad() (set_to_none=True, "the space ... can be safely deallocated")
 //   before the next forward (Megatron-LM v2.5 megatron/training.py + optimizer/optimizer.py;
 //   the same at d98e8a64 in distrib_optimizer.py), when the activations and logits are freed,
-//   so the peak holds the larger of the two, not both (StageMemory::step_extra_bytes). ZeRO-1 shards the 12 optimizer bytes over dp;
+//   so the peak holds the larger of the two, not both (StageMemory::step_extra_bytes).
+//   ZeRO-1 shards the 12 optimizer bytes over dp;
 //   ZeRO-2 also shards gradients; ZeRO-3 also weights, and then holds two layer groups'
 //   gathered bf16 parameters (the one in use and the prefetched next: 2 x 2 bytes x the
 //   largest group's parameters on the stage). Parameters of TP-sharded ops
@@ -157,7 +158,7 @@ struct MemoryInputs {
   // entries. Empty: the defaults above.
   std::vector<int> in_flight;
   ActivationStorage storage;
-  // Micro-batches whose fp32 logits the head's rank holds at its peak; 0: ceil(in-flight /
+  // Micro-batches whose logits the head's rank holds at its peak; 0: ceil(in-flight /
   // vpp). Megatron's 1F1B and interleaved schedules run the last chunk's backward right
   // after its forward (1; 2 with the batch-level EP overlap), GPipe holds every micro-batch.
   int head_in_flight = 0;
@@ -184,7 +185,7 @@ struct StageMemory {
   // held beside the stored layer inputs; activations_bytes includes what it needs beyond the
   // logits (the loss's peak is freed before the first re-run).
   double recompute_layer_bytes = 0;
-  double total_bytes = 0;   // sum of the above but step_grad_copy_bytes
+  double total_bytes = 0;   // weights + grads + optimizer + activations + logits + step extra + reserve
   double params = 0;        // parameters held by this rank (after TP sharding)
   double expert_params = 0; // of which routed-expert parameters (after ep x etp sharding)
   // Breakdown (parts of the totals above): the routed experts' weights, and their gradients

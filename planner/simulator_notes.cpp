@@ -164,7 +164,7 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
                           costmodel::to_string(stack_.grad_reduce_dtype),
                           fp32_copy > 0 ? " + 4 its fp32 copy for the optimizer step, held only while the "
                                           "activations are freed" : ""));
-  if (model_.moe && model_.moe->capacity_factor > 0 && stack_.moe_host_sync)
+  if (moe_pads_to_capacity() && stack_.moe_host_sync)
     n.push_back("host-synced MoE forward: not charged: with a capacity factor every expert's input is padded to "
                 "its capacity (drop and pad), so the dispatcher knows its sizes without reading the routing to the "
                 "host (Megatron-Core token_dispatcher.py at d98e8a64: drop_and_pad returns before any sync point)");

@@ -100,12 +100,10 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
   // CPU no queue to run ahead on: such a layer's forward lasts at least the CPU time that
   // issues it (TrainingLosses::moe_host_ms), the GPU waiting for the rest. The full-recompute
   // re-run issues the same forward again; a selective `moe` re-run issues only the MoE part
-  // and is not charged. Drop and pad (a capacity factor: every expert's input padded to its
-  // capacity) fixes the sizes, and the dispatcher returns before any sync point
-  // (megatron/core/transformer/moe/token_dispatcher.py at d98e8a64).
-  const bool padded = model_.moe && model_.moe->capacity_factor > 0;
-  const double host_s =
-      stack_.moe_host_sync && !padded ? cluster_.device.training_losses.moe_host_s() : 0.0;
+  // and is not charged; nor is a dispatcher that pads to capacity.
+  const double host_s = stack_.moe_host_sync && !moe_pads_to_capacity()
+                            ? cluster_.device.training_losses.moe_host_s()
+                            : 0.0;
   for (int v = 0; v < stages; ++v) {
     double f = 0, ftp = 0, b = 0, btp = 0, fcp = 0, bcp = 0;
     for (int g : sl[v]) {

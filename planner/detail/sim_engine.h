@@ -166,6 +166,10 @@ class SimEngine {
   const costmodel::SoftwareStack& stack() const { return stack_; }
 
  private:
+  // Drop and pad (a capacity factor: every expert's input padded to its capacity) fixes the
+  // dispatcher's sizes, so it returns before any host sync (megatron/core/transformer/moe/
+  // token_dispatcher.py at d98e8a64): a stack's moe_host_sync then costs nothing.
+  bool moe_pads_to_capacity() const { return model_.moe && model_.moe->capacity_factor > 0; }
   using Graph = SimulationGraphs::Graph;
   // ---- Event engine (simulator.cpp): placement, partition, the walk and its steps. ----
   // The graph of one micro-batch; cp > 1: the graph of one rank's s/cp tokens.
