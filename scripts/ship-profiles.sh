@@ -5,6 +5,8 @@
 #   costmodel/hardware/profiles/h200-sxm-141gb-fitted.yaml  the H200 measurement (GEMMs under
 #       sustained load, memory copy bandwidth) with the losses the H100 rows give once GEMMs are
 #       taken as measured (runs/h100-gemm-measured.yaml: same GH100 die, clocks and peaks)
+#   bench/validation/profiles/h100-sxm-96gb-500w-fitted.yaml  the TorchTitan H100 rows on the part they
+#       ran on (96 GB HBM2e at 500 W, bench/validation/devices; not a catalog device)
 # and prints the held-out residual entries for costmodel/stacks/residuals.yaml. Run from
 # anywhere after `cmake --build`; STRATA overrides the binary (default build/cli/strata).
 set -euo pipefail
@@ -17,6 +19,9 @@ for d in a100-sxm-80gb:a100 h100-sxm-80gb:h100; do
   "$strata" calibrate --from-runs "bench/validation/runs/${d#*:}.yaml" --out "$out/${d%%:*}-fitted.yaml" >"$log/${d#*:}.txt"
   grep -E '^# (training-loss fit|in-sample|held out)' "$log/${d#*:}.txt"
 done
+"$strata" calibrate --from-runs bench/validation/runs/torchtitan-h100.yaml \
+  --out bench/validation/profiles/h100-sxm-96gb-500w-fitted.yaml >"$log/torchtitan-h100.txt"
+grep -E '^# (training-loss fit|in-sample|held out)' "$log/torchtitan-h100.txt"
 "$strata" calibrate --from-runs bench/validation/runs/h100-gemm-measured.yaml --out "$log/gh100.yaml" >"$log/gh100.txt"
 grep -E '^# (training-loss fit|in-sample|held out)' "$log/gh100.txt"
 {
@@ -26,4 +31,4 @@ grep -E '^# (training-loss fit|in-sample|held out)' "$log/gh100.txt"
   sed -n '/^training_losses:/,$p' "$log/gh100.yaml"
 } >"$out/h200-sxm-141gb-fitted.yaml"
 echo "# residual entries (held-out rows) for costmodel/stacks/residuals.yaml:"
-grep -h 'profile: fitted' "$log/a100.txt" "$log/h100.txt"
+grep -h 'profile: fitted' "$log/a100.txt" "$log/h100.txt" "$log/torchtitan-h100.txt"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes bench/validation/runs/{a100,h100,h100-moe,torchtitan}.yaml, the dev sets in the runs-file format that
+"""Writes bench/validation/runs/{a100,h100,h100-moe,torchtitan-h100,torchtitan-a100}.yaml, the dev sets in the runs-file format that
 `strata calibrate --from-runs` and `strata validate --runs` read (calibration/measured_runs.h),
 from the published sets beside them (bench/validation/*.yaml). Run from the repository root
 after changing a published set; the outputs are committed. Throughputs become seconds per
@@ -184,16 +184,36 @@ def h100_moe():
     open("bench/validation/runs/h100-moe.yaml", "w").write(head + "\n".join(out) + "\n")
 
 def torchtitan():
-    """bench/validation/runs/torchtitan.yaml from torchtitan-h100.yaml and torchtitan-a100.yaml:
-    TorchTitan's published tokens/s per GPU kept as measured.tokens_per_s_per_gpu (strata converts:
-    gbs x seq / (tps x gpus)); rows marked `runs: false` stay in the source files only; every row
-    `use: check`."""
+    """bench/validation/runs/torchtitan-h100.yaml and torchtitan-a100.yaml from the source files of the
+    same names: TorchTitan's published tokens/s per GPU kept as measured.tokens_per_s_per_gpu (strata
+    converts: gbs x seq / (tps x gpus)); rows marked `runs: false` stay in the source files only. The
+    H100 rows run on the part they ran on (clusters/grand-teton-h100.yaml) and are that device's dev set
+    (`use: fit`) except Table 2's long-sequence context-parallel rows, which stay `use: check`: their
+    miss grows with the sequence (a mechanism the model lacks, which a fit must not absorb). The A100
+    rows are all `use: check`."""
     cites = {"tt24": "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md (820504e2), torchtitan 9dec370",
              "tp25": "pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (2887250b), torchtitan 820504e2",
              "ta24": "pytorch/torchtitan docs/performance.md (157a12c5), 64 A100, torchtitan 1ea476e9"}
-    out = []
-    for f in ("torchtitan-h100.yaml", "torchtitan-a100.yaml"):
+    heads = {
+        "h100": ("# TorchTitan (PyTorch FSDP2) rows on H100 (written by scripts/validation-runs.py from\n"
+                 "# bench/validation/torchtitan-h100.yaml; see it for every source, setting and mapping), on the part\n"
+                 "# they ran on: 96 GB HBM2e H100s at 500 W on Grand Teton hosts (clusters/grand-teton-h100.yaml).\n"
+                 "# `use: fit`: the dev set of that device's profile (profiles/h100-sxm-96gb-500w-fitted.yaml), except\n"
+                 "# Table 2's context-parallel rows at sequence 32k-256k (`use: check`: their miss grows with the\n"
+                 "# sequence, a mechanism the model lacks). Published tokens/s per GPU kept as measured; strata converts\n"
+                 "# to gbs x seq / (tps x gpus). Published memory (torch.cuda max reserved, GiB): measured.peak_memory_gib.\n"
+                 "# Selective AC rows: TorchTitan's per-op policy mapped to strata's selective.\n"
+                 "defaults: {cluster: ../clusters/grand-teton-h100.yaml}\nruns:\n"),
+        "a100": ("# TorchTitan (PyTorch FSDP2) rows on A100 (written by scripts/validation-runs.py from\n"
+                 "# bench/validation/torchtitan-a100.yaml; see it for every source, setting and mapping). All rows\n"
+                 "# `use: check`. Published tokens/s per GPU kept as measured; strata converts to gbs x seq / (tps x gpus).\n"
+                 "# The rows' hosts are unstated; dgx-a100 assumed. Selective AC rows: TorchTitan's per-op policy\n"
+                 "# mapped to strata's selective.\n"
+                 "defaults: {cluster: dgx-a100}\nruns:\n")}
+    for dev in ("h100", "a100"):
+        f = f"torchtitan-{dev}.yaml"
         d = yaml.safe_load(open("bench/validation/" + f))
+        out = []
         for r in d["runs"]:
             if r.get("runs") is False: continue
             m = dict(d["models"][r["model"]])
@@ -204,25 +224,16 @@ def torchtitan():
             st = strat(r["tp"], r["pp"], r["dp"], r["lbs"], r["gbs"], 1, r["recompute"], r["tp"] > 1, 3, r["cp"])
             cite = cites[r["src"]] + (f" Table {r['table']}" if "table" in r else "") + f" ({f})"
             x = {"id": r["id"], "model": flow(m)}
-            if d["cluster"] != "dgx-h100": x["cluster"] = d["cluster"]
             x["stack"] = "torchtitan-2024-compile" if r["compile"] else "torchtitan-2024"
             x["strategy"] = flow(st)
             if r["precision"] != "bf16": x["precision"] = r["precision"]
             meas = {"tokens_per_s_per_gpu": r["tps"]}
-            if "mem_gib" in r: meas["peak_memory_gib"] = r["mem_gib"]  # max reserved, on a 96 GB part
+            if "mem_gib" in r: meas["peak_memory_gib"] = r["mem_gib"]  # max reserved
             x["measured"] = flow(meas)
             x["source"] = f'"{cite}"'
-            x["use"] = "check"
+            x["use"] = "fit" if dev == "h100" and r.get("table") != 2 else "check"
             out.append("  - " + flow(x))
-    head = ("# TorchTitan (PyTorch FSDP2) rows (written by scripts/validation-runs.py from torchtitan-h100.yaml\n"
-            "# and torchtitan-a100.yaml; see those files for every source, setting and mapping). All rows\n"
-            "# `use: check`. Published tokens/s per GPU kept as measured; strata converts to gbs x seq / (tps x gpus).\n"
-            "# The H100 rows' published memory (torch.cuda max reserved, GiB) is measured.peak_memory_gib.\n"
-            "# The H100 rows ran on 96 GB HBM2e H100s at 500 W; dgx-h100 (80 GB HBM3, 700 W) is the nearest\n"
-            "# catalog cluster. The A100 rows' hosts are unstated; dgx-a100 assumed. Selective AC rows:\n"
-            "# TorchTitan's per-op policy mapped to strata's selective.\n"
-            "defaults: {cluster: dgx-h100}\nruns:\n")
-    open("bench/validation/runs/torchtitan.yaml", "w").write(head + "\n".join(out) + "\n")
+        open(f"bench/validation/runs/{f}", "w").write(heads[dev] + "\n".join(out) + "\n")
 
 def gemm_measured_variant(profile):
     """The H100 rows again, on DGX H100 nodes whose device carries the sustained GEMM table

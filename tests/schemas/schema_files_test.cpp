@@ -38,6 +38,14 @@ TEST(SchemaFiles, CatalogClustersValidate) {
   expect_all_valid("cluster.schema.json", files_in("costmodel/hardware/clusters"));
 }
 
+// The clusters, devices and profiles of published runs that no catalog holds (bench/validation).
+TEST(SchemaFiles, ValidationClustersDevicesAndProfilesValidate) {
+  expect_all_valid("cluster.schema.json", files_in("bench/validation/clusters"));
+  auto devices = files_in("bench/validation/devices");
+  for (const auto& f : files_in("bench/validation/profiles")) devices.push_back(f);
+  expect_all_valid("device-profile.schema.json", devices);
+}
+
 TEST(SchemaFiles, DeviceDatasheetsAndProfilesValidate) {
   auto files = files_in("costmodel/hardware");
   for (const auto& f : files_in("costmodel/hardware/profiles")) files.push_back(f);
