@@ -31,8 +31,10 @@
 // layer per step and not charged. The weight cast (k x n) is charged once per step
 // (fp8_weight_cast_bytes). Norm + cast fusions (TE LayerNormLinear) would hide the QKV
 // and MLP-up input casts; they are still charged (an upper bound on the overhead). TP
-// all-gathers of activations stay bf16 (TE at that commit gathers the FP8 input under
-// sequence parallelism; not modelled, the conservative side).
+// all-gathers of activations stay bf16 unless the stack gathers the FP8 cast
+// (SoftwareStack::fp8_tp_all_gather: TorchTitan's float8 TP). TE at that commit gathers FP8
+// in some paths (te.Linear's input, the backward's output gradient) and bf16 in others
+// (LayerNormLinear without userbuffers); the Megatron stacks keep bf16, the conservative side.
 //
 // Memory: the FP8 weight and its FP8 transpose, kFp8WeightCopyBytes per weight of those
 // layers, beside the bf16 weights and fp32 master weights (MemoryInputs::fp8_weights).

@@ -173,6 +173,14 @@ struct SoftwareStack {
   // combine keeps no copy of the experts' output for its backward: 2h bytes less per routed copy
   // (costmodel/memory_model.h). Earlier releases weight the output in the unpermute and keep it.
   bool moe_probs_in_activation = false;
+  // Under an FP8 recipe with sequence parallelism, the tensor-parallel all-gathers that feed an
+  // FP8 GEMM carry the FP8 cast (1 byte per element), not the 16-bit activation: the forward's
+  // gather of a column-parallel input and the backward's gather of a row-parallel output
+  // gradient (and the backward's re-gather of the input for the weight gradient). The
+  // reduce-scatters (GEMM outputs) stay 16-bit. TorchTitan's float8 TP (torchao
+  // PrepareFloat8ModuleInput, Float8ColwiseParallel, Float8RowwiseParallel). Default false:
+  // every TP collective at the activation dtype.
+  bool fp8_tp_all_gather = false;
   // Bytes per logit the loss holds at its peak (the memory model's logits term), beside every
   // activation of the micro-batch: the LM head's 16-bit logits and the copies the cross-entropy
   // makes. Megatron's vocab-parallel cross-entropy (fused or not) works in place on an fp32

@@ -466,6 +466,9 @@ void SimEngine::charge_tp_comm(const LayerCostInputs& in, const models::Op& op, 
   // tp_comm_bytes assume 2-byte activations; the loss' reductions are fp32 already.
   const double bytes = op.kind == models::OpKind::Loss ? op.tp_comm_bytes
                                                        : op.tp_comm_bytes * act_bytes_ / 2.0;
+  // The all-gathers feeding an FP8 GEMM move its FP8 cast where the stack gathers after the
+  // cast (SoftwareStack::fp8_tp_all_gather); the reduce-scatters carry 16-bit GEMM outputs.
+  const double ag_bytes = x.in_fp8 && stack_.fp8_tp_all_gather ? bytes / act_bytes_ : bytes;
   // The op's own GEMMs (above) hide its collective where the stack overlaps them.
   const bool async_bwd = stack_.overlap_tp_backward;
   // A userbuffers kernel holding SMs beside its GEMM ("pipeline": the row-parallel
@@ -484,7 +487,7 @@ void SimEngine::charge_tp_comm(const LayerCostInputs& in, const models::Op& op, 
       // reduce-scatter (SP) can run beside the wgrad GEMM; with SP the layer kept only
       // its sequence shard, so the all-gather is re-done before the GEMMs.
       if (sp) {
-        const double ag = coll(Collective::AllGather, bytes);
+        const double ag = coll(Collective::AllGather, ag_bytes);
         const double rs = coll(Collective::ReduceScatter, bytes);
         c.tp_fwd_s += ub ? costmodel::ring_exchange_exposed(ag, gemm_f, x.chunks.fwd) : ag;  // copy engines
         c.tp_bwd_s += (async_bwd || ub) ? exposed(ag, dgrad) : ag;
@@ -502,7 +505,7 @@ void SimEngine::charge_tp_comm(const LayerCostInputs& in, const models::Op& op, 
       // with the GEMM (userbuffers).
       if (sp) {
         const double rs = coll(Collective::ReduceScatter, bytes);
-        const double ag = coll(Collective::AllGather, bytes);
+        const double ag = coll(Collective::AllGather, ag_bytes);
         c.tp_fwd_s += ub ? costmodel::pipeline_exposed(rs, gemm_f, x.chunks.fwd) : rs;
         c.tp_fwd_s += ub_slowdown(rs, gemm_f);  // pipeline
         c.tp_bwd_s += ub ? costmodel::ring_exchange_exposed(ag, dgrad, x.chunks.dgrad) : ag;  // copy engines
