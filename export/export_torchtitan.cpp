@@ -126,8 +126,11 @@ std::string export_torchtitan(const Plan& p, const SoftwareStack& plan_stack, co
     out += "\n[quantize.linear.float8]\n";
     out += "# tensorwise: per-tensor dynamic scaling, the nearest torchao recipe to the delayed\n"
            "# per-tensor scaling strata charges (same GEMMs; the scale comes from the current\n"
-           "# tensor instead of the amax history). Its TP all-gathers run in float8, less\n"
-           "# traffic than the bf16 gathers strata charges.\n";
+           "# tensor instead of the amax history).\n";
+    out += stack.fp8_tp_all_gather
+               ? "# Its TP all-gathers run in float8, as strata charges them on stack " + stack.name + ".\n"
+               : "# Its TP all-gathers run in float8, less traffic than the bf16 gathers strata\n"
+                 "# charges on stack " + stack.name + ".\n";
     out += "recipe_name = \"tensorwise\"\n";
     out += "filter_fqns = [\"output\"]\n";
     // torch.compile fuses torchao's float8 scaling / cast kernels: "required for competitive
