@@ -9,7 +9,8 @@
 //
 // K/V bytes per rank and layer, one micro-batch: kv_local = 2 (K and V) * b * (s/cp) *
 // kv_dim / tp * dtype bytes (the rank's own chunks, its TP shard of the K/V heads; GQA
-// sends only the kv heads).
+// sends only the kv heads, unless the stack repeats them before the attention kernel:
+// TorchTitan's repeat_kv, attention.layout_copies, sends every query head).
 //
 // Two exchanges (Megatron-LM --cp-comm-type, default "p2p": megatron/training/arguments.py,
 // commit 307dcf37f03d44da131ba21999278abe4112d2ad; Transformer Engine

@@ -389,9 +389,13 @@ void SimEngine::charge_op(const LayerCostInputs& in, std::size_t gi, std::size_t
     c.attn_fwd_s += ot.fwd_s;
     c.attn_flops_fwd += op.flops_fwd * cp;
     if (cp > 1) {
-      const double kv = costmodel::cp_kv_bytes_per_rank(
-          static_cast<double>(in.s.micro_batch), static_cast<double>(model_.seq_len),
-          static_cast<double>(model_.kv_dim()), tp, cp, act_bytes_);
+      // A stack that repeats the K/V heads before the attention kernel (GQA's repeat_kv in
+      // the model code, attention.layout_copies) hands the kernel, and so the K/V exchange,
+      // every query head.
+      const double kv_width = static_cast<double>(stack_.attention_layout_copies ? model_.q_dim() : model_.kv_dim());
+      const double kv = costmodel::cp_kv_bytes_per_rank(static_cast<double>(in.s.micro_batch),
+                                                        static_cast<double>(model_.seq_len), kv_width, tp, cp,
+                                                        act_bytes_);
       const costmodel::CpAttentionComm e = costmodel::cp_attention_comm(
           stack_.cp_comm, cp, kv, ot.fwd_s, ot.bwd_s, coll_, in.pl.cp);
       c.cp_fwd_s += e.fwd_exposed_s;

@@ -100,6 +100,37 @@ TEST(Simulator, AllGatherContextParallelChargesItsExchangeAsCpComm) {
   EXPECT_EQ(simulate(model, cluster, strategy(1, 2, 1, 1, 4), o).prediction.breakdown_s.cp_comm, 0);
 }
 
+// TorchTitan repeats GQA's K/V heads before SDPA (repeat_kv in the model code, stack key
+// attention.layout_copies), so context parallelism exchanges every query head: with 16 heads
+// and 4 K/V heads, four times the K/V bytes of a kernel that takes the K/V heads as they are.
+TEST(Simulator, RepeatedKvHeadsAreWhatContextParallelExchanges) {
+  auto model = synthetic_model();  // 8 layers, h 1024, 16 heads
+  model.seq_len = 4096;
+  model.kv_heads = 4;
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
+  auto stack = costmodel::load_software_stack("torchtitan-2024");
+  ASSERT_TRUE(stack.attention_layout_copies);
+  ASSERT_EQ(stack.cp_comm, costmodel::CpCommType::AllGather);
+  SimulateOptions o;
+  o.stack = &stack;
+  Strategy s = strategy(1, 2, 1, 1, 4);  // tp 2, cp 4: one CP group of 4 ranks in a node
+  s.cp = 4;
+  s.zero = 3;
+  const costmodel::CollectiveCost coll(cluster);
+  const costmodel::PlacedGroup cp4{4, 1, 4};
+  // Gathered K/V: cp x 2 (K and V) x (4096 / 4) tokens x width / tp 2 x 2 B, each of 4
+  // micro-batches and 8 layers gathering twice and reduce-scattering once.
+  const auto charged = [&](double width) {
+    const double gathered = 4 * 2.0 * 1024 * (width / 2) * 2;
+    return 4 * 8 *
+           (2 * coll.time_s(costmodel::Collective::AllGather, gathered, cp4) +
+            coll.time_s(costmodel::Collective::ReduceScatter, gathered, cp4));
+  };
+  EXPECT_NEAR(simulate(model, cluster, s, o).prediction.breakdown_s.cp_comm, charged(1024), 1e-9);
+  stack.attention_layout_copies = false;
+  EXPECT_NEAR(simulate(model, cluster, s, o).prediction.breakdown_s.cp_comm, charged(256), 1e-9);
+}
+
 TEST(Simulator, ContextParallelNeedsAFusedAttentionKernelAndEvenChunks) {
   auto model = synthetic_model();
   model.seq_len = 4096;
