@@ -472,7 +472,8 @@ void SimEngine::charge_tp_comm(const LayerCostInputs& in, const models::Op& op, 
                                                        : op.tp_comm_bytes * act_bytes_ / 2.0;
   // The all-gathers feeding an FP8 GEMM move its FP8 cast where the stack gathers after the
   // cast (SoftwareStack::fp8_tp_all_gather); the reduce-scatters carry 16-bit GEMM outputs.
-  const double ag_bytes = x.in_fp8 && stack_.fp8_tp_all_gather ? bytes / act_bytes_ : bytes;
+  const double ag_bytes =
+      x.in_fp8 && stack_.fp8_tp_all_gather ? bytes / act_bytes_ * costmodel::dtype_bytes(DType::Fp8) : bytes;
   // The op's own GEMMs (above) hide its collective where the stack overlaps them.
   const bool async_bwd = stack_.overlap_tp_backward;
   // A userbuffers kernel holding SMs beside its GEMM ("pipeline": the row-parallel
