@@ -105,10 +105,12 @@ double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_
   // (under FP8 Megatron-Core then has those GEMMs save the discarded original: 781e765818).
   // An MoE layer's MLP input is the router's 16-bit input; shared experts keep their own cast.
   double replicated = 6.0 * sbh;
+  double gathered = 0;  // whole on every TP rank even with SP (storage.gathered_gemm_inputs)
+  double& gemm_inputs = sequence_parallel && storage.gathered_gemm_inputs ? gathered : replicated;
   if (!drop.layernorm) {
-    replicated += gemm_input_bytes(storage) * sbh;
+    gemm_inputs += gemm_input_bytes(storage) * sbh;
     if (!moe_layer) {
-      replicated += gemm_input_bytes(storage) * sbh;
+      gemm_inputs += gemm_input_bytes(storage) * sbh;
     } else {
       const bool shared_kept = spec.moe->shared_experts > 0 && !drop.moe && !drop.shared_experts;
       replicated += (2.0 + (storage.fp8_gemm_inputs && shared_kept ? 1.0 : 0.0)) * sbh;
@@ -142,7 +144,7 @@ double layer_activation_bytes(const models::ModelSpec& spec, std::int64_t micro_
   }
   const double scores = drop.core_attn ? 0.0 : score_bytes * a * s * s * b;
   const double sharded = attention_linear + mlp + scores;
-  return (sequence_parallel ? (replicated + sharded) / t : replicated + sharded / t) + routed;
+  return (sequence_parallel ? (replicated + sharded) / t : replicated + sharded / t) + gathered + routed;
 }
 
 MemoryModel::MemoryModel(const models::ModelGraph& graph, const DeviceProfile& device)

@@ -85,6 +85,9 @@
 //   A layer norm discarded by recompute still leaves the FP8 casts its GEMMs keep.
 //   moe_probs_in_activation: the combine keeps no copy of the experts' output (2h less per
 //   routed copy): Megatron-Core r0.13 and later weight the experts' activation instead.
+//   gathered_gemm_inputs: with sequence parallelism the norm outputs the QKV and a dense
+//   MLP-up GEMM keep are the gathered tensors (DTensor's matmul saves what it was handed), not
+//   divided by tp as Megatron's shards are.
 // Reserve: profile.reserve_gib (workspace, allocator fragmentation, framework).
 #pragma once
 #include <cstdint>
@@ -115,6 +118,10 @@ inline constexpr double kFlashScoreBytes = 0.0;
 struct ActivationStorage {
   bool fp8_gemm_inputs = false;          // the FP8 recipe: FP8 GEMM inputs kept in FP8
   bool moe_probs_in_activation = false;  // SoftwareStack::moe_probs_in_activation
+  // Under sequence parallelism the QKV and MLP-up GEMMs keep the gathered norm output, whole
+  // on every TP rank, instead of its sequence shard (DTensor: SoftwareStack::sp_backward_regather
+  // false).
+  bool gathered_gemm_inputs = false;
 };
 
 // Bytes per parameter of the fp32 gradient copy the mixed-precision optimizer makes of the

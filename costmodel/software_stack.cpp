@@ -67,7 +67,7 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
                  "attention", "fusions", "overlap", "grad_bucket_params", "optimizer",
                  "distributed_optimizer", "kernel_overhead_us", "cp_comm_type", "zero_prefetch",
                  "zero3_recompute_regather", "zero3_gather", "zero3_persist_params", "zero3_gather_bucket_params", "zero3_fetch_host_us",
-                 "grad_buffer", "fp8_params", "moe_dispatcher", "moe_host_sync", "moe_shared_expert_overlap", "moe_probs_in_activation", "fp8_tp_all_gather", "loss_bytes_per_logit", "sharded_params_fp32", "supports", "sources",
+                 "grad_buffer", "fp8_params", "moe_dispatcher", "moe_host_sync", "moe_shared_expert_overlap", "moe_probs_in_activation", "fp8_tp_all_gather", "sp_collective_copies", "sp_backward_regather", "loss_bytes_per_logit", "sharded_params_fp32", "supports", "sources",
                  "selective_recompute_modules"});
   SoftwareStack s;
   s.file = source;
@@ -146,6 +146,8 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
   s.moe_shared_expert_overlap = r.get_bool("moe_shared_expert_overlap", false);
   s.moe_probs_in_activation = r.get_bool("moe_probs_in_activation", false);
   s.fp8_tp_all_gather = r.get_bool("fp8_tp_all_gather", false);
+  s.sp_collective_copies = r.get_bool("sp_collective_copies", false);
+  s.sp_backward_regather = r.get_bool("sp_backward_regather", true);
   s.sharded_params_fp32 = r.get_bool("sharded_params_fp32", false);
   if (r.has("loss_bytes_per_logit")) {
     s.loss_bytes_per_logit = r.get_double("loss_bytes_per_logit");

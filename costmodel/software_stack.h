@@ -181,6 +181,23 @@ struct SoftwareStack {
   // PrepareFloat8ModuleInput, Float8ColwiseParallel, Float8RowwiseParallel). Default false:
   // every TP collective at the activation dtype.
   bool fp8_tp_all_gather = false;
+  // The sequence-parallel collectives gather and scatter along the sequence dimension of a
+  // batch-first [batch, seq, hidden] activation through NCCL's dim-0 collectives, so each
+  // all-gather's output and each reduce-scatter's input is re-laid out by a copy of the whole
+  // tensor on the compute stream (PyTorch functional collectives all_gather_tensor /
+  // reduce_scatter_tensor with gather / scatter dim 1: torch.cat of the chunks; DTensor's
+  // Shard(1) <-> Replicate / Partial redistributions in TorchTitan's tensor parallelism).
+  // Megatron keeps activations sequence-first [seq, batch, hidden] and gathers dim 0 in place.
+  // Default false: no copies.
+  bool sp_collective_copies = false;
+  // What a column-parallel linear layer keeps for its weight gradient under sequence
+  // parallelism. True (Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication): the
+  // sequence shard, so the backward all-gathers the input again. False (DTensor, as TorchTitan
+  // runs it): autograd keeps the gathered input the matmul saw, and the backward gathers again
+  // only where activation checkpointing dropped it and re-runs the gather there: TorchTitan's
+  // per-op selective AC saves matmuls and reduce-scatters but re-runs the all-gathers; full
+  // recompute re-runs the whole forward, whose own gather serves the backward.
+  bool sp_backward_regather = true;
   // Bytes per logit the loss holds at its peak (the memory model's logits term), beside every
   // activation of the micro-batch: the LM head's 16-bit logits and the copies the cross-entropy
   // makes. Megatron's vocab-parallel cross-entropy (fused or not) works in place on an fp32

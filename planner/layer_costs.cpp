@@ -485,6 +485,20 @@ void SimEngine::charge_tp_comm(const LayerCostInputs& in, const models::Op& op, 
           : 0.0;
   auto ub_slowdown = [&](double comm_s, double gemm_s) { return ub_share * std::min(comm_s, gemm_s); };
   const double gemm_f = x.gemm_f, dgrad = x.dgrad, wgrad = x.wgrad;
+  // Batch-first sequence-parallel collectives re-lay out the whole tensor on the compute stream
+  // (SoftwareStack::sp_collective_copies): a copy reading and writing it before each
+  // reduce-scatter and after each all-gather. A gathered micro-batch of one sequence is a view
+  // of NCCL's dim-0 result (PyTorch's _maybe_view_chunk_cat), so its gathers copy nothing.
+  // The column-parallel backward's weight gradient needs the gathered input: gathered again
+  // unless autograd kept it (SoftwareStack::sp_backward_regather) and no per-op recompute
+  // dropped it. Under full recompute the re-run forward's gather (tp_fwd_s, charged again by
+  // group_times) serves it.
+  const bool regather =
+      stack_.sp_backward_regather || (in.s.recompute == Recompute::Selective && in.s.recompute_modules.per_op);
+  const bool copies = sp && stack_.sp_collective_copies && mem_bytes_per_s_ > 0;
+  const double rs_copy_s = copies ? 2.0 * bytes / mem_bytes_per_s_ + kernel_overhead_s_ : 0.0;
+  const double ag_copy_s =
+      copies && in.s.micro_batch > 1 ? 2.0 * ag_bytes / mem_bytes_per_s_ + kernel_overhead_s_ : 0.0;
   switch (op.tp_comm) {
     case models::TpComm::CopyForwardAllReduceBackward:
     case models::TpComm::AllGatherForwardReduceScatterBackward:
@@ -495,9 +509,11 @@ void SimEngine::charge_tp_comm(const LayerCostInputs& in, const models::Op& op, 
         const double ag = coll(Collective::AllGather, ag_bytes);
         const double rs = coll(Collective::ReduceScatter, bytes);
         c.tp_fwd_s += ub ? costmodel::ring_exchange_exposed(ag, gemm_f, x.chunks.fwd) : ag;  // copy engines
-        c.tp_bwd_s += (async_bwd || ub) ? exposed(ag, dgrad) : ag;
+        if (regather) c.tp_bwd_s += (async_bwd || ub) ? exposed(ag, dgrad) : ag;
         c.tp_bwd_s += (async_bwd || ub) ? exposed(rs, wgrad) : rs;
-        c.tp_bwd_s += ub_slowdown(ag, dgrad) + ub_slowdown(rs, wgrad);  // bulk
+        c.tp_bwd_s += (regather ? ub_slowdown(ag, dgrad) : 0.0) + ub_slowdown(rs, wgrad);  // bulk
+        c.fwd_s += ag_copy_s;
+        c.bwd_s += (regather ? ag_copy_s : 0.0) + rs_copy_s;
       } else {
         const double ar = coll(Collective::AllReduce, bytes);
         c.tp_bwd_s += async_bwd ? exposed(ar, wgrad) : ar;
@@ -514,6 +530,8 @@ void SimEngine::charge_tp_comm(const LayerCostInputs& in, const models::Op& op, 
         c.tp_fwd_s += ub ? costmodel::pipeline_exposed(rs, gemm_f, x.chunks.fwd) : rs;
         c.tp_fwd_s += ub_slowdown(rs, gemm_f);  // pipeline
         c.tp_bwd_s += ub ? costmodel::ring_exchange_exposed(ag, dgrad, x.chunks.dgrad) : ag;  // copy engines
+        c.fwd_s += rs_copy_s;
+        c.bwd_s += ag_copy_s;
       } else {
         c.tp_fwd_s += coll(Collective::AllReduce, bytes);
       }

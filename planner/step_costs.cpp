@@ -367,6 +367,7 @@ std::vector<costmodel::StageMemory> SimEngine::memory(const Strategy& s, const G
   mem_in_.head_in_flight = s.schedule == ScheduleKind::GPipe ? m : std::min(m, s.ep_overlap ? 2 : 1);
   mem_in_.storage.fp8_gemm_inputs = fp8_;
   mem_in_.storage.moe_probs_in_activation = stack_.moe_probs_in_activation;
+  mem_in_.storage.gathered_gemm_inputs = !stack_.sp_backward_regather;
   mem_in_.loss_bytes_per_logit = stack_.loss_bytes_per_logit;
   mem_in_.sharded_params_fp32 = stack_.sharded_params_fp32;
   return gr.memory->per_stage(mem_in_);

@@ -46,6 +46,8 @@ std::vector<std::pair<std::string, std::string>> settings(const SoftwareStack& s
       {"moe_shared_expert_overlap", b(s.moe_shared_expert_overlap)},
       {"moe_probs_in_activation", b(s.moe_probs_in_activation)},
       {"fp8_tp_all_gather", b(s.fp8_tp_all_gather)},
+      {"sp_collective_copies", b(s.sp_collective_copies)},
+      {"sp_backward_regather", b(s.sp_backward_regather)},
       {"loss_bytes_per_logit", fmt::format("{:g}", s.loss_bytes_per_logit)},
       {"sharded_params_fp32", b(s.sharded_params_fp32)},
       {"grad_buffer.zero", b(s.grad_buffer_zero)},

@@ -30,6 +30,7 @@ double tp_comm_s(int layers, const std::string& precision, bool fp8_gather) {
   c.intra_node.latency_us = 0;
   costmodel::SoftwareStack stack = costmodel::load_software_stack("torchtitan-2024");
   stack.fp8_tp_all_gather = fp8_gather;
+  stack.sp_backward_regather = true;  // the count below re-gathers as Megatron does
   Strategy s;
   s.tp = 2, s.pp = 1, s.dp = 1;
   s.micro_batch = 1, s.global_batch = 1;
