@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "common/errors.h"
 
@@ -30,14 +31,32 @@ double choose_ratio(double a, double b, std::int64_t k) {
   return r;
 }
 
-// P(c of `marked` items among `draw` drawn from `total`), hypergeometric.
-double hypergeometric(std::int64_t total, std::int64_t marked, std::int64_t draw, std::int64_t c) {
-  if (c > marked || c > draw || draw - c > total - marked) return 0;
-  const auto lchoose = [](std::int64_t n, std::int64_t r) {
-    return std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(r) + 1) -
-           std::lgamma(static_cast<double>(n - r) + 1);
-  };
-  return std::exp(lchoose(marked, c) + lchoose(total - marked, draw - c) - lchoose(total, draw));
+// P(node `n` of N gets >= 1 of a token's k copies) under group-limited routing: M of the G
+// groups chosen uniformly, then k of their M E/G experts. The node holds experts
+// [n E/N, (n+1) E/N), group g holds [g E/G, (g+1) E/G); the node's candidates c are its
+// overlap with the chosen groups, whose distribution a count over the groups gives
+// (ways[j][c]: subsets of j groups seen so far with c of the node's experts among them).
+double group_limited_hit(std::int64_t E, std::int64_t k, std::int64_t G, std::int64_t M, std::int64_t N,
+                         std::int64_t n) {
+  const std::int64_t per_node = E / N, per_group = E / G, lo = n * per_node, hi = lo + per_node;
+  std::vector<std::vector<double>> ways(static_cast<std::size_t>(M + 1),
+                                        std::vector<double>(static_cast<std::size_t>(per_node + 1), 0.0));
+  ways[0][0] = 1;
+  for (std::int64_t g = 0; g < G; ++g) {
+    const std::int64_t o = std::max<std::int64_t>(0, std::min(hi, (g + 1) * per_group) - std::max(lo, g * per_group));
+    for (std::int64_t j = std::min(g + 1, M); j >= 1; --j)
+      for (std::int64_t c = per_node; c >= o; --c)
+        ways[static_cast<std::size_t>(j)][static_cast<std::size_t>(c)] +=
+            ways[static_cast<std::size_t>(j - 1)][static_cast<std::size_t>(c - o)];
+  }
+  const double candidates = static_cast<double>(M * per_group);
+  double total = 0, miss = 0;
+  for (std::int64_t c = 0; c <= per_node; ++c) {
+    const double w = ways[static_cast<std::size_t>(M)][static_cast<std::size_t>(c)];
+    total += w;
+    miss += w * choose_ratio(candidates - static_cast<double>(c), candidates, k);
+  }
+  return 1 - miss / total;
 }
 
 }  // namespace
@@ -47,30 +66,25 @@ TokenRouting token_routing(const models::MoeSpec& moe, int ep_nodes) {
   if (N < 1 || E < 1 || E % N != 0)
     input_error("the expert-parallel group's nodes ({}) must divide the experts ({})", N, E);
   const double per_node = static_cast<double>(E / N);
-  double p_hit = 0;  // P(a given node gets >= 1 of the token's copies)
+  // Tokens start on every node alike, so a token's own node is any of the N: the expected
+  // nodes it reaches is the sum of every node's chance, and (N - 1)/N of that is off its node.
+  double hits = 0;
   if (!moe.group_limited()) {
-    p_hit = 1 - choose_ratio(static_cast<double>(E) - per_node, static_cast<double>(E), k);
+    hits = static_cast<double>(N) * (1 - choose_ratio(static_cast<double>(E) - per_node, static_cast<double>(E), k));
   } else {
+    if (moe.groups < 1 || E % moe.groups != 0 || moe.max_groups_per_token < 1 || moe.max_groups_per_token > moe.groups)
+      input_error("group-limited routing: groups ({}) must divide the experts ({}) and max_groups_per_token ({}) "
+                  "be 1..groups", moe.groups, E, moe.max_groups_per_token);
     const std::int64_t G = moe.groups, M = moe.max_groups_per_token;
-    const double per_group = static_cast<double>(E / G), candidates = static_cast<double>(M) * per_group;
-    if (G % N == 0) {
-      const std::int64_t node_groups = G / N;
-      double miss = 0;
-      for (std::int64_t c = 0; c <= std::min(node_groups, M); ++c)
-        miss += hypergeometric(G, node_groups, M, c) *
-                choose_ratio(candidates - static_cast<double>(c) * per_group, candidates, k);
-      p_hit = 1 - miss;
-    } else if (N % G == 0) {
-      p_hit = static_cast<double>(M) / static_cast<double>(G) * (1 - choose_ratio(candidates - per_node, candidates, k));
-    } else {
-      input_error("group-limited routing over {} expert groups on an expert-parallel group over {} nodes: "
-                  "neither divides the other, so groups straddle nodes unevenly (not modelled)", G, N);
-    }
+    // Where groups and nodes nest (one divides the other) every node overlaps the groups alike.
+    if (G % N == 0 || N % G == 0) hits = static_cast<double>(N) * group_limited_hit(E, k, G, M, N, 0);
+    else
+      for (std::int64_t n = 0; n < N; ++n) hits += group_limited_hit(E, k, G, M, N, n);
   }
   TokenRouting r;
-  r.nodes_reached = static_cast<double>(N) * p_hit;
+  r.nodes_reached = hits;
   r.copies_off_node = static_cast<double>(k) * static_cast<double>(N - 1) / static_cast<double>(N);
-  r.sends_off_node = static_cast<double>(N - 1) * p_hit;
+  r.sends_off_node = hits * static_cast<double>(N - 1) / static_cast<double>(N);
   return r;
 }
 

@@ -52,21 +52,24 @@ struct ExpertLayout {
 // their experts. With G = N (Megatron's advice for node-limited routing, DeepSeek-V3's 8
 // groups on 8 nodes) a token reaches at most M nodes.
 //   nodes_reached     expected distinct nodes its copies land on (its own included):
-//                     N * P(a node gets >= 1 copy); without a limit
-//                     P = 1 - C(E - E/N, k) / C(E, k); with G >= N (G/N whole groups per
-//                     node, c of them chosen, hypergeometric) P = 1 - sum_c P(c) C(M E/G - c E/G, k) /
-//                     C(M E/G, k); with N > G (a group over N/G nodes)
-//                     P = (M/G) (1 - C(M E/G - E/N, k) / C(M E/G, k)).
+//                     the sum over the N nodes of P(the node gets >= 1 copy); without a limit
+//                     N (1 - C(E - E/N, k) / C(E, k)); with a limit, M of G groups chosen
+//                     and k experts among their M E/G, the node's share c of the chosen
+//                     groups' experts counted exactly from how its E/N experts overlap the
+//                     groups: P = 1 - sum_c P(c) C(M E/G - c, k) / C(M E/G, k). (G/N whole
+//                     groups per node makes c hypergeometric; a group over N/G nodes gives
+//                     P = (M/G) (1 - C(M E/G - E/N, k) / C(M E/G, k)); groups straddling
+//                     nodes unevenly give each node its own P.)
 //   copies_off_node   copies sent to other nodes by a per-copy all-to-all: k (N-1)/N. Each
 //                     expert is equally likely either way, so the group limit does not change
 //                     it: a per-copy dispatcher gains nothing from node-limited routing.
-//   sends_off_node    sends to other nodes by a once-per-node dispatcher: (N-1) P, at most
+//   sends_off_node    sends to other nodes by a once-per-node dispatcher: nodes_reached
+//                     x (N-1)/N (a token starts on any node alike), at most
 //                     min(k, M nodes) - what the limit bounds.
 // Router cost is unchanged by the limit or by sigmoid scores with bias balancing (the bias
 // only shifts the top-k choice; the router GEMM h x E is the same and is < 0.1% of an MoE
 // layer's FLOPs for DeepSeek-V3), so neither is charged anything.
-// InputError when N does not divide E, or when, with a group limit, neither G nor N divides
-// the other (the groups would straddle nodes unevenly: not modelled).
+// InputError when N does not divide E.
 struct TokenRouting {
   double nodes_reached = 0;
   double copies_off_node = 0;

@@ -372,10 +372,11 @@ std::string export_megatron(const Plan& p, const SoftwareStack& plan_stack, cons
     const auto& e = *p.model.moe;
     c.push_back(fmt::format("experts: {} routed ({} per token) over ep {} x etp {} (edp {}); "
                             "routing hyper-parameters (--moe-aux-loss-coeff, "
-                            "--moe-router-topk-scaling-factor, group-limited routing "
-                            "--moe-router-num-groups/--moe-router-group-topk) are not in "
-                            "strata's model: add the model's own",
-                            e.experts, e.top_k, s.ep, s.etp, s.edp()));
+                            "--moe-router-topk-scaling-factor) are not in strata's model: add the "
+                            "model's own{}",
+                            e.experts, e.top_k, s.ep, s.etp, s.edp(),
+                            e.group_limited() ? "" : " (and --moe-router-num-groups/--moe-router-group-topk "
+                                                     "if it limits a token's expert groups)"));
     if (s.tp > 1 && s.ep > 1 && !s.sequence_parallel)
       c.push_back("note: Megatron-LM warns that expert parallelism with tensor parallelism "
                   "needs --sequence-parallel (ModelParallelConfig at d98e8a64); the plan has it "

@@ -324,7 +324,13 @@ std::vector<Screened> screen_space(const models::ModelSpec& model, const std::ve
       done.fetch_add(1, std::memory_order_relaxed);
       const Strategy& s = space[i];
       if (!validate(s, model).empty() || !detail::too_large_to_simulate(s).empty()) continue;
-      const detail::Screening sc = engine.screen(s);
+      detail::Screening sc;
+      try {
+        sc = engine.screen(s);
+      } catch (const InputError& e) {  // a layout the model cannot cost: say which one
+        input_error("searching tp {} pp {} dp {} cp {} ep {} etp {} vpp {} micro-batch {}: {}", s.tp, s.pp, s.dp,
+                    s.cp, s.ep, s.etp, s.vpp, s.micro_batch, e.what());
+      }
       screened[i] = Screened{sc.lower_bound_s, sc.estimate_s, sc.peak_memory_gib, sc.fits_memory};
     }
   });
