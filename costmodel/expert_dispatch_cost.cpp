@@ -135,6 +135,21 @@ DispatchBytes dispatch_bytes(const models::Op& op, const ExpertLayout& l, double
   if (op.ep_comm == models::EpComm::None) return b;
   // ep_comm_bytes: the micro-batch's token copies x hidden x 2 bytes, unsharded.
   const double send = op.ep_comm_bytes * act_bytes / 2.0 * token_share(l) * l.tokens_factor;
+  b.permute = 2.0 * op.ep_comm_bytes * act_bytes / 2.0 * token_share(l);  // read + write once
+  if (l.all_gather) {
+    STRATA_CHECK(moe != nullptr, "the allgather dispatcher's bytes need the model's routing");
+    const double group = static_cast<double>(l.ep) * l.etp;
+    if (group > 1) {
+      // The rank's tokens, each once (ep_comm_bytes counts top_k copies), gathered from the group.
+      const double tokens_bytes = op.ep_comm_bytes * act_bytes / 2.0 * token_share(l) / static_cast<double>(moe->top_k);
+      const double hidden = static_cast<double>(op.ep_comm == models::EpComm::DispatchForwardCombineBackward ? op.gemm.k
+                                                                                                          : op.gemm.n);
+      const double tokens = tokens_bytes / (hidden * act_bytes);
+      b.token_gather = tokens_bytes * group;
+      b.routing_gather = tokens * static_cast<double>(moe->experts) * (act_bytes + 1.0) * group;
+    }
+    return b;
+  }
   b.all_to_all = l.ep > 1 ? send : 0.0;
   if (l.ep > 1 && l.ep_nodes > 1) {
     STRATA_CHECK(moe != nullptr, "dispatch_bytes over {} nodes needs the model's routing", l.ep_nodes);
@@ -144,7 +159,6 @@ DispatchBytes dispatch_bytes(const models::Op& op, const ExpertLayout& l, double
                    static_cast<double>(routing.top_k);
   }
   b.etp_gather = l.etp > 1 ? send * l.etp : 0.0;
-  b.permute = 2.0 * op.ep_comm_bytes * act_bytes / 2.0 * token_share(l);  // read + write once
   return b;
 }
 
@@ -152,6 +166,21 @@ DispatchTime dispatch_time(const CollectiveCost& coll, const models::Op& op, con
                            const PlacedGroup& ep_group, const PlacedGroup& etp_group, double act_bytes,
                            const models::MoeSpec* moe) {
   const DispatchBytes b = dispatch_bytes(op, l, act_bytes, moe);
+  if (l.all_gather) {
+    DispatchTime t;
+    t.permute_bytes = b.permute;
+    if (b.token_gather <= 0) return t;
+    // The routing travels with the forward's gather only; the backward's gathers carry gradients.
+    const double gather_fwd = coll.time_s(Collective::AllGather, b.token_gather + b.routing_gather, l.tp_ep);
+    const double gather_bwd = coll.time_s(Collective::AllGather, b.token_gather, l.tp_ep);
+    const double scatter = coll.time_s(Collective::ReduceScatter, b.token_gather, l.tp_ep);
+    switch (op.ep_comm) {
+      case models::EpComm::DispatchForwardCombineBackward: t.fwd_s = gather_fwd, t.bwd_s = scatter; break;
+      case models::EpComm::CombineForwardDispatchBackward: t.fwd_s = scatter, t.bwd_s = gather_bwd; break;
+      case models::EpComm::None: break;
+    }
+    return t;
+  }
   double a2a = 0;
   const int nodes = ep_group.nodes_spanned, per_node = ep_group.ranks_per_node_in_group;
   if (l.once_per_node && nodes > 1 && b.inter_node > 0) {
@@ -206,6 +235,10 @@ std::vector<int> expert_group_ranks(const RankGrid& grid, int ep, int etp, Exper
     case ExpertAxis::Etp: for (int i = 0; i < etp; ++i) out.push_back(at(i, e_ep, e_dp)); break;
     case ExpertAxis::Ep: for (int i = 0; i < ep; ++i) out.push_back(at(e_tp, i, e_dp)); break;
     case ExpertAxis::Edp: for (int i = 0; i < edp; ++i) out.push_back(at(e_tp, e_ep, i)); break;
+    case ExpertAxis::EtpEp:
+      for (int j = 0; j < ep; ++j)
+        for (int i = 0; i < etp; ++i) out.push_back(at(i, j, e_dp));
+      break;
   }
   return out;
 }
@@ -218,8 +251,13 @@ PlacedGroup placed_expert_group(const RankGrid& grid, int ep, int etp, ExpertAxi
   // tile the world: etp: etp ranks 1 apart; ep: ep ranks etp apart; edp: edp ranks
   // etp * ep apart (one stage's S ranks per tiling period).
   const long long stage_ranks = grid.stage_size();
-  const long long n = axis == ExpertAxis::Etp ? etp : axis == ExpertAxis::Ep ? ep : stage_ranks / (ep * etp);
-  const long long stride = axis == ExpertAxis::Etp ? 1 : axis == ExpertAxis::Ep ? etp : static_cast<long long>(etp) * ep;
+  const long long n = axis == ExpertAxis::Etp     ? etp
+                      : axis == ExpertAxis::Ep    ? ep
+                      : axis == ExpertAxis::EtpEp ? static_cast<long long>(etp) * ep
+                                                  : stage_ranks / (ep * etp);
+  const long long stride = axis == ExpertAxis::Etp || axis == ExpertAxis::EtpEp ? 1
+                           : axis == ExpertAxis::Ep                             ? etp
+                                                                                : static_cast<long long>(etp) * ep;
   return placed_strided_groups(n, stride, grid.world_size(), gpus_per_node);
 }
 

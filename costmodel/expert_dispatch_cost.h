@@ -42,6 +42,11 @@ struct ExpertLayout {
   // instead of once per routed copy (Megatron-Core's alltoall dispatcher, the default).
   int ep_nodes = 1;
   bool once_per_node = false;
+  // Megatron-Core's allgather dispatcher: every token of the etp x ep group (`tp_ep`, its
+  // placement) all-gathered to each of its ranks with the routing, the experts' outputs
+  // reduce-scattered back; no all-to-all and no etp gather beside it.
+  bool all_gather = false;
+  PlacedGroup tp_ep;
 };
 
 // Where one token's top_k routed copies go, in expectation under balanced routing (every
@@ -99,6 +104,10 @@ OpTime expert_gemm_time(const GemmCost& gemm, const models::Op& op, const Expert
 // once-per-node sends; 0 inside one node).
 struct DispatchBytes {
   double all_to_all = 0, etp_gather = 0, permute = 0, inter_node = 0;
+  // The allgather dispatcher (layout.all_gather): the gathered buffer of the etp x ep
+  // group's tokens (h wide, each token once, whatever its top_k) and, gathered with them,
+  // its routing: the probabilities (act_bytes) and the routing map (1 byte) per expert.
+  double token_gather = 0, routing_gather = 0;
 };
 // act_bytes: bytes per activation element (2 for bf16/fp16; the op's numbers assume 2).
 // `moe` gives the routing for inter_node, needed when layout.ep_nodes > 1.
@@ -110,7 +119,13 @@ struct DispatchTime {
   double permute_bytes = 0;     // DispatchBytes::permute of the same exchange, each way
 };
 // The exchange of `op` (dispatch before expert_up, combine after expert_down), forward and
-// backward: all-to-all on `ep_group`, all-gather / reduce-scatter on `etp_group`. With a
+// backward: all-to-all on `ep_group`, all-gather / reduce-scatter on `etp_group`. With the
+// allgather dispatcher (layout.all_gather) the dispatch all-gathers the tokens and their
+// routing over layout.tp_ep and the combine reduce-scatters the outputs there; each one's
+// backward is the other collective on the gradients (MoEAllGatherTokenDispatcher,
+// megatron/core/transformer/moe/token_dispatcher.py at d98e8a64: token_dispatch gathers the
+// routing map, the probabilities and the hidden states over tp_ep_group; token_combine
+// reduce-scatters over it). With a
 // once-per-node dispatcher (layout.once_per_node, `moe` given) over an ep group that spans
 // nodes, the all-to-all is two legs that DeepEP's normal kernels run together: a token goes
 // once over RDMA to each node it needs, to the GPU of its own index there, which forwards it
@@ -136,7 +151,8 @@ DispatchTime dispatch_time(const CollectiveCost& coll, const models::Op& op, con
 bool expert_folding_order(const RankGrid& grid);
 // The ranks of the expert group along `axis` that contains `rank`. InputError when the grid
 // is not in the folding order or ep x etp does not divide tp x cp x dp.
-enum class ExpertAxis { Etp, Ep, Edp };
+// EtpEp: the etp x ep ranks the allgather dispatcher gathers over (Megatron-Core's tp_ep group).
+enum class ExpertAxis { Etp, Ep, Edp, EtpEp };
 std::vector<int> expert_group_ranks(const RankGrid& grid, int ep, int etp, ExpertAxis axis, int rank);
 // The worst-placed such group (most nodes spanned, then fewest ranks per node).
 PlacedGroup placed_expert_group(const RankGrid& grid, int ep, int etp, ExpertAxis axis, int gpus_per_node);

@@ -9,8 +9,11 @@
 // Fp8Padding of each expert's rows, and extensions/transformer_engine.py TEGroupedLinear:
 // NVIDIA/Megatron-LM at d98e8a64ddf34856e74b24714e3bedb2f5a39553). Each expert GEMM runs
 // at the FP8 rate at its own small shape, with its casts; the per-expert row padding to
-// the FP8 alignment and an FP8 token dispatch are not modelled (the all-to-all stays
-// bf16, the conservative side). Not in FP8: the attention
+// the FP8 alignment is not modelled, and the token dispatch stays bf16: Megatron-Core at
+// d98e8a64 quantizes it only as mxfp8 on its 'ncclep' flex backend
+// (TransformerConfig.moe_dispatch_fwd_dtype, which needs a Blackwell GPU's grouped GEMM),
+// while its DeepEP and HybridEP paths and the alltoall / allgather dispatchers move bf16
+// (fused_a2a.py: "Currently, we do not support fp8 dispatch"). Not in FP8: the attention
 // core (FlashAttention / cuDNN fused attention, bf16 here), the LM head (Megatron-Core's
 // output_layer is tensor_parallel.ColumnParallelLinear, not a TE module: NVIDIA/Megatron-LM
 // megatron/core/models/gpt/gpt_model.py, commit 007562f9), the embedding, norms,

@@ -30,6 +30,12 @@ const char* to_string(P2pMode p) {
   return enum_name(p, kNames);
 }
 
+const char* to_string(MoeDispatcher d) {
+  constexpr EnumName<MoeDispatcher> kNames[] = {
+      {MoeDispatcher::AllToAll, "alltoall"}, {MoeDispatcher::AllGather, "allgather"}, {MoeDispatcher::DeepEp, "deepep"}};
+  return enum_name(d, kNames);
+}
+
 const char* to_string(Zero3Gather g) {
   constexpr EnumName<Zero3Gather> kNames[] = {{Zero3Gather::Block, "block"}, {Zero3Gather::Module, "module"}};
   return enum_name(g, kNames);
@@ -141,9 +147,18 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
       r.fail("selective_recompute_modules", e.what());
     }
   }
-  s.moe_once_per_node = r.get_enum("moe_dispatcher", {"alltoall", "deepep"}, "alltoall") == "deepep";
+  {
+    const std::string d = r.get_enum("moe_dispatcher", {"alltoall", "allgather", "deepep"}, "alltoall");
+    s.moe_dispatcher = d == "deepep" ? MoeDispatcher::DeepEp : d == "allgather" ? MoeDispatcher::AllGather
+                                                                                : MoeDispatcher::AllToAll;
+  }
   s.moe_host_sync = r.get_bool("moe_host_sync", false);
   s.moe_shared_expert_overlap = r.get_bool("moe_shared_expert_overlap", false);
+  // Megatron-Core refuses the shared experts' overlap with the allgather dispatcher
+  // (TransformerConfig.__post_init__ at d98e8a64: alltoall or flex only).
+  if (s.moe_shared_expert_overlap && s.moe_dispatcher == MoeDispatcher::AllGather)
+    r.fail("moe_shared_expert_overlap", "needs moe_dispatcher alltoall or deepep (Megatron-Core runs the shared "
+                                        "experts' overlap with the alltoall or flex dispatcher only)");
   s.moe_probs_in_activation = r.get_bool("moe_probs_in_activation", false);
   s.fp8_tp_all_gather = r.get_bool("fp8_tp_all_gather", false);
   s.sp_collective_copies = r.get_bool("sp_collective_copies", false);

@@ -95,6 +95,10 @@ struct StackSupport {
   bool ep_overlap = false;
 };
 
+// The MoE token dispatcher a stack runs (SoftwareStack::moe_dispatcher).
+enum class MoeDispatcher { AllToAll, AllGather, DeepEp };
+const char* to_string(MoeDispatcher d);
+
 struct SoftwareStack {
   std::string name;
   std::string description;
@@ -152,12 +156,15 @@ struct SoftwareStack {
   // selective_recompute_modules, e.g. [per_op] for TorchTitan); none = strata's selective
   // mode, the attention core (recompute_modules.h).
   RecomputeModules selective_recompute{};
-  // How MoE tokens reach experts on other ranks (costmodel/expert_dispatch_cost.h):
-  // false = Megatron-Core's alltoall dispatcher, one send per routed copy (the default);
-  // true = a once-per-node dispatcher (DeepEP's internode kernels through Megatron-Core's
-  // flex dispatcher, `moe_dispatcher: deepep`): a token crosses to each node it needs once,
-  // over RDMA, and is forwarded to that node's experts over NVLink.
-  bool moe_once_per_node = false;
+  // How MoE tokens reach experts on other ranks (costmodel/expert_dispatch_cost.h), YAML
+  // moe_dispatcher: alltoall = Megatron-Core's alltoall dispatcher, one send per routed copy
+  // (the default); allgather = its allgather dispatcher (Megatron-LM's default
+  // --moe-token-dispatcher-type): every token of the etp x ep group gathered to every rank of
+  // it, the experts' outputs reduce-scattered back; deepep = a once-per-node dispatcher
+  // (DeepEP's internode kernels through Megatron-Core's flex dispatcher): a token crosses to
+  // each node it needs once, over RDMA, and is forwarded to that node's experts over NVLink.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
+  bool moe_once_per_node() const { return moe_dispatcher == MoeDispatcher::DeepEp; }
   // The MoE dispatcher reads the routing result to the host in every MoE layer's forward
   // (Megatron-Core's dropless dispatchers size their buffers from the per-expert token counts):
   // the CPU cannot queue work ahead of the GPU there, so each such layer's forward takes at

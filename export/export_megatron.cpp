@@ -155,15 +155,17 @@ void model_flags(FlagWriter& flag, const models::ModelSpec& m, const SoftwareSta
       flag("--moe-expert-capacity-factor", num(e.capacity_factor));
       flag("--moe-pad-expert-input-to-capacity");
     }
-    // The exchange and kernels the cost model charges: all-to-all dispatch (Megatron's
-    // default is allgather), or with a once-per-node stack (moe_dispatcher: deepep) the flex
-    // dispatcher on DeepEP's kernels (_add_moe_args at d98e8a64: --moe-token-dispatcher-type
-    // flex with --moe-flex-dispatcher-backend deepep); grouped GEMMs over the local experts.
-    if (stack.moe_once_per_node) {
-      flag("--moe-token-dispatcher-type", "flex");
-      flag("--moe-flex-dispatcher-backend", "deepep");
-    } else {
-      flag("--moe-token-dispatcher-type", "alltoall");
+    // The exchange and kernels the cost model charges, always stated: the stack's dispatcher
+    // (moe_dispatcher: alltoall, allgather, Megatron's default; deepep: the flex dispatcher on
+    // DeepEP's kernels, _add_moe_args at d98e8a64: --moe-token-dispatcher-type flex with
+    // --moe-flex-dispatcher-backend deepep); grouped GEMMs over the local experts.
+    switch (stack.moe_dispatcher) {
+      case costmodel::MoeDispatcher::DeepEp:
+        flag("--moe-token-dispatcher-type", "flex");
+        flag("--moe-flex-dispatcher-backend", "deepep");
+        break;
+      case costmodel::MoeDispatcher::AllGather: flag("--moe-token-dispatcher-type", "allgather"); break;
+      case costmodel::MoeDispatcher::AllToAll: flag("--moe-token-dispatcher-type", "alltoall"); break;
     }
     flag("--moe-grouped-gemm");
   }

@@ -436,9 +436,10 @@ void MegatronArgsReader::read_parallel_layout() {
                   "it)", source, s.ep);
     s.etp = 1;  // no experts to split
   } else if (s.ep * s.etp > 1) {
-    // The exchanges strata charges (costmodel/expert_dispatch_cost.h): the all-to-all
-    // dispatcher, or the flex dispatcher on DeepEP's kernels (its backend's default at
-    // d98e8a64, TransformerConfig.moe_flex_dispatcher_backend), sent once per node.
+    // The exchanges strata charges (costmodel/expert_dispatch_cost.h): the alltoall and
+    // allgather dispatchers (allgather is Megatron-LM's default), or the flex dispatcher on
+    // DeepEP's kernels (its backend's default at d98e8a64,
+    // TransformerConfig.moe_flex_dispatcher_backend), sent once per node.
     const std::string dispatcher =
         has("--moe-token-dispatcher-type") ? v.at("--moe-token-dispatcher-type") : std::string("allgather");
     const std::string backend =
@@ -447,13 +448,13 @@ void MegatronArgsReader::read_parallel_layout() {
       input_error("{}: --moe-flex-dispatcher-backend '{}' is not modelled: strata charges DeepEP's "
                   "kernels for the flex dispatcher (add --moe-flex-dispatcher-backend deepep)",
                   source, one_line(backend));
-    if (dispatcher != "alltoall" && dispatcher != "flex")
-      input_error("{}: --moe-token-dispatcher-type {} is not modelled with expert parallelism: "
-                  "strata charges the all-to-all dispatcher or DeepEP's (add "
-                  "--moe-token-dispatcher-type alltoall, or flex)", source,
-                  has("--moe-token-dispatcher-type") ? "'" + one_line(dispatcher) + "'"
-                                                     : std::string("allgather (Megatron-LM's default)"));
-    job.stack.moe_once_per_node = dispatcher == "flex";
+    if (dispatcher != "alltoall" && dispatcher != "flex" && dispatcher != "allgather")
+      input_error("{}: --moe-token-dispatcher-type '{}' is not modelled with expert parallelism: "
+                  "strata charges the alltoall, allgather and flex (DeepEP) dispatchers",
+                  source, one_line(dispatcher));
+    job.stack.moe_dispatcher = dispatcher == "flex"        ? costmodel::MoeDispatcher::DeepEp
+                               : dispatcher == "allgather" ? costmodel::MoeDispatcher::AllGather
+                                                           : costmodel::MoeDispatcher::AllToAll;
   }
   if (has("--moe-flex-dispatcher-backend") &&
       (!has("--moe-token-dispatcher-type") || v.at("--moe-token-dispatcher-type") != "flex"))

@@ -23,7 +23,7 @@ costmodel::SoftwareStack apply_overrides(costmodel::SoftwareStack s, const Stack
   if (o.zero3_gather) s.zero3_gather = *o.zero3_gather;
   if (o.zero3_persist_params) s.zero3_persist_params = *o.zero3_persist_params;
   if (o.zero3_gather_bucket_params) s.zero3_gather_bucket_params = *o.zero3_gather_bucket_params;
-  if (o.moe_once_per_node) s.moe_once_per_node = *o.moe_once_per_node;
+  if (o.moe_dispatcher) s.moe_dispatcher = *o.moe_dispatcher;
   return s;
 }
 

@@ -27,7 +27,7 @@ struct StackOverrides {
   std::optional<costmodel::Zero3Gather> zero3_gather;  // ZeRO-3 gathers per block or per module
   std::optional<double> zero3_persist_params;    // ZeRO-3 modules never gathered (at most this many)
   std::optional<double> zero3_gather_bucket_params;  // ZeRO-3 module gathers coalesced up to this
-  std::optional<bool> moe_once_per_node;         // DeepEP through the flex dispatcher
+  std::optional<costmodel::MoeDispatcher> moe_dispatcher;  // --moe-token-dispatcher-type
   bool operator==(const StackOverrides&) const = default;
 };
 

@@ -220,9 +220,15 @@ const GroupCostTable& SimEngine::costs_for(const Strategy& s, const Placement& p
   in.el.tp = in.tp, in.el.sequence_parallel = in.sp, in.el.ep = s.ep, in.el.etp = s.etp;
   // A once-per-node dispatcher's sends depend on the nodes the ep group spans (its placement
   // is in the table's key); the per-copy all-to-all needs no routing model.
-  if (moe && stack_.moe_once_per_node) {
+  if (moe && stack_.moe_once_per_node()) {
     in.el.once_per_node = true;
     in.el.ep_nodes = pl.ep.nodes_spanned;
+  }
+  // The allgather dispatcher's group is etp x ep contiguous ranks: its placement follows from
+  // ep and etp, which the table's key holds.
+  if (moe && stack_.moe_dispatcher == costmodel::MoeDispatcher::AllGather) {
+    in.el.all_gather = true;
+    in.el.tp_ep = pl.tp_ep;
   }
   if (moe) in.el.tokens_factor = costmodel::expert_tokens_factor(*model_.moe);
   GroupCostTable t;

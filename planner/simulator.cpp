@@ -151,6 +151,7 @@ const Placement& SimEngine::placement_for(const Strategy& s) {
     pl.ep = costmodel::placed_expert_group(grid, s.ep, s.etp, ExpertAxis::Ep, gpn);
     pl.etp = costmodel::placed_expert_group(grid, s.ep, s.etp, ExpertAxis::Etp, gpn);
     pl.edp = costmodel::placed_expert_group(grid, s.ep, s.etp, ExpertAxis::Edp, gpn);
+    pl.tp_ep = costmodel::placed_expert_group(grid, s.ep, s.etp, ExpertAxis::EtpEp, gpn);
   }
   if (s.pp > 1) {
     for (int p = 0; p + 1 < s.pp; ++p) pl.link.push_back(costmodel::placed_pp_pair(grid, p, gpn));

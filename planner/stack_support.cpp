@@ -21,6 +21,10 @@ std::string stack_refusal(const Strategy& s, const costmodel::SoftwareStack& sta
   if ((s.ep > 1 || s.etp > 1) && !u.experts) return no("expert parallelism (strategy.ep / etp)");
   if (s.ep_overlap && !u.ep_overlap)
     return no("Megatron-Core's batch-level EP overlap (strategy.ep_overlap, --overlap-moe-expert-parallel-comm)");
+  // TransformerConfig.__post_init__ at d98e8a64: the overlap runs with the alltoall or flex dispatcher only.
+  if (s.ep_overlap && stack.moe_dispatcher == costmodel::MoeDispatcher::AllGather)
+    return no("Megatron-Core's batch-level EP overlap with its allgather dispatcher (strategy.ep_overlap needs "
+              "moe_dispatcher alltoall or deepep)");
   // An fp32 stack (strata's CPU runtime: OpenBLAS sgemm, fp32 tensors) has no 16-bit or fp8
   // kernels: a plan in those would be predicted at a peak its training never runs at.
   if (stack.precision == costmodel::DType::Fp32 && !s.precision.empty() && s.precision != "fp32")

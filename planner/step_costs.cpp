@@ -162,7 +162,7 @@ void SimEngine::hide_ep_exchange(const Strategy& s, const Placement& pl, const G
   StageTimes& st = times_;
   const int layers = static_cast<int>(model_.layers);
   const double sm_share =
-      stack_.moe_once_per_node
+      stack_.moe_once_per_node()
           ? (cluster_.device.sm_count > 0 ? static_cast<double>(kDeepEpDispatcherSms) / cluster_.device.sm_count : 0.0)
           : costmodel::comm_sm_share(cluster_, pl.ep);
   std::vector<MergedLayer> merged_layers;

@@ -41,7 +41,7 @@ std::vector<std::pair<std::string, std::string>> settings(const SoftwareStack& s
       {"zero3_gather_bucket_params", fmt::format("{:g}", s.zero3_gather_bucket_params)},
       {"zero3_fetch_host_us", fmt::format("{:g}", s.zero3_fetch_host_us)},
       {"fp8_params", b(s.fp8_params)},
-      {"moe_dispatcher", s.moe_once_per_node ? "deepep" : "alltoall"},
+      {"moe_dispatcher", costmodel::to_string(s.moe_dispatcher)},
       {"moe_host_sync", b(s.moe_host_sync)},
       {"moe_shared_expert_overlap", b(s.moe_shared_expert_overlap)},
       {"moe_probs_in_activation", b(s.moe_probs_in_activation)},

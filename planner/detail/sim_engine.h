@@ -103,6 +103,7 @@ struct Placement {
   costmodel::PlacedGroup tp, cp;
   costmodel::PlacedGroup dp;                 // gradient group: dp x cp ranks (Megatron-Core)
   costmodel::PlacedGroup ep, etp, edp;  // expert groups (Megatron-Core folding); size 1 if unused
+  costmodel::PlacedGroup tp_ep;         // etp x ep ranks: the allgather dispatcher's group
   std::vector<costmodel::PlacedGroup> link;  // pipeline rank p -> (p + 1) % pp
   costmodel::PlacedGroup first_last;         // tied-embedding sync pair (stage 0, pp - 1)
 };

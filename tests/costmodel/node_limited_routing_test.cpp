@@ -186,4 +186,45 @@ TEST(NodeLimitedRouting, OncePerNodeDispatchIsTheSlowerOfItsTwoLegs) {
                    coll.time_s(sc::Collective::AllToAll, 16384.0, node));
 }
 
+// Megatron-Core's allgather dispatcher (stack moe_dispatcher: allgather): the dispatch
+// all-gathers every token of the etp x ep group once, with its routing, and the combine
+// reduce-scatters the outputs; the backward swaps them. By hand for the layer above on ep 4 x
+// etp 2 (8 ranks in a node): the rank's 16 tokens x 64 x 2 bytes = 2048 gathered from 8 ranks
+// = 16384 bytes, whatever top_k (the all-to-all sends 8 copies of each); the routing, 256
+// probabilities (2 bytes) and 256 map entries (1 byte) per token, 16 x 768 x 8 = 98304 bytes.
+TEST(AllGatherDispatcher, GathersEveryTokenOnceWithItsRouting) {
+  const DeepSeekLayer d;
+  const sm::ModelSpec& m = d.m;
+  const sm::Op* up = &d.up();
+  sc::ExpertLayout l;
+  l.ep = 4, l.etp = 2, l.all_gather = true;
+  l.tp_ep = sc::PlacedGroup{8, 1, 8};
+  const sc::DispatchBytes b = sc::dispatch_bytes(*up, l, 2.0, &*m.moe);
+  EXPECT_DOUBLE_EQ(b.token_gather, 16384.0);
+  EXPECT_DOUBLE_EQ(b.routing_gather, 98304.0);
+  EXPECT_EQ(b.all_to_all, 0.0);  // no all-to-all, no etp gather beside it
+  EXPECT_EQ(b.etp_gather, 0.0);
+  const sc::CollectiveCost coll(sc::testing::toy_cluster());
+  const sc::PlacedGroup none{1, 1, 1};
+  const sc::DispatchTime t = sc::dispatch_time(coll, *up, l, none, none, 2.0, &*m.moe);
+  EXPECT_DOUBLE_EQ(t.fwd_s, coll.time_s(sc::Collective::AllGather, 16384.0 + 98304.0, l.tp_ep));
+  EXPECT_DOUBLE_EQ(t.bwd_s, coll.time_s(sc::Collective::ReduceScatter, 16384.0, l.tp_ep));
+  // One rank: nothing to exchange.
+  l.ep = 1, l.etp = 1;
+  EXPECT_EQ(sc::dispatch_time(coll, *up, l, none, none, 2.0, &*m.moe).fwd_s, 0.0);
+}
+
+// The group it gathers over is etp x ep consecutive ranks (Megatron-Core's tp_ep group under
+// parallel folding): on 8-GPU nodes, etp 2 x ep 8 spans two nodes, 8 ranks on each.
+TEST(AllGatherDispatcher, ItsGroupIsTheEtpTimesEpRanks) {
+  const sc::RankGrid grid(8, 4, 1);  // dp 8 x tp 4: 32 ranks, one stage
+  const std::vector<int> g = sc::expert_group_ranks(grid, 8, 2, sc::ExpertAxis::EtpEp, 0);
+  ASSERT_EQ(g.size(), 16u);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(g[static_cast<std::size_t>(i)], i);
+  const sc::PlacedGroup p = sc::placed_expert_group(grid, 8, 2, sc::ExpertAxis::EtpEp, 8);
+  EXPECT_EQ(p.size, 16);
+  EXPECT_EQ(p.nodes_spanned, 2);
+  EXPECT_EQ(p.ranks_per_node_in_group, 8);
+}
+
 }  // namespace

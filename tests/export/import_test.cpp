@@ -13,6 +13,7 @@
 #include "export/megatron_arg_table.h"
 #include "export/imported_job.h"
 #include "export/launch_script.h"
+#include "planner/stack_support.h"
 #include "tests/export/test_plans.h"
 #include "tests/input_error_of.h"
 
@@ -553,7 +554,12 @@ TEST(ImportMegatron, RefusesMoeMlaAndFp8SettingsStrataDoesNotModelByName) {
     return std::string("no error");
   };
   EXPECT_EQ(message(moe + "--moe-token-dispatcher-type alltoall"), "no error");
-  EXPECT_NE(message(moe).find("allgather (Megatron-LM's default)"), std::string::npos);
+  // Megatron-LM's default dispatcher, allgather, whether stated or not.
+  EXPECT_EQ(message(moe), "no error");
+  EXPECT_EQ(import_megatron_args(moe, "a").stack.moe_dispatcher, strata::costmodel::MoeDispatcher::AllGather);
+  EXPECT_EQ(import_megatron_args(moe + "--moe-token-dispatcher-type allgather", "a").stack.moe_dispatcher,
+            strata::costmodel::MoeDispatcher::AllGather);
+  EXPECT_NE(message(moe + "--moe-token-dispatcher-type ring").find("'ring' is not modelled"), std::string::npos);
   // The flex dispatcher on DeepEP (its default backend) is the once-per-node exchange.
   EXPECT_EQ(message(moe + "--moe-token-dispatcher-type flex"), "no error");
   EXPECT_NE(message(moe + "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep")
@@ -700,6 +706,21 @@ torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
       << "an element's own quotes stay; a quoted unknown scalar stays as written";
 }
 
+// The allgather dispatcher goes out and comes back as Megatron-LM's flag says it.
+TEST(ImportMegatron, TheAllGatherDispatcherRoundTrips) {
+  Plan p = moe_plan(strata::models::load_model("mixtral-8x7b"), 16, 2, 1, 1, 64, 8, 1);
+  // A stack that runs the batch-level EP overlap, with the allgather dispatcher instead.
+  strata::costmodel::SoftwareStack stack = strata::costmodel::load_software_stack("mcore-2024-deepep");
+  ASSERT_TRUE(stack.supports.ep_overlap);
+  stack.moe_dispatcher = strata::costmodel::MoeDispatcher::AllGather;
+  const std::string args = export_megatron(p, stack);
+  EXPECT_NE(args.find("--moe-token-dispatcher-type allgather"), std::string::npos) << args;
+  EXPECT_EQ(import_megatron_args(args, "a").stack.moe_dispatcher, strata::costmodel::MoeDispatcher::AllGather);
+  // Megatron-Core runs the batch-level EP overlap with the alltoall or flex dispatcher only.
+  p.strategy.ep_overlap = true;
+  EXPECT_NE(strata::planner::stack_refusal(p.strategy, stack).find("allgather dispatcher"), std::string::npos);
+}
+
 TEST(ImportMegatron, ReadsRecomputeModulesAndTheBatchLevelEpOverlap) {
   const std::string base =
       "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size 1000 "
@@ -716,7 +737,7 @@ TEST(ImportMegatron, ReadsRecomputeModulesAndTheBatchLevelEpOverlap) {
   EXPECT_FALSE(job.strategy.recompute_modules.core_attn);
   EXPECT_TRUE(job.strategy.ep_overlap);
   EXPECT_FALSE(import_megatron_args(base, "a").strategy.ep_overlap);
-  EXPECT_EQ(job.stack.moe_once_per_node, false);  // the all-to-all dispatcher, stated
+  EXPECT_EQ(job.stack.moe_dispatcher, strata::costmodel::MoeDispatcher::AllToAll);  // stated
   // A plan exported for DeepEP with the overlap comes back with both (pp 1: no virtual
   // pipeline needed).
   Plan p = moe_plan(strata::models::load_model("mixtral-8x7b"), 16, 2, 1, 1, 64, 8, 1);
@@ -724,7 +745,7 @@ TEST(ImportMegatron, ReadsRecomputeModulesAndTheBatchLevelEpOverlap) {
   ASSERT_TRUE(strata::planner::validate(p.strategy, p.model).empty());
   const ImportedJob back =
       import_megatron_args(export_megatron(p, strata::costmodel::load_software_stack("mcore-2024-deepep")), "a");
-  EXPECT_EQ(back.stack.moe_once_per_node, true);
+  EXPECT_EQ(back.stack.moe_dispatcher, strata::costmodel::MoeDispatcher::DeepEp);
   EXPECT_TRUE(back.strategy.ep_overlap);
   EXPECT_FALSE(back.strategy.delay_wgrad);
   // --delay-wgrad-compute is read, and goes out again with the plan.
