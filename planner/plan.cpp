@@ -447,6 +447,14 @@ std::string plan_to_json(const Plan& p) {
           {"optimizer_step_grad_copy", json_number(m.step_grad_copy)},
           {"recompute_layer", json_number(m.recompute_layer)},
           {"in_flight", m.in_flight}};
+    // What of the sums above the routed experts and the multi-token prediction hold.
+    J& parts = j["prediction"]["peak_memory_parts_gib"];
+    if (p.model.moe) {
+      parts["expert_weights"] = json_number(m.expert_weights);
+      parts["expert_grads_optimizer"] = json_number(m.expert_grads_optimizer);
+      parts["dispatch_activations"] = json_number(m.dispatch_activations);
+    }
+    if (p.model.mtp_layers > 0) parts["mtp"] = json_number(m.mtp);
   }
   j["prediction"]["uncertainty"] =
       q.uncertainty >= 0

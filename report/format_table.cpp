@@ -194,23 +194,27 @@ std::string explain_memory(const planner::Plan* plan, const std::string& which) 
   const auto& s = plan->strategy;
   std::string out = fmt::format(
       "# memory per GPU {}(pipeline stage {}): weights {:.1f} + gradients {:.1f} + optimizer "
-      "{:.1f} GiB (zero {} over dp x cp = {}) + activations {:.1f} GiB ({} micro-batch chunk(s) in "
+      "{:.1f} GiB ({}) + activations {:.1f} GiB ({} micro-batch chunk(s) in "
       "flight, {} tokens each{}) + logits {:.1f}{} + reserve {:.1f} = {:.1f} GiB\n",
-      which.empty() ? "" : "of " + which + " ", m.stage, m.weights, m.grads, m.optimizer, s.zero, s.dp * s.cp, m.activations, m.in_flight,
+      which.empty() ? "" : "of " + which + " ", m.stage, m.weights, m.grads, m.optimizer,
+      s.zero == 0 ? fmt::format("no ZeRO: whole on each of dp x cp = {}", s.dp * s.cp)
+                  : fmt::format("zero {} over dp x cp = {}", s.zero, s.dp * s.cp),
+      m.activations, m.in_flight,
       static_cast<long long>(s.micro_batch * plan->model.seq_len / s.cp),
       s.cp > 1 ? fmt::format(" = {} x seq {} / cp {}", s.micro_batch, plan->model.seq_len, s.cp) : "",
       m.logits, m.step_extra > 0 ? fmt::format(" + optimizer step's fp32 gradient copy beyond them {:.1f}", m.step_extra) : "",
       m.reserve, q.peak_memory_gib);
   // Mixture of experts / multi-token prediction: the parts of the sums above they hold.
-  if (plan->model.moe || plan->model.mtp_layers > 0) {
-    out += fmt::format("#   of which routed experts: weights {:.1f} + gradients and optimizer {:.1f} GiB "
-                       "(ZeRO over edp = {}); routed-token activations {:.1f} GiB",
-                       m.expert_weights, m.expert_grads_optimizer, s.edp(), m.dispatch_activations);
-    if (plan->model.mtp_layers > 0)
-      out += fmt::format("; multi-token prediction ({} depth(s)) activations and logits {:.1f} GiB",
-                         plan->model.mtp_layers, m.mtp);
-    out += "\n";
-  }
+  std::vector<std::string> held;
+  if (plan->model.moe)
+    held.push_back(fmt::format("routed experts: weights {:.1f} + gradients and optimizer {:.1f} GiB ({} = {}); "
+                               "routed-token activations {:.1f} GiB",
+                               m.expert_weights, m.expert_grads_optimizer,
+                               s.zero == 0 ? "no ZeRO, edp" : "ZeRO over edp", s.edp(), m.dispatch_activations));
+  if (plan->model.mtp_layers > 0 && m.mtp > 0)
+    held.push_back(fmt::format("multi-token prediction ({} depth(s)) activations and logits {:.1f} GiB",
+                               plan->model.mtp_layers, m.mtp));
+  if (!held.empty()) out += fmt::format("#   of which {}\n", fmt::join(held, "; "));
   if (m.recompute_layer > 0)
     out += fmt::format("#   full recompute: the activations include the one layer the backward re-runs ({:.1f} GiB), "
                        "beyond the loss's peak, which is freed first\n",
