@@ -284,6 +284,28 @@ TEST(CliSimulate, JsonHasDesignKeysAndTheGivenStrategy) {
   EXPECT_GT(j["prediction"]["iteration_s"].get<double>(), 0);
 }
 
+// A MoE plan's JSON says what of the peak the routed experts hold: parts of the sums, never
+// more than them; a dense plan's has no such keys.
+TEST(CliSimulate, MoeJsonCarriesTheExpertsPartsOfThePeak) {
+  auto r = run_strata({"simulate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "64", "--tp", "2",
+                       "--pp", "4", "--ep", "4", "--etp", "1", "--micro-batch", "1", "--global-batch", "256",
+                       "--sequence-parallel", "--format", "json"});
+  expect_clean_success(r);
+  const json parts = strata::parse_json(r.out)["prediction"]["peak_memory_parts_gib"];
+  ASSERT_TRUE(parts.contains("expert_weights")) << parts.dump();
+  EXPECT_GT(parts["expert_weights"].get<double>(), 0.5 * parts["weights"].get<double>());  // 8 experts of 14336
+  EXPECT_LE(parts["expert_weights"].get<double>(), parts["weights"].get<double>());
+  EXPECT_LE(parts["expert_grads_optimizer"].get<double>(),
+            parts["grads"].get<double>() + parts["optimizer"].get<double>() + 1e-9);
+  EXPECT_GT(parts["dispatch_activations"].get<double>(), 0.0);
+  EXPECT_LE(parts["dispatch_activations"].get<double>(), parts["activations"].get<double>());
+  EXPECT_FALSE(parts.contains("mtp"));
+  auto dense = run_strata({"simulate", "--model", "llama2-7b", "--tp", "2", "--dp", "4", "--global-batch", "64",
+                           "--format", "json"});
+  expect_clean_success(dense);
+  EXPECT_FALSE(strata::parse_json(dense.out)["prediction"]["peak_memory_parts_gib"].contains("expert_weights"));
+}
+
 TEST(CliSimulate, YamlIsAPlanFileAndTraceParses) {
   TempDir d("strata_cli_sim");
   auto r = run_strata({"simulate", "--model", "llama2-7b", "--tp", "2", "--pp", "2", "--dp", "2",
