@@ -419,6 +419,11 @@ TEST(RuntimeParity, MoeCapacityFactorExpertParallel2) {
   EXPECT_LT(ep2.steps.back().loss, ep2.steps.front().loss);
 }
 
+TEST(RuntimeParity, MoeZero2ExpertParallel2) {  // gradients and optimizer state sharded, experts' over edp 2
+  expect_parity({.name = "moe_zero2_ep2", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 2, .zero = 2,
+                 .sequence_parallel = true});
+}
+
 TEST(RuntimeParity, MoeZero3ExpertParallel2) {  // dense shards over dp 2, experts over edp 2
   expect_parity({.name = "moe_zero3_ep2", .model = "tiny-moe", .dp = 2, .tp = 2, .ep = 2, .zero = 3,
                  .sequence_parallel = true});
