@@ -497,7 +497,7 @@ std::string fit_report(const FitResult& r) {
 std::string residual_entries(const FitResult& r) {
   struct Acc {
     ErrorSummary e;
-    double lo = 0, hi = 0, pmin = 0, pmax = 0, mfu_max = 0;
+    double lo = 0, hi = 0, pmin = 0, pmax = 0, mfu_max = 0, mfu_max_fp8 = 0;
     long long gmin = 0, gmax = 0, smin = 0, smax = 0;
     std::string device;
   };
@@ -509,7 +509,7 @@ std::string residual_entries(const FitResult& r) {
     const bool first = a.e.rows == 0;
     a.e.add(err);
     a.device = f.device;
-    if (!f.fp8) a.mfu_max = std::max(a.mfu_max, f.measured_mfu);  // MFU of 16-bit training
+    (f.fp8 ? a.mfu_max_fp8 : a.mfu_max) = std::max(f.fp8 ? a.mfu_max_fp8 : a.mfu_max, f.measured_mfu);
     a.lo = first ? err : std::min(a.lo, err), a.hi = first ? err : std::max(a.hi, err);
     a.pmin = first ? f.params_b : std::min(a.pmin, f.params_b), a.pmax = std::max(a.pmax, f.params_b);
     a.gmin = first ? f.gpus : std::min(a.gmin, f.gpus), a.gmax = std::max(a.gmax, f.gpus);
@@ -519,11 +519,11 @@ std::string residual_entries(const FitResult& r) {
   for (const auto& [key, a] : by)
     o += fmt::format("  - {{stack: {}, device: {}, set: {}, rows: {}, mape: {:.3f}, max_abs: {:.3f}, bias: {:.3f}, "
                      "err: [{:.3f}, {:.3f}], params_b: [{:.6g}, {:.6g}], gpus: [{}, {}], seq: [{}, {}], mfu_max: {:.3f}, "
-                     "profile: fitted}}\n",
+                     "mfu_max_fp8: {:.3f}, profile: fitted}}\n",
                      key.first, a.device,
                      quoted(key.second + ", held out of the fitted profile"), a.e.rows,
                      a.e.mape, std::fabs(a.e.worst), a.e.bias, a.lo, a.hi, a.pmin, a.pmax, a.gmin, a.gmax, a.smin,
-                     a.smax, a.mfu_max);
+                     a.smax, a.mfu_max, a.mfu_max_fp8);
   return o;
 }
 

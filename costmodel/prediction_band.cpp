@@ -26,7 +26,7 @@ const std::vector<ValidationResidual>& validation_residuals() {
       for (std::size_t i = 0; i < list.size(); ++i) {
         YamlReader e = list.element(i);
         e.expect_keys({"stack", "device", "set", "rows", "mape", "max_abs", "bias", "err", "params_b",
-                       "gpus", "seq", "profile", "mfu_max"});
+                       "gpus", "seq", "profile", "mfu_max", "mfu_max_fp8"});
         ValidationResidual v;
         v.stack = e.get_string("stack");
         v.device = e.get_string("device");
@@ -49,6 +49,7 @@ const std::vector<ValidationResidual>& validation_residuals() {
         range("gpus", &v.gpus_min, &v.gpus_max);
         range("seq", &v.seq_min, &v.seq_max);
         v.mfu_max = e.get_double("mfu_max", 0.0);
+        v.mfu_max_fp8 = e.get_double("mfu_max_fp8", 0.0);
         v.fitted = e.get_enum("profile", {"fitted", "tables"}, "tables") == "fitted";
         out.push_back(std::move(v));
       }
@@ -58,16 +59,17 @@ const std::vector<ValidationResidual>& validation_residuals() {
   return all;
 }
 
-std::string mfu_warning(const std::string& device, double mfu, double band_high) {
+std::string mfu_warning(const std::string& device, double mfu, double band_high, bool fp8) {
+  const auto ceiling = [fp8](const ValidationResidual& v) { return fp8 ? v.mfu_max_fp8 : v.mfu_max; };
   const ValidationResidual* top = nullptr;
   for (const auto& v : validation_residuals())
-    if (v.device == device && v.mfu_max > 0 && (!top || v.mfu_max > top->mfu_max)) top = &v;
+    if (v.device == device && ceiling(v) > 0 && (!top || ceiling(v) > ceiling(*top))) top = &v;
   const double slow_end = mfu / std::max(1.0, band_high);
-  if (!top || !(slow_end > top->mfu_max)) return "";
+  if (!top || !(slow_end > ceiling(*top))) return "";
   return fmt::format("warning: predicted MFU {:.1f}% ({:.1f}% at the slow end of its band) is above the highest of "
-                     "the published runs on {} that strata is validated against ({:.1f}%, {}): treat the step time "
+                     "the published {} runs on {} that strata is validated against ({:.1f}%, {}): treat the step time "
                      "as optimistic",
-                     100 * mfu, 100 * slow_end, device, 100 * top->mfu_max, top->set);
+                     100 * mfu, 100 * slow_end, fp8 ? "FP8" : "16-bit", device, 100 * ceiling(*top), top->set);
 }
 
 PredictionBand prediction_band(const std::string& stack, const std::string& device,

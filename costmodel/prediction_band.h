@@ -23,8 +23,10 @@ struct ValidationResidual {
   // The entry describes predictions with the device's fitted training losses (held-out
   // rows of `calibrate --from-runs`), not the kernel tables alone.
   bool fitted = false;
-  // Highest model-FLOP utilisation a published row of the set reached (0: not given).
-  double mfu_max = 0;
+  // Highest model-FLOP utilisation a published row of the set reached (0: not given), of its
+  // 16-bit rows and of its FP8 rows apart: FP8 GEMMs run at twice the 16-bit peak MFU counts
+  // against, so FP8 runs reach MFUs no 16-bit run can.
+  double mfu_max = 0, mfu_max_fp8 = 0;
 };
 
 // Every committed residual entry.
@@ -48,10 +50,10 @@ struct PredictionBand {
 PredictionBand prediction_band(const std::string& stack, const std::string& device,
                                double params_b, long long gpus, long long seq, bool fitted = false);
 
-// A warning when a predicted MFU exceeds the highest any validated published run on the
-// device reached (over every residual entry of the device that gives mfu_max) even at the
-// slow end of its band (mfu / band_high, band_high = published / predicted, >= 1); empty
-// otherwise.
-std::string mfu_warning(const std::string& device, double mfu, double band_high = 1.0);
+// A warning when a predicted MFU exceeds the highest any validated published run of the same
+// precision class (16-bit, or FP8 with `fp8`) on the device reached (over every residual entry
+// of the device that gives it) even at the slow end of its band (mfu / band_high, band_high =
+// published / predicted, >= 1); empty otherwise, and when no run of that class is known.
+std::string mfu_warning(const std::string& device, double mfu, double band_high = 1.0, bool fp8 = false);
 
 }  // namespace strata::costmodel

@@ -462,7 +462,7 @@ Candidate make_candidate(const Strategy& s, SimulationResult&& r, detail::SimEng
   c.strategy = s;
   c.prediction = std::move(r.prediction);
   c.prediction.notes = engine.notes(c.strategy);
-  if (auto w = costmodel::mfu_warning(device, c.prediction.mfu, c.prediction.uncertainty_high); !w.empty()) c.prediction.notes.push_back(w);
+  if (auto w = costmodel::mfu_warning(device, c.prediction.mfu, c.prediction.uncertainty_high, engine.fp8()); !w.empty()) c.prediction.notes.push_back(w);
   c.stage_layers = std::move(r.stage_layers);
   return c;
 }

@@ -592,7 +592,8 @@ SimulationResult simulate(const models::ModelSpec& model, const costmodel::Clust
   engine.share_graphs(options.graphs);
   SimulationResult r = engine.run(strategy, options.timeline, options.stage_layers);
   r.prediction.notes = engine.notes(strategy);
-  if (auto w = costmodel::mfu_warning(cluster.device.name, r.prediction.mfu, r.prediction.uncertainty_high); !w.empty())
+  if (auto w = costmodel::mfu_warning(cluster.device.name, r.prediction.mfu, r.prediction.uncertainty_high,
+                                        engine.fp8()); !w.empty())
     r.prediction.notes.push_back(w);
   return r;
 }

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Writes bench/validation/runs/{a100,h100,h100-moe,torchtitan-h100,torchtitan-a100}.yaml, the dev sets in the runs-file format that
+"""Writes bench/validation/runs/{a100,h100,h100-moe,torchtitan-h100,torchtitan-a100,h100-bridge-dense}.yaml, the dev sets in the runs-file format that
 `strata calibrate --from-runs` and `strata validate --runs` read (calibration/measured_runs.h),
 from the published sets beside them (bench/validation/*.yaml). Run from the repository root
 after changing a published set; the outputs are committed. Throughputs become seconds per
 iteration with the FLOP formula each source states (the TorchTitan rows keep their tokens/s per GPU,
 which strata converts by tokens per step); nothing is fitted here.
-    python3 scripts/validation-runs.py [--mcore-layouts FILE] [--only a100|h100|gemm|h100-moe|torchtitan]
+    python3 scripts/validation-runs.py [--mcore-layouts FILE] [--only a100|h100|gemm|h100-moe|torchtitan|h100-bridge-dense]
 --only: write that one set (h100-moe and torchtitan need no layouts file; `h100` without --mcore-layouts would
 drop the Megatron-Core rows, so regenerate it only with that file).
 --mcore-layouts: the layouts strata's search chose for the Megatron-Core rows, whose micro-batch,
@@ -183,6 +183,35 @@ def h100_moe():
             "defaults: {cluster: dgx-h100}\nruns:\n")
     open("bench/validation/runs/h100-moe.yaml", "w").write(head + "\n".join(out) + "\n")
 
+def h100_bridge_dense():
+    """bench/validation/runs/h100-bridge-dense.yaml from bridge-h100-dense.yaml: Megatron-Bridge's dense
+    Llama rows on DGX H100, one per release (the same job recurs), every row `use: check`; rows marked
+    `runs: false` stay in the source file only. Catalog models at seq 8192."""
+    d = yaml.safe_load(open("bench/validation/bridge-h100-dense.yaml"))
+    models, sources = d["models"], d["sources"]
+    out = []
+    for r in d["runs"]:
+        if r.get("runs") is False: continue
+        seq = 8192  # catalog llama3-8b / -70b / -405b: seq_len 8192
+        dp = r["gpus"] // (r["tp"] * r["pp"] * r["cp"])
+        st = strat(r["tp"], r["pp"], dp, r["mbs"], r["gbs"], r["vpp"], r["recompute"], r["sp"], r["zero"], r["cp"])
+        seconds = r["gbs"] * seq / (r["tokens_per_s_per_gpu"] * r["gpus"])
+        src = sources[r["src"]]
+        note = r["note"].replace('"', "'") if r.get("note") else None
+        row(out, r["id"], models[r["model"]], st, seconds, src["cite"].replace('"', "'"),
+            stack=r.get("stack", src.get("stack")), use=r.get("use", "check"), precision=r.get("precision"),
+            split=r.get("split"), note=note, stack_settings=r.get("stack_settings"))
+    head = ("# Dense Llama rows, DGX H100, from NVIDIA's Megatron-Bridge performance summaries 25.09-26.06 (written\n"
+            "# by scripts/validation-runs.py from bridge-h100-dense.yaml; see that file for every source, commit,\n"
+            "# setting and what strata cannot express). Every row `use: check`: no profile is fitted to them, so\n"
+            "# their errors under the fitted H100 profile are held out. Tokens/s/GPU converted as gbs x seq /\n"
+            "# (tokens/s/GPU x gpus), seq 8192. Stack nemo-2024-perf (the nearest; strata has no Megatron-Bridge\n"
+            "# stack); the 25.09 8B row ran Megatron-FSDP (ZeRO-3), which that stack is told it may run by\n"
+            "# stack_settings. The same job recurs across releases (70B GBS 128 / 256, 405B GBS 512 / 1536): one\n"
+            "# row per release. L8B-8-mb2511 is not here (table and config contradict; see the source).\n"
+            "defaults: {cluster: dgx-h100}\nruns:\n")
+    open("bench/validation/runs/h100-bridge-dense.yaml", "w").write(head + "\n".join(out) + "\n")
+
 def torchtitan():
     """bench/validation/runs/torchtitan-h100.yaml and torchtitan-a100.yaml from the source files of the
     same names: TorchTitan's published tokens/s per GPU kept as measured.tokens_per_s_per_gpu (strata
@@ -276,3 +305,4 @@ if only in (None, "h100"): h100(layouts)
 if only in (None, "gemm"): gemm_measured_variant("costmodel/hardware/profiles/h200-sxm-141gb-measured.yaml")
 if only in (None, "h100-moe"): h100_moe()
 if only in (None, "torchtitan"): torchtitan()
+if only in (None, "h100-bridge-dense"): h100_bridge_dense()

@@ -165,6 +165,7 @@ class SimEngine {
   const models::ModelSpec& model() const { return model_; }
   const costmodel::ClusterSpec& cluster() const { return cluster_; }
   const costmodel::SoftwareStack& stack() const { return stack_; }
+  bool fp8() const { return fp8_; }  // linear layers under an FP8 recipe
 
  private:
   // Drop and pad (a capacity factor: every expert's input padded to its capacity) fixes the

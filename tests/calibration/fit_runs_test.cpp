@@ -290,6 +290,24 @@ TEST(MeasuredRuns, PipelineSplitIsMegatronsAndChangesThePrediction) {
 // to seconds per step. The H100 rows ran on Grand Teton's 96 GB, 500 W part (its own device file)
 // and are fitted, except Table 2's context-parallel rows (attention at 32k-256k tokens, checked);
 // the A100 rows are all held-out checks.
+// Megatron-Bridge's dense H100 rows: checks only (held out of every fitted profile), FP8, on the
+// nearest stack; the 25.09 8B row ran Megatron-FSDP, which its stack_settings let the stack run.
+TEST(MeasuredRuns, BridgeDenseRowsLoadAsChecks) {
+  const auto rows =
+      cal::load_measured_runs(std::string(STRATA_SOURCE_DIR) + "/bench/validation/runs/h100-bridge-dense.yaml");
+  ASSERT_EQ(rows.size(), 12u);
+  for (const auto& r : rows) {
+    EXPECT_FALSE(r.fit) << r.id;
+    EXPECT_EQ(r.stack.name, "nemo-2024-perf") << r.id;
+    EXPECT_EQ(r.cluster.device.name, "h100-sxm-80gb") << r.id;
+    EXPECT_EQ(r.strategy.precision, "fp8") << r.id;
+  }
+  // 25.09, Llama 3 8B on 8 GPUs: 128 sequences of 8192 tokens at 14,079 tokens/s per GPU.
+  EXPECT_EQ(rows[0].id, "L8B-8-mb2509");
+  EXPECT_EQ(rows[0].strategy.zero, 3);
+  EXPECT_NEAR(rows[0].measured_s, 128.0 * 8192 / (14079.0 * 8), 1e-3);
+}
+
 TEST(MeasuredRuns, TorchTitanDevSetsLoad) {
   const std::string dir = std::string(STRATA_SOURCE_DIR) + "/bench/validation/runs/";
   const auto h100 = cal::load_measured_runs(dir + "torchtitan-h100.yaml");
