@@ -50,6 +50,7 @@ struct PlanFlags {
   int ep = 0, etp = 0;  // 0 = search
   std::int64_t micro_batch = 0;
   std::string recompute, schedule;
+  std::vector<std::string> recompute_modules;
   bool sequence_parallel = false;
   std::string memory_headroom = planner::kDefaultMemoryHeadroom;  // planner/memory_headroom.h
   bool explain = false;
@@ -79,6 +80,13 @@ planner::SearchOptions search_options(const PlanFlags& f, const costmodel::Softw
   if (f.zero >= 0) opt.zero = f.zero;
   if (f.micro_batch > 0) opt.micro_batch = f.micro_batch;
   if (!f.recompute.empty()) opt.recompute = planner::recompute_from_string(f.recompute);
+  if (!f.recompute_modules.empty()) {
+    try {
+      opt.recompute_modules = costmodel::recompute_modules_from_names(f.recompute_modules);
+    } catch (const InputError& e) {
+      input_error("--recompute-modules: {}", e.what());
+    }
+  }
   if (!f.schedule.empty()) opt.schedule = planner::schedule_from_string(f.schedule);
   if (f.sp_opt->count() > 0) opt.sequence_parallel = f.sequence_parallel;
   return opt;
@@ -323,6 +331,11 @@ void add_plan_command(CLI::App& app) {
       ->group(g);
   cmd->add_option("--recompute", f.recompute, "only this activation recompute")
       ->check(CLI::IsMember(recompute_names()))
+      ->group(g);
+  cmd->add_option("--recompute-modules", f.recompute_modules,
+                  "the Megatron-Core modules the selective candidates recompute, comma-separated (layernorm, "
+                  "mla_up_proj, core_attn, mlp, moe, moe_act, shared_experts; default: the stack's selective)")
+      ->delimiter(',')
       ->group(g);
   cmd->add_option("--schedule", f.schedule, "only this pipeline schedule")
       ->check(CLI::IsMember(schedule_names()))

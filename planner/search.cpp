@@ -190,6 +190,7 @@ void add_variants(const models::ModelSpec& model, const SearchOptions& options, 
           s.sequence_parallel = sp;
           s.ep = ep;
           s.etp = etp;
+          if (rc == Recompute::Selective && options.recompute_modules) s.recompute_modules = *options.recompute_modules;
           if (stack_refusal(s, stack).empty()) space.push_back(with_stack_recompute(s, stack));  // what the stack cannot run at all
         }
       }
@@ -497,6 +498,15 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     pinned.etp = options.etp.value_or(1);
     pinned.precision = options.precision;
     if (const std::string why = stack_refusal(pinned, stack); !why.empty()) throw InputError(why);
+  }
+  if (options.recompute_modules) {  // modules the model has, or an error line, not an empty space
+    if (options.recompute && *options.recompute != Recompute::Selective)
+      input_error("--recompute-modules needs the selective candidates (--recompute selective, or no --recompute)");
+    Strategy probe;
+    probe.recompute = Recompute::Selective;
+    probe.recompute_modules = *options.recompute_modules;
+    for (const Violation& v : validate(probe, model))
+      if (v.field == "strategy.recompute_modules") input_error("--recompute-modules: {}", v.message);
   }
 
   // Enumerate once into a flat list (cheap), so progress knows the total.

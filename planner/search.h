@@ -29,6 +29,9 @@ struct SearchOptions {
   std::string precision;
   std::optional<std::int64_t> micro_batch;
   std::optional<Recompute> recompute;
+  // The Megatron-Core modules the selective candidates recompute (--recompute-modules); unset:
+  // the stack's meaning of `selective` (SoftwareStack::selective_recompute).
+  std::optional<costmodel::RecomputeModules> recompute_modules;
   std::optional<bool> sequence_parallel;
   std::optional<ScheduleKind> schedule;
   // Threads to simulate on; 0: the machine's cores (at most 8, fewer for small spaces).

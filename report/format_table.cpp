@@ -83,6 +83,15 @@ std::string percent_cell(double f) {
 
 namespace {
 
+// Megatron-Core modules (--recompute-modules) beside `selective`, as Megatron names them; a
+// stack's own meaning of selective (TorchTitan's per-op policy) is the plain word.
+std::string recompute_cell(const planner::Strategy& s) {
+  std::string out = planner::to_string(s.recompute);
+  if (s.recompute_modules.megatron())
+    out += fmt::format(":{}", fmt::join(costmodel::recompute_module_names(s.recompute_modules), ","));
+  return out;
+}
+
 std::string strategy_brief(const planner::Strategy& s) {
   std::string out = fmt::format("tp={} pp={} dp={}", s.tp, s.pp, s.dp);
   if (s.cp > 1) out += fmt::format(" cp={}", s.cp);
@@ -311,7 +320,7 @@ std::string format_plan_table(const PlanReport& r) {
                                  std::to_string(s.dp), std::to_string(s.cp)};
     if (experts) row.insert(row.end(), {std::to_string(s.ep), std::to_string(s.etp)});
     row.insert(row.end(), {std::to_string(s.vpp), std::to_string(s.micro_batch),
-               std::to_string(s.zero), planner::to_string(s.recompute),
+               std::to_string(s.zero), recompute_cell(s),
                s.sequence_parallel ? "on" : "off", planner::to_string(s.schedule),
                duration_cell(q.iteration_s)});
     if (banded) row.push_back(likely_range_cell(q));

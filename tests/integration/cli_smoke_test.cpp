@@ -245,6 +245,41 @@ TEST(CliPlan, RestrictionsAreHonoured) {
   }
 }
 
+// --recompute-modules: the selective candidates recompute those Megatron-Core modules, and the
+// table names them; modules the model lacks, or beside a pinned non-selective recompute, are one
+// error line each.
+TEST(CliPlan, RecomputeModulesAreWhatTheSelectiveCandidatesRecompute) {
+  const std::vector<std::string> base = {"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "16",
+                                         "--global-batch", "64", "--top", "2"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run_strata(a);
+  };
+  const RunResult r = with({"--recompute", "selective", "--recompute-modules", "moe_act,layernorm", "--format", "json"});
+  expect_clean_success(r);
+  const json j = strata::parse_json(r.out);
+  ASSERT_FALSE(j["plans"].empty());
+  for (const auto& p : j["plans"]) {
+    EXPECT_EQ(p["strategy"]["recompute"], "selective");
+    EXPECT_EQ(p["strategy"]["recompute_modules"], json::array({"layernorm", "moe_act"})) << p["strategy"];
+  }
+  const RunResult table = with({"--recompute", "selective", "--recompute-modules", "moe_act,layernorm"});
+  expect_clean_success(table);
+  EXPECT_NE(table.out.find("selective:layernorm,moe_act"), std::string::npos) << table.out;
+  auto expect_one_error = [](const RunResult& e, const std::string& needle) {
+    EXPECT_EQ(e.exit_code, 2) << e.err;
+    EXPECT_EQ(e.err.rfind("error: ", 0), 0u) << e.err;
+    EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
+    EXPECT_NE(e.err.find(needle), std::string::npos) << e.err;
+  };
+  expect_one_error(run_strata({"plan", "--model", "llama3-8b", "--recompute-modules", "moe_act"}),
+                   "--recompute-modules: recompute modules moe, moe_act and shared_experts need a mixture-of-experts");
+  expect_one_error(with({"--recompute", "full", "--recompute-modules", "moe_act"}),
+                   "--recompute-modules needs the selective candidates");
+  expect_one_error(with({"--recompute-modules", "moe_actt"}), "--recompute-modules: recompute module 'moe_actt'");
+}
+
 TEST(CliPlan, AStackThatCannotRunAPinnedSettingIsOneErrorLine) {
   // dgx-a100's default stack is Megatron-LM 2021 (the one validated on A100): no sequence parallel.
   auto r = run_strata({"plan", "--model", "llama2-13b", "--gpus", "32", "--sequence-parallel"});
