@@ -609,10 +609,22 @@ void MegatronArgsReader::read_recompute() {
   } else if (gran == "full") {
     const std::string method = has("--recompute-method") ? v.at("--recompute-method") : "";
     const std::int64_t n = has("--recompute-num-layers") ? get_int("--recompute-num-layers") : 0;
-    if (method != "uniform" || n != 1)
-      input_error("{}: full recompute is modelled for every layer (--recompute-method uniform "
-                  "--recompute-num-layers 1); got method '{}', num-layers {}", source,
-                  one_line(method), n);
+    // Megatron-Core's block method checkpoints the first n layers of each model chunk one by one
+    // (megatron/core/recompute.py at d98e8a64): with n at least every chunk's layer count that
+    // is uniform 1, every layer re-run alone. Fewer, or uniform groups of n > 1, are other jobs.
+    std::int64_t chunk_blocks = job.model.layers;  // one chunk: every block
+    if (!job.stage_layers.empty()) {
+      chunk_blocks = 0;
+      for (const auto& chunk : job.stage_layers)
+        chunk_blocks = std::max<std::int64_t>(
+            chunk_blocks, std::count_if(chunk.begin(), chunk.end(),
+                                        [&](int g) { return g >= 1 && g <= job.model.layers; }));
+    }
+    const bool every_layer = (method == "uniform" && n == 1) || (method == "block" && n >= chunk_blocks);
+    if (!every_layer)
+      input_error("{}: full recompute is modelled for every layer, each re-run alone (--recompute-method "
+                  "uniform --recompute-num-layers 1, or block with num-layers >= the {} layers of a model "
+                  "chunk); got method '{}', num-layers {}", source, chunk_blocks, one_line(method), n);
     s.recompute = planner::Recompute::Full;
   } else {
     input_error("{}: --recompute-granularity '{}' is not full or selective", source, one_line(gran));

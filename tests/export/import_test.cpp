@@ -181,8 +181,20 @@ TEST(ImportMegatron, RefusesWhatStrataDoesNotModelByName) {
   EXPECT_NE(message("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params")
                 .find("needs --use-distributed-optimizer"),
             std::string::npos);
+  // Block recompute of n layers per model chunk: every layer once n covers a chunk (4 layers, one
+  // chunk; 2 per chunk on pp 2), only some of them otherwise (not modelled).
   EXPECT_NE(message("--recompute-granularity full --recompute-method block --recompute-num-layers 2")
-                .find("--recompute-method uniform"),
+                .find("block with num-layers >= the 4 layers of a model chunk"),
+            std::string::npos);
+  EXPECT_EQ(import_megatron_args(base + "--recompute-granularity full --recompute-method block "
+                                        "--recompute-num-layers 4", "a")
+                .strategy.recompute,
+            Recompute::Full);
+  EXPECT_EQ(message("--recompute-granularity full --recompute-method block --recompute-num-layers 2 "
+                    "--pipeline-model-parallel-size 2"),
+            "no error");
+  EXPECT_NE(message("--recompute-granularity full --recompute-method uniform --recompute-num-layers 2")
+                .find("got method 'uniform', num-layers 2"),
             std::string::npos);
   EXPECT_NE(message("--swiglu").find("--swiglu without --disable-bias-linear"), std::string::npos);
   EXPECT_NE(message("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'E,t*2|t*2,mtp,L'")
