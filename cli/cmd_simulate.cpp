@@ -278,6 +278,12 @@ void add_simulate_command(CLI::App& app) {
                       "(layernorm, mla_up_proj, core_attn, mlp, moe, moe_act, shared_experts; default core_attn)")
           ->delimiter(','));
   f.layout_opts.push_back(
+      cmd->add_option("--recompute-layers", f.recompute_layers,
+                      "with --recompute full: only the first N blocks of each model chunk re-run their forward, the "
+                      "others keep their activations (Megatron-LM's --recompute-method block --recompute-num-layers "
+                      "N); default every block")
+          ->check(CLI::Range(1, 1 << 20)));
+  f.layout_opts.push_back(
       cmd->add_option("--schedule", f.schedule,
                       "pipeline schedule (default: interleaved if --vpp > 1, else 1f1b)")
           ->check(CLI::IsMember(schedule_names())));

@@ -262,6 +262,23 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
   // Full recompute re-runs one layer at a time in the backward: that layer's whole activations
   // live beside the stored layer inputs (the largest of the rank's layers).
   const bool full = in.recompute == RecomputeMode::Full;
+  if (in.recompute_layers < 0) input_error("memory model recompute_layers ({}) must be >= 0", in.recompute_layers);
+  // A partial full recompute (in.recompute_layers > 0): the chunk's blocks past the first n
+  // keep everything, as without recompute.
+  const bool partial = full && in.recompute_layers > 0;
+  const double kept_dense =
+      partial ? layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, RecomputeMode::None,
+                                       in.attention_score_bytes, 0, 1, {}, in.storage)
+              : 0.0;
+  const double kept_moe =
+      partial && spec_.moe ? layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel,
+                                                    RecomputeMode::None, in.attention_score_bytes,
+                                                    spec_.first_moe_layer(), in.etp, {}, in.storage)
+                           : kept_dense;
+  const double kept_routed =
+      partial && spec_.moe ? routed_activation_bytes(spec_, in.micro_batch, in.tp, RecomputeMode::None,
+                                                     spec_.first_moe_layer(), in.etp, {}, in.storage)
+                           : 0.0;
   const double rerun_dense =
       full ? layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, RecomputeMode::None,
                                     in.attention_score_bytes, 0, 1, {}, in.storage)
@@ -292,6 +309,7 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
   for (int c = 0; c < chunks; ++c) {
     const int p = rank_of_chunk(c);
     StageMemory& m = out[static_cast<std::size_t>(p)];
+    int chunk_blocks = 0;  // blocks of this chunk so far (the block method's count)
     for (int g : stage_layers[static_cast<std::size_t>(c)]) {
       const std::size_t gi = static_cast<std::size_t>(g);
       const double group_params = group_params_sharded_[gi] / t + group_params_replicated_[gi];
@@ -310,11 +328,14 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
       double& act = act_sum[static_cast<std::size_t>(p)];
       if (g == 0) act += sbh / sp_div;                 // embedding dropout mask (1 byte)
       else if (g == head_group) act += 4.0 * sbh / sp_div + mtp_act;  // final-norm + LM-head inputs
-      else act += spec_.is_moe_layer(g) ? moe_layer_act : layer_act;
-      if (g > 0 && g < head_group)
+      const bool block = g > 0 && g < head_group;
+      const bool kept = block && partial && chunk_blocks++ >= in.recompute_layers;  // not re-run
+      if (kept) act += spec_.is_moe_layer(g) ? kept_moe : kept_dense;
+      else if (block) act += spec_.is_moe_layer(g) ? moe_layer_act : layer_act;
+      if (block && !kept)
         rerun[static_cast<std::size_t>(p)] =
             std::max(rerun[static_cast<std::size_t>(p)], spec_.is_moe_layer(g) ? rerun_moe : rerun_dense);
-      if (g > 0 && g < head_group && spec_.is_moe_layer(g)) routed_sum[static_cast<std::size_t>(p)] += moe_routed_act;
+      if (block && spec_.is_moe_layer(g)) routed_sum[static_cast<std::size_t>(p)] += kept ? kept_routed : moe_routed_act;
       if (g == head_group && spec_.mtp_block_is_moe())
         routed_sum[static_cast<std::size_t>(p)] += static_cast<double>(spec_.mtp_layers) * moe_routed_act;
     }

@@ -142,6 +142,9 @@ struct MemoryInputs {
   int zero = 0;                       // 0..3
   RecomputeMode recompute = RecomputeMode::None;
   RecomputeModules recompute_modules;  // with RecomputeMode::Selective (see RecomputeModules)
+  // With RecomputeMode::Full: only the first n blocks of each model chunk (stage_layers entry)
+  // keep just their input, the others all their activations (Megatron's block method); 0 = all.
+  int recompute_layers = 0;
   bool sequence_parallel = false;
   double attention_score_bytes = kUnfusedScoreBytes;  // see kUnfusedScoreBytes
   double grad_buffer_bytes = 4.0;     // per parameter: the gradient reduction dtype's size (2 or 4)

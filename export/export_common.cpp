@@ -67,9 +67,14 @@ std::int64_t train_iterations(const Plan& p, std::int64_t tokens) {
 }
 
 void refuse_recompute_modules(const planner::Strategy& s, const char* framework) {
+  const bool megatron = std::string_view(framework) == "Megatron-LM";
   if (s.recompute_modules.megatron())
     input_error("the plan recomputes Megatron-Core modules (strategy.recompute_modules), which this "
                 "export does not write; export without them or add --recompute-modules by hand");
+  if (s.recompute_layers > 0 && !megatron)
+    input_error("the plan re-runs only the first {} blocks of each model chunk (strategy.recompute_layers, "
+                "Megatron-LM's block recompute), which {} has no setting for; export it --to megatron",
+                s.recompute_layers, framework);
   if (s.recompute_modules.per_op && std::string_view(framework) != "TorchTitan")
     input_error("the plan recomputes with TorchTitan's per-op policy (strategy.recompute_modules [per_op], "
                 "a torchtitan stack's selective recompute), which {} has no setting for; export it --to "

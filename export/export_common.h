@@ -57,9 +57,10 @@ std::string rope_base_arg(const models::ModelSpec& m);
 // The stack with the plan's strategy.precision (bf16 | fp16 | fp8) in place of its own, as
 // the simulator resolves it (planner/simulator.cpp resolve_stack): the exports write what
 // the prediction assumed.
-// Refuses (InputError) a plan whose selective recompute names modules the export does not
-// write: Megatron-Core modules (all exports; `framework` names the one refusing), and
-// TorchTitan's per-op policy for every framework but TorchTitan.
+// Refuses (InputError) a plan whose recompute the export does not write: Megatron-Core modules
+// (all exports; `framework` names the one refusing), the block method's recompute_layers for
+// every framework but Megatron-LM, and TorchTitan's per-op policy for every framework but
+// TorchTitan.
 void refuse_recompute_modules(const planner::Strategy& s, const char* framework);
 
 costmodel::SoftwareStack planned_stack(const planner::Plan& p, const costmodel::SoftwareStack& stack);

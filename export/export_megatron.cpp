@@ -274,8 +274,10 @@ void training_flags(FlagWriter& flag, const Plan& p, const SoftwareStack& stack,
     flag("--recompute-granularity", "selective");
   } else if (s.recompute == Recompute::Full) {
     flag("--recompute-granularity", "full");
-    flag("--recompute-method", "uniform");
-    flag("--recompute-num-layers", "1");
+    // Every block re-run alone (uniform 1), or the first n of each model chunk (block n:
+    // megatron/core/recompute.py at d98e8a64).
+    flag("--recompute-method", s.recompute_layers > 0 ? "block" : "uniform");
+    flag("--recompute-num-layers", num(std::int64_t{s.recompute_layers > 0 ? s.recompute_layers : 1}));
   }
   if (s.zero >= 1) flag("--use-distributed-optimizer");
   if (s.zero >= 2) {

@@ -610,8 +610,9 @@ void MegatronArgsReader::read_recompute() {
     const std::string method = has("--recompute-method") ? v.at("--recompute-method") : "";
     const std::int64_t n = has("--recompute-num-layers") ? get_int("--recompute-num-layers") : 0;
     // Megatron-Core's block method checkpoints the first n layers of each model chunk one by one
-    // (megatron/core/recompute.py at d98e8a64): with n at least every chunk's layer count that
-    // is uniform 1, every layer re-run alone. Fewer, or uniform groups of n > 1, are other jobs.
+    // and keeps the others (megatron/core/recompute.py at d98e8a64): strategy.recompute_layers n,
+    // every layer once n covers every chunk (uniform 1). Uniform groups of n > 1 layers re-run
+    // together, which strata does not model.
     std::int64_t chunk_blocks = job.model.layers;  // one chunk: every block
     if (!job.stage_layers.empty()) {
       chunk_blocks = 0;
@@ -620,12 +621,12 @@ void MegatronArgsReader::read_recompute() {
             chunk_blocks, std::count_if(chunk.begin(), chunk.end(),
                                         [&](int g) { return g >= 1 && g <= job.model.layers; }));
     }
-    const bool every_layer = (method == "uniform" && n == 1) || (method == "block" && n >= chunk_blocks);
-    if (!every_layer)
-      input_error("{}: full recompute is modelled for every layer, each re-run alone (--recompute-method "
-                  "uniform --recompute-num-layers 1, or block with num-layers >= the {} layers of a model "
-                  "chunk); got method '{}', num-layers {}", source, chunk_blocks, one_line(method), n);
+    if (!(method == "uniform" && n == 1) && !(method == "block" && n >= 1))
+      input_error("{}: full recompute is modelled for every layer re-run alone (--recompute-method uniform "
+                  "--recompute-num-layers 1) or the first n of each model chunk (--recompute-method block "
+                  "--recompute-num-layers n); got method '{}', num-layers {}", source, one_line(method), n);
     s.recompute = planner::Recompute::Full;
+    if (method == "block" && n < chunk_blocks) s.recompute_layers = static_cast<int>(n);
   } else {
     input_error("{}: --recompute-granularity '{}' is not full or selective", source, one_line(gran));
   }

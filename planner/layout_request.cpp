@@ -57,6 +57,7 @@ Strategy derive_strategy(const LayoutRequest& r, std::int64_t default_global_bat
   return {.dp = dp, .tp = r.tp, .pp = r.pp, .cp = r.cp, .vpp = r.vpp, .micro_batch = r.micro_batch,
           .global_batch = global_batch, .zero = r.zero, .recompute = recompute_from_string(r.recompute),
           .recompute_modules = costmodel::recompute_modules_from_names(r.recompute_modules),
+          .recompute_layers = r.recompute_layers,
           .sequence_parallel = r.sequence_parallel, .schedule = derive_schedule(r), .ep = r.ep, .etp = r.etp,
           .ep_overlap = r.ep_overlap, .delay_wgrad = r.delay_wgrad, .precision = precision};
 }

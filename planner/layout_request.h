@@ -18,6 +18,7 @@ struct LayoutRequest {
   std::int64_t micro_batch = 1, global_batch = 0;  // global_batch 0: derived
   std::string recompute = "none";
   std::vector<std::string> recompute_modules{};  // Megatron-Core names, with recompute selective
+  int recompute_layers = 0;                      // with recompute full: first n blocks per chunk
   std::string schedule{};                        // empty: derived
   bool sequence_parallel = false;
   bool ep_overlap = false;

@@ -52,7 +52,7 @@ int read_int(const YamlReader& r, const std::string& key, int dflt, bool require
 Strategy read_strategy(const YamlReader& r) {
   r.expect_keys({"dp", "tp", "pp", "cp", "vpp", "micro_batch", "global_batch", "zero", "recompute",
                  "sequence_parallel", "schedule", "rank_order", "ep", "etp", "precision",
-                 "recompute_modules", "ep_overlap", "delay_wgrad"});
+                 "recompute_modules", "recompute_layers", "ep_overlap", "delay_wgrad"});
   Strategy s;
   s.dp = read_int(r, "dp", 1, true);
   s.tp = read_int(r, "tp", 1, true);
@@ -73,6 +73,7 @@ Strategy read_strategy(const YamlReader& r) {
   if (r.has("precision")) s.precision = r.get_enum("precision", {"bf16", "fp16", "fp8"});
   s.ep_overlap = r.get_bool("ep_overlap", false);
   s.delay_wgrad = r.get_bool("delay_wgrad", false);
+  s.recompute_layers = read_int(r, "recompute_layers", 0, false);
   if (r.has("recompute_modules")) {
     // A list of Megatron-Core module names (costmodel/recompute_modules.h).
     const YamlReader list = r.child("recompute_modules");
@@ -226,6 +227,7 @@ void emit_strategy(YAML::Emitter& e, const Strategy& s) {
   if (s.recompute_modules.any())
     e << YAML::Key << "recompute_modules" << YAML::Value << YAML::Flow
       << costmodel::recompute_module_names(s.recompute_modules);
+  if (s.recompute_layers > 0) e << YAML::Key << "recompute_layers" << YAML::Value << s.recompute_layers;
   if (s.ep_overlap) e << YAML::Key << "ep_overlap" << YAML::Value << true;
   if (s.delay_wgrad) e << YAML::Key << "delay_wgrad" << YAML::Value << true;
   e << YAML::EndMap;
@@ -409,6 +411,7 @@ std::string plan_to_json(const Plan& p) {
                     {"etp", s.etp}};
   if (!s.precision.empty()) j["strategy"]["precision"] = s.precision;
   if (s.recompute_modules.any()) j["strategy"]["recompute_modules"] = costmodel::recompute_module_names(s.recompute_modules);
+  if (s.recompute_layers > 0) j["strategy"]["recompute_layers"] = s.recompute_layers;
   if (s.ep_overlap) j["strategy"]["ep_overlap"] = true;
   if (s.delay_wgrad) j["strategy"]["delay_wgrad"] = true;
   // The precision simulated: the strategy's, else the stack's.

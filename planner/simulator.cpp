@@ -332,7 +332,8 @@ void SimEngine::grad_buckets(const Strategy& s, int p, const GradReduce& gr, con
     const double scale = times_.bwd[v] > 0 ? (op_end - op_start) / times_.bwd[v] : 0.0;
     for (auto it = sl[v].rbegin(); it != sl[v].rend(); ++it) {
       double fc, ft, bc, bt;
-      group_times(t.groups[*it], *it, layers, s, &fc, &ft, &bc, &bt);
+      const auto i = static_cast<std::size_t>(std::distance(sl[v].begin(), it.base()) - 1);
+      group_times(t.groups[*it], *it, layers, s, &fc, &ft, &bc, &bt, block_reruns(sl[v], i, layers, s));
       at += (bc + bt) * scale;
       acc += t.groups[*it].params_rank;
       acc_expert += t.groups[*it].expert_params_rank;

@@ -75,7 +75,7 @@ void SimEngine::stage_times(const Strategy& s, const Placement& pl, const GroupC
   stage_compute_parts(s, t, sl);
   hide_ep_exchange(s, pl, t, sl);
   add_zero_comm(s, pl, t, sl);
-  count_model_flops(s, t);
+  count_model_flops(s, t, sl);
   pipeline_links(s, pl);
 }
 
@@ -106,10 +106,12 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
                             : 0.0;
   for (int v = 0; v < stages; ++v) {
     double f = 0, ftp = 0, b = 0, btp = 0, fcp = 0, bcp = 0;
-    for (int g : sl[v]) {
+    for (std::size_t i = 0; i < sl[v].size(); ++i) {
+      const int g = sl[v][i];
+      const bool rerun = block_reruns(sl[v], i, layers, s);
       double fc, ft, bc, bt, xf, xb;
-      group_times(t.groups[g], g, layers, s, &fc, &ft, &bc, &bt);
-      cp_times(t.groups[g], g, layers, s, &xf, &xb);
+      group_times(t.groups[g], g, layers, s, &fc, &ft, &bc, &bt, rerun);
+      cp_times(t.groups[g], g, layers, s, &xf, &xb, rerun);
       f += fc + ft;
       ftp += ft;
       b += bc + bt;
@@ -118,7 +120,7 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
       bcp += xb;
       const GroupCost& gc = t.groups[g];
       const double ep_recompute =
-          (s.recompute == Recompute::Full && is_block(g, layers) ? gc.ep_fwd_s : 0.0) +
+          (rerun ? gc.ep_fwd_s : 0.0) +
           (s.recompute == Recompute::Selective && s.recompute_modules.moe ? gc.moe_ep_fwd_s : 0.0);
       st.ep_fwd[v] += gc.ep_fwd_s;
       st.ep_bwd[v] += gc.ep_bwd_s + ep_recompute;
@@ -135,7 +137,7 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
         const double wait = std::max(0.0, host_s - (fc + ft));
         f += wait;
         st.host_fwd[v] += wait;
-        if (s.recompute == Recompute::Full) b += wait, st.host_bwd[v] += wait;
+        if (rerun) b += wait, st.host_bwd[v] += wait;
       }
     }
     st.fwd[v] = f;
@@ -230,9 +232,10 @@ void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const Grou
   if (!(s.zero >= 2 && (s.dp * s.cp > 1 || (model_.moe && s.edp() > 1)))) return;
   // Per layer group (the same for every pp / vpp / micro-batch count: cached).
   const bool full = s.recompute == Recompute::Full;
-  auto key = std::make_tuple(&t, &pl, s.zero, full);
-  auto it = zero_comm_.find(key);
-  if (it == zero_comm_.end()) {
+  // Which blocks re-run their forward (the ZeRO-3 re-gather follows them): all under full
+  // recompute, or the first recompute_layers of each chunk, which depend on the partition.
+  const std::vector<char> reruns = rerun_blocks(sl, t.groups.size(), layers, s);
+  auto per_group_comm = [&] {
     std::vector<costmodel::ZeroGroupComm> per_group(t.groups.size());
     for (std::size_t g = 0; g < t.groups.size(); ++g) {
       const GroupCost& c = t.groups[g];
@@ -249,13 +252,25 @@ void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const Grou
           {c.params_rank - c.expert_params_rank, pl.dp, by_module, dense, host_s},
           {c.expert_params_rank, pl.edp, by_module, expert, host_s}};
       per_group[g] = costmodel::zero_group_comm(s.zero, shards, act_bytes_, grad_bytes, c.fwd_s, c.bwd_s,
-                                                full && is_block(static_cast<int>(g), layers),
-                                                stack_.zero_prefetch, coll_,
+                                                reruns[g] != 0, stack_.zero_prefetch, coll_,
                                                 stack_.zero3_recompute_regather);
     }
-    it = zero_comm_.emplace(key, std::move(per_group)).first;
+    return per_group;
+  };
+  // Cached per layer-cost table and placement when every block or none re-runs; a partial
+  // recompute's blocks depend on the partition, so it is costed afresh.
+  std::vector<costmodel::ZeroGroupComm> partial;
+  const std::vector<costmodel::ZeroGroupComm>* cached = nullptr;
+  if (full && s.recompute_layers > 0) {
+    partial = per_group_comm();
+    cached = &partial;
+  } else {
+    auto key = std::make_tuple(&t, &pl, s.zero, full);
+    auto it = zero_comm_.find(key);
+    if (it == zero_comm_.end()) it = zero_comm_.emplace(key, per_group_comm()).first;
+    cached = &it->second;
   }
-  const std::vector<costmodel::ZeroGroupComm>& zc = it->second;
+  const std::vector<costmodel::ZeroGroupComm>& zc = *cached;
   for (int v = 0; v < stages; ++v) {
     for (int g : sl[v]) {
       st.fwd_zero[v] += zc[static_cast<std::size_t>(g)].fwd_exposed_s;
@@ -267,17 +282,19 @@ void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const Grou
 }
 
 // Model, recompute and executed FLOPs per micro-batch, whole model.
-void SimEngine::count_model_flops(const Strategy& s, const GroupCostTable& t) {
+void SimEngine::count_model_flops(const Strategy& s, const GroupCostTable& t,
+                                  const std::vector<std::vector<int>>& sl) {
   const int layers = static_cast<int>(model_.layers);
   // A causal flash kernel skips the upper half of QK^T and AV, in the forward, the backward
   // (2x) and a recomputed forward alike; MFU's model count takes the whole s x s matrix.
   const double skipped = stack_.flash_like() ? 1 - costmodel::kCausalAttentionFraction : 0.0;
   double model_flops_mb = 0, recompute_flops = 0, attention_skipped = 0;
+  const std::vector<char> reruns = rerun_blocks(sl, t.groups.size(), layers, s);
   for (std::size_t g = 0; g < t.groups.size(); ++g) {
     const GroupCost& c = t.groups[g];
     model_flops_mb += c.flops_fwd + c.flops_bwd;
     attention_skipped += 3 * c.attn_flops_fwd * skipped;
-    if (s.recompute == Recompute::Full && is_block(static_cast<int>(g), layers)) {
+    if (reruns[g]) {
       recompute_flops += c.flops_fwd;
       attention_skipped += c.attn_flops_fwd * skipped;
     } else if (s.recompute == Recompute::Selective) {
@@ -345,6 +362,7 @@ std::vector<costmodel::StageMemory> SimEngine::memory(const Strategy& s, const G
   mem_in_.zero = s.zero;
   mem_in_.recompute = memory_recompute(s.recompute);
   mem_in_.recompute_modules = s.recompute_modules;
+  mem_in_.recompute_layers = s.recompute == Recompute::Full ? s.recompute_layers : 0;
   mem_in_.sequence_parallel = s.sequence_parallel;
   mem_in_.attention_score_bytes = score_bytes(stack_);
   mem_in_.grad_buffer_bytes = costmodel::dtype_bytes(stack_.grad_reduce_dtype);

@@ -62,6 +62,10 @@ std::vector<Violation> validate(const Strategy& s, const models::ModelSpec& m, S
         fmt::format("strategy.sequence_parallel with cp needs 2 x cp x tp = {} to divide "
                     "model.seq_len ({})",
                     2 * static_cast<std::int64_t>(s.cp) * s.tp, m.seq_len));
+  if (s.recompute_layers < 0)
+    add("strategy.recompute_layers", fmt::format("strategy.recompute_layers ({}) must be >= 0", s.recompute_layers));
+  if (s.recompute_layers > 0 && s.recompute != Recompute::Full)
+    add("strategy.recompute_layers", "strategy.recompute_layers needs strategy.recompute full");
   if (s.recompute_modules.any()) {
     if (s.recompute != Recompute::Selective)
       add("strategy.recompute_modules", "strategy.recompute_modules needs strategy.recompute selective");

@@ -26,6 +26,10 @@ struct Strategy {
   // With recompute selective: the Megatron-Core submodules recomputed (--recompute-modules);
   // none set = the attention core (strata's selective mode). Not searched.
   costmodel::RecomputeModules recompute_modules{};
+  // With recompute full: only the first n blocks of each model chunk re-run their forward in
+  // the backward, the others keep their activations (Megatron-LM's --recompute-method block
+  // --recompute-num-layers n); 0 = every block. Not searched.
+  int recompute_layers = 0;
   bool sequence_parallel = false;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   std::string rank_order = "tp-dp-pp";

@@ -87,6 +87,8 @@ namespace {
 // stack's own meaning of selective (TorchTitan's per-op policy) is the plain word.
 std::string recompute_cell(const planner::Strategy& s) {
   std::string out = planner::to_string(s.recompute);
+  if (s.recompute == planner::Recompute::Full && s.recompute_layers > 0)
+    out += fmt::format(":{}/chunk", s.recompute_layers);  // the first n blocks of each chunk
   if (s.recompute_modules.megatron())
     out += fmt::format(":{}", fmt::join(costmodel::recompute_module_names(s.recompute_modules), ","));
   return out;
@@ -101,6 +103,8 @@ std::string strategy_brief(const planner::Strategy& s) {
                      planner::to_string(s.recompute));
   if (s.recompute_modules.any())
     out += fmt::format("({})", fmt::join(costmodel::recompute_module_names(s.recompute_modules), ","));
+  if (s.recompute == planner::Recompute::Full && s.recompute_layers > 0)
+    out += fmt::format("(first {} blocks of each chunk)", s.recompute_layers);
   if (s.sequence_parallel) out += " sp";
   out += fmt::format(" {}", planner::to_string(s.schedule));
   if (s.ep_overlap) out += " ep-overlap";

@@ -251,7 +251,7 @@ class SimEngine {
                         const std::vector<std::vector<int>>& sl);
   void add_zero_comm(const Strategy& s, const Placement& pl, const GroupCostTable& t,
                      const std::vector<std::vector<int>>& sl);
-  void count_model_flops(const Strategy& s, const GroupCostTable& t);
+  void count_model_flops(const Strategy& s, const GroupCostTable& t, const std::vector<std::vector<int>>& sl);
   void pipeline_links(const Strategy& s, const Placement& pl);
   // Memory per pipeline rank; every_step: as after an unextended walk (timelines).
   std::vector<costmodel::StageMemory> memory(const Strategy& s, const Graph& gr,

@@ -181,18 +181,17 @@ TEST(ImportMegatron, RefusesWhatStrataDoesNotModelByName) {
   EXPECT_NE(message("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params")
                 .find("needs --use-distributed-optimizer"),
             std::string::npos);
-  // Block recompute of n layers per model chunk: every layer once n covers a chunk (4 layers, one
-  // chunk; 2 per chunk on pp 2), only some of them otherwise (not modelled).
-  EXPECT_NE(message("--recompute-granularity full --recompute-method block --recompute-num-layers 2")
-                .find("block with num-layers >= the 4 layers of a model chunk"),
-            std::string::npos);
-  EXPECT_EQ(import_megatron_args(base + "--recompute-granularity full --recompute-method block "
-                                        "--recompute-num-layers 4", "a")
-                .strategy.recompute,
-            Recompute::Full);
-  EXPECT_EQ(message("--recompute-granularity full --recompute-method block --recompute-num-layers 2 "
-                    "--pipeline-model-parallel-size 2"),
-            "no error");
+  // Block recompute of n layers per model chunk: the first n blocks of each chunk re-run
+  // (strategy.recompute_layers), every block once n covers a chunk (4 layers, one chunk; 2 per
+  // chunk on pp 2).
+  const auto block = [&](const std::string& extra) {
+    return import_megatron_args(base + "--recompute-granularity full --recompute-method block " + extra, "a").strategy;
+  };
+  EXPECT_EQ(block("--recompute-num-layers 2").recompute, Recompute::Full);
+  EXPECT_EQ(block("--recompute-num-layers 2").recompute_layers, 2);
+  EXPECT_EQ(block("--recompute-num-layers 4").recompute_layers, 0);
+  EXPECT_EQ(block("--recompute-num-layers 2 --pipeline-model-parallel-size 2").recompute_layers, 0);
+  EXPECT_EQ(block("--recompute-num-layers 1 --pipeline-model-parallel-size 2").recompute_layers, 1);
   EXPECT_NE(message("--recompute-granularity full --recompute-method uniform --recompute-num-layers 2")
                 .find("got method 'uniform', num-layers 2"),
             std::string::npos);
@@ -716,6 +715,21 @@ torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
   EXPECT_EQ(expand_launch_script("A=(--x \"1 2\" --y)\npython x.py \"${A[@]}\" \"$B\"\n", "s"),
             "python x.py --x \"1 2\" --y \"$B\"\n")
       << "an element's own quotes stay; a quoted unknown scalar stays as written";
+}
+
+// Block recompute (the first n blocks of each model chunk) goes out as Megatron-LM's block
+// method and comes back; other frameworks refuse it by name.
+TEST(ImportMegatron, BlockRecomputeRoundTrips) {
+  Plan p = make_plan(llama(8), 2, 2, 2, 1, 1, 16);  // 4 blocks per chunk
+  p.strategy.recompute = Recompute::Full;
+  p.strategy.recompute_layers = 3;
+  ASSERT_TRUE(strata::planner::validate(p.strategy, p.model).empty());
+  const std::string args = export_megatron(p, plain_stack());
+  EXPECT_NE(args.find("--recompute-method block"), std::string::npos) << args;
+  EXPECT_NE(args.find("--recompute-num-layers 3"), std::string::npos) << args;
+  EXPECT_EQ(import_megatron_args(args, "a").strategy.recompute_layers, 3);
+  p.strategy.recompute_layers = 0;
+  EXPECT_NE(export_megatron(p, plain_stack()).find("--recompute-method uniform"), std::string::npos);
 }
 
 // The allgather dispatcher goes out and comes back as Megatron-LM's flag says it.

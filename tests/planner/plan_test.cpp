@@ -136,6 +136,12 @@ TEST(PlanYaml, RoundTripsEveryField) {
   EXPECT_EQ(b.notes, a.notes);
   // Writing the parsed plan again gives the same text.
   EXPECT_EQ(plan_to_yaml(q), y);
+  // Block recompute (written only when set) reads back too.
+  p.strategy.recompute = Recompute::Full;
+  p.strategy.recompute_layers = 2;
+  const std::string partial = plan_to_yaml(p);
+  EXPECT_NE(partial.find("recompute_layers: 2"), std::string::npos) << partial;
+  EXPECT_EQ(parse_plan_yaml(partial, "plan.yaml").strategy.recompute_layers, 2);
 }
 
 TEST(PlanYaml, RoundTripsInterleavedLlamaAndNonFiniteNumbers) {
