@@ -264,17 +264,8 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
   const bool full = in.recompute == RecomputeMode::Full;
   if (in.recompute_layers < 0) input_error("memory model recompute_layers ({}) must be >= 0", in.recompute_layers);
   // A partial full recompute (in.recompute_layers > 0): the chunk's blocks past the first n
-  // keep everything, as without recompute.
+  // keep everything, as without recompute (rerun_dense / rerun_moe below); their routed part:
   const bool partial = full && in.recompute_layers > 0;
-  const double kept_dense =
-      partial ? layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel, RecomputeMode::None,
-                                       in.attention_score_bytes, 0, 1, {}, in.storage)
-              : 0.0;
-  const double kept_moe =
-      partial && spec_.moe ? layer_activation_bytes(spec_, in.micro_batch, in.tp, in.sequence_parallel,
-                                                    RecomputeMode::None, in.attention_score_bytes,
-                                                    spec_.first_moe_layer(), in.etp, {}, in.storage)
-                           : kept_dense;
   const double kept_routed =
       partial && spec_.moe ? routed_activation_bytes(spec_, in.micro_batch, in.tp, RecomputeMode::None,
                                                      spec_.first_moe_layer(), in.etp, {}, in.storage)
@@ -330,7 +321,7 @@ std::vector<StageMemory> MemoryModel::per_stage(const MemoryInputs& in) const {
       else if (g == head_group) act += 4.0 * sbh / sp_div + mtp_act;  // final-norm + LM-head inputs
       const bool block = g > 0 && g < head_group;
       const bool kept = block && partial && chunk_blocks++ >= in.recompute_layers;  // not re-run
-      if (kept) act += spec_.is_moe_layer(g) ? kept_moe : kept_dense;
+      if (kept) act += spec_.is_moe_layer(g) ? rerun_moe : rerun_dense;  // a whole block's activations
       else if (block) act += spec_.is_moe_layer(g) ? moe_layer_act : layer_act;
       if (block && !kept)
         rerun[static_cast<std::size_t>(p)] =

@@ -30,11 +30,10 @@ const char* to_string(P2pMode p) {
   return enum_name(p, kNames);
 }
 
-const char* to_string(MoeDispatcher d) {
-  constexpr EnumName<MoeDispatcher> kNames[] = {
-      {MoeDispatcher::AllToAll, "alltoall"}, {MoeDispatcher::AllGather, "allgather"}, {MoeDispatcher::DeepEp, "deepep"}};
-  return enum_name(d, kNames);
-}
+constexpr EnumName<MoeDispatcher> kMoeDispatcherNames[] = {
+    {MoeDispatcher::AllToAll, "alltoall"}, {MoeDispatcher::AllGather, "allgather"}, {MoeDispatcher::DeepEp, "deepep"}};
+
+const char* to_string(MoeDispatcher d) { return enum_name(d, kMoeDispatcherNames); }
 
 const char* to_string(Zero3Gather g) {
   constexpr EnumName<Zero3Gather> kNames[] = {{Zero3Gather::Block, "block"}, {Zero3Gather::Module, "module"}};
@@ -147,11 +146,8 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
       r.fail("selective_recompute_modules", e.what());
     }
   }
-  {
-    const std::string d = r.get_enum("moe_dispatcher", {"alltoall", "allgather", "deepep"}, "alltoall");
-    s.moe_dispatcher = d == "deepep" ? MoeDispatcher::DeepEp : d == "allgather" ? MoeDispatcher::AllGather
-                                                                                : MoeDispatcher::AllToAll;
-  }
+  s.moe_dispatcher =
+      *enum_from_name(r.get_enum("moe_dispatcher", {"alltoall", "allgather", "deepep"}, "alltoall"), kMoeDispatcherNames);
   s.moe_host_sync = r.get_bool("moe_host_sync", false);
   s.moe_shared_expert_overlap = r.get_bool("moe_shared_expert_overlap", false);
   // Megatron-Core refuses the shared experts' overlap with the allgather dispatcher

@@ -72,16 +72,19 @@ double score_bytes(const costmodel::SoftwareStack& stack) {
 
 void SimEngine::stage_times(const Strategy& s, const Placement& pl, const GroupCostTable& t,
                             const std::vector<std::vector<int>>& sl) {
-  stage_compute_parts(s, t, sl);
+  // Which blocks re-run their forward in the backward: every block under full recompute, or
+  // the first recompute_layers of each chunk, which follow the partition.
+  const std::vector<char> reruns = rerun_blocks(sl, t.groups.size(), static_cast<int>(model_.layers), s);
+  stage_compute_parts(s, t, sl, reruns);
   hide_ep_exchange(s, pl, t, sl);
-  add_zero_comm(s, pl, t, sl);
-  count_model_flops(s, t, sl);
+  add_zero_comm(s, pl, t, sl, reruns);
+  count_model_flops(s, t, reruns);
   pipeline_links(s, pl);
 }
 
 // Per virtual stage: forward / backward duration and their compute / TP parts.
 void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
-                                    const std::vector<std::vector<int>>& sl) {
+                                    const std::vector<std::vector<int>>& sl, const std::vector<char>& reruns) {
   StageTimes& st = times_;
   const int layers = static_cast<int>(model_.layers);
   const int stages = s.pp * s.vpp;
@@ -106,9 +109,8 @@ void SimEngine::stage_compute_parts(const Strategy& s, const GroupCostTable& t,
                             : 0.0;
   for (int v = 0; v < stages; ++v) {
     double f = 0, ftp = 0, b = 0, btp = 0, fcp = 0, bcp = 0;
-    for (std::size_t i = 0; i < sl[v].size(); ++i) {
-      const int g = sl[v][i];
-      const bool rerun = block_reruns(sl[v], i, layers, s);
+    for (int g : sl[v]) {
+      const bool rerun = reruns[static_cast<std::size_t>(g)] != 0;
       double fc, ft, bc, bt, xf, xb;
       group_times(t.groups[g], g, layers, s, &fc, &ft, &bc, &bt, rerun);
       cp_times(t.groups[g], g, layers, s, &xf, &xb, rerun);
@@ -221,9 +223,8 @@ void SimEngine::hide_ep_exchange(const Strategy& s, const Placement& pl, const G
 // each group, over the dp x cp ranks (routed experts over edp), left exposed by the group's
 // compute.
 void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const GroupCostTable& t,
-                              const std::vector<std::vector<int>>& sl) {
+                              const std::vector<std::vector<int>>& sl, const std::vector<char>& reruns) {
   StageTimes& st = times_;
-  const int layers = static_cast<int>(model_.layers);
   const int stages = s.pp * s.vpp;
   const auto n = static_cast<std::size_t>(stages);
   const double grad_bytes = costmodel::dtype_bytes(stack_.grad_comm_dtype);
@@ -232,9 +233,7 @@ void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const Grou
   if (!(s.zero >= 2 && (s.dp * s.cp > 1 || (model_.moe && s.edp() > 1)))) return;
   // Per layer group (the same for every pp / vpp / micro-batch count: cached).
   const bool full = s.recompute == Recompute::Full;
-  // Which blocks re-run their forward (the ZeRO-3 re-gather follows them): all under full
-  // recompute, or the first recompute_layers of each chunk, which depend on the partition.
-  const std::vector<char> reruns = rerun_blocks(sl, t.groups.size(), layers, s);
+  // The ZeRO-3 re-gather follows the blocks that re-run their forward.
   auto per_group_comm = [&] {
     std::vector<costmodel::ZeroGroupComm> per_group(t.groups.size());
     for (std::size_t g = 0; g < t.groups.size(); ++g) {
@@ -282,14 +281,11 @@ void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const Grou
 }
 
 // Model, recompute and executed FLOPs per micro-batch, whole model.
-void SimEngine::count_model_flops(const Strategy& s, const GroupCostTable& t,
-                                  const std::vector<std::vector<int>>& sl) {
-  const int layers = static_cast<int>(model_.layers);
+void SimEngine::count_model_flops(const Strategy& s, const GroupCostTable& t, const std::vector<char>& reruns) {
   // A causal flash kernel skips the upper half of QK^T and AV, in the forward, the backward
   // (2x) and a recomputed forward alike; MFU's model count takes the whole s x s matrix.
   const double skipped = stack_.flash_like() ? 1 - costmodel::kCausalAttentionFraction : 0.0;
   double model_flops_mb = 0, recompute_flops = 0, attention_skipped = 0;
-  const std::vector<char> reruns = rerun_blocks(sl, t.groups.size(), layers, s);
   for (std::size_t g = 0; g < t.groups.size(); ++g) {
     const GroupCost& c = t.groups[g];
     model_flops_mb += c.flops_fwd + c.flops_bwd;

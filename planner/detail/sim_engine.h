@@ -246,12 +246,14 @@ class SimEngine {
   };
   void stage_times(const Strategy& s, const Placement& pl, const GroupCostTable& t,
                    const std::vector<std::vector<int>>& sl);
-  void stage_compute_parts(const Strategy& s, const GroupCostTable& t, const std::vector<std::vector<int>>& sl);
+  // `reruns`: per group, whether it re-runs its forward in the backward (rerun_blocks).
+  void stage_compute_parts(const Strategy& s, const GroupCostTable& t, const std::vector<std::vector<int>>& sl,
+                           const std::vector<char>& reruns);
   void hide_ep_exchange(const Strategy& s, const Placement& pl, const GroupCostTable& t,
                         const std::vector<std::vector<int>>& sl);
   void add_zero_comm(const Strategy& s, const Placement& pl, const GroupCostTable& t,
-                     const std::vector<std::vector<int>>& sl);
-  void count_model_flops(const Strategy& s, const GroupCostTable& t, const std::vector<std::vector<int>>& sl);
+                     const std::vector<std::vector<int>>& sl, const std::vector<char>& reruns);
+  void count_model_flops(const Strategy& s, const GroupCostTable& t, const std::vector<char>& reruns);
   void pipeline_links(const Strategy& s, const Placement& pl);
   // Memory per pipeline rank; every_step: as after an unextended walk (timelines).
   std::vector<costmodel::StageMemory> memory(const Strategy& s, const Graph& gr,
