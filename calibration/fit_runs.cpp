@@ -509,7 +509,8 @@ std::string residual_entries(const FitResult& r) {
     const bool first = a.e.rows == 0;
     a.e.add(err);
     a.device = f.device;
-    (f.fp8 ? a.mfu_max_fp8 : a.mfu_max) = std::max(f.fp8 ? a.mfu_max_fp8 : a.mfu_max, f.measured_mfu);
+    double& top = f.fp8 ? a.mfu_max_fp8 : a.mfu_max;  // 16-bit and FP8 runs apart
+    top = std::max(top, f.measured_mfu);
     a.lo = first ? err : std::min(a.lo, err), a.hi = first ? err : std::max(a.hi, err);
     a.pmin = first ? f.params_b : std::min(a.pmin, f.params_b), a.pmax = std::max(a.pmax, f.params_b);
     a.gmin = first ? f.gpus : std::min(a.gmin, f.gpus), a.gmax = std::max(a.gmax, f.gpus);

@@ -615,11 +615,8 @@ void MegatronArgsReader::read_recompute() {
     // together, which strata does not model.
     std::int64_t chunk_blocks = job.model.layers;  // one chunk: every block
     if (!job.stage_layers.empty()) {
-      chunk_blocks = 0;
-      for (const auto& chunk : job.stage_layers)
-        chunk_blocks = std::max<std::int64_t>(
-            chunk_blocks, std::count_if(chunk.begin(), chunk.end(),
-                                        [&](int g) { return g >= 1 && g <= job.model.layers; }));
+      const std::vector<std::int64_t> blocks = planner::blocks_per_stage(job.stage_layers, job.model);
+      chunk_blocks = *std::max_element(blocks.begin(), blocks.end());
     }
     if (!(method == "uniform" && n == 1) && !(method == "block" && n >= 1))
       input_error("{}: full recompute is modelled for every layer re-run alone (--recompute-method uniform "
