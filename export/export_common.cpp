@@ -2,11 +2,15 @@
 #include "export/export_common.h"
 
 #include <cmath>
+#include <sstream>
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/errors.h"
+#include "costmodel/recompute_modules.h"
+#include "export/megatron_arg_table.h"
 #include "export/safe_text.h"
 
 namespace strata::exports {
@@ -53,8 +57,16 @@ std::string comment_lines(const std::vector<std::string>& lines) {
 std::string arg_lines(const std::string& command, const std::vector<Arg>& args) {
   std::string out = command;
   for (const auto& [flag, value] : args)
-    out += " \\\n  " + flag + (value.empty() ? "" : " " + shell_quote(value));
+    out += " \\\n  " + flag + (value.empty() ? "" : " " + arg_value_words(flag, value));
   return out + "\n";
+}
+
+std::string arg_value_words(const std::string& flag, const std::string& value) {
+  if (megatron_arg_arity(flag) != MegatronArity::Many) return shell_quote(value);
+  std::string out;
+  std::istringstream items(value);
+  for (std::string item; items >> item;) out += (out.empty() ? "" : " ") + shell_quote(item);
+  return out.empty() ? shell_quote(value) : out;
 }
 
 std::string num(std::int64_t v) { return std::to_string(v); }
@@ -68,9 +80,11 @@ std::int64_t train_iterations(const Plan& p, std::int64_t tokens) {
 
 void refuse_recompute_modules(const planner::Strategy& s, const char* framework) {
   const bool megatron = std::string_view(framework) == "Megatron-LM";
-  if (s.recompute_modules.megatron())
-    input_error("the plan recomputes Megatron-Core modules (strategy.recompute_modules), which this "
-                "export does not write; export without them or add --recompute-modules by hand");
+  if (s.recompute_modules.megatron() && !megatron)
+    input_error("the plan recomputes Megatron-Core modules (strategy.recompute_modules [{}]), which {} "
+                "has no setting for; export it --to megatron",
+                fmt::format("{}", fmt::join(costmodel::recompute_module_names(s.recompute_modules), ", ")),
+                framework);
   if (s.recompute_layers > 0 && !megatron)
     input_error("the plan re-runs only the first {} blocks of each model chunk (strategy.recompute_layers, "
                 "Megatron-LM's block recompute), which {} has no setting for; export it --to megatron",

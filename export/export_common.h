@@ -38,8 +38,12 @@ class FlagWriter {
   std::vector<Arg> args_;
 };
 
-// `command`, then one "--flag value \" line per argument; values as shell_quote writes them.
+// `command`, then one "--flag value \" line per argument; values as arg_value_words writes them.
 std::string arg_lines(const std::string& command, const std::vector<Arg>& args);
+// A flag's value as shell words: one shell_quote'd word, or for a Megatron-LM list argument
+// (nargs, export/megatron_arg_table.h; FlagWriter values joined by single spaces) one word per
+// item, as argparse reads them.
+std::string arg_value_words(const std::string& flag, const std::string& value);
 // shell_quote (common/shell_quote.h): the values' shell words.
 using strata::shell_quote;
 // One "# " line per entry (control characters folded).
@@ -57,10 +61,9 @@ std::string rope_base_arg(const models::ModelSpec& m);
 // The stack with the plan's strategy.precision (bf16 | fp16 | fp8) in place of its own, as
 // the simulator resolves it (planner/simulator.cpp resolve_stack): the exports write what
 // the prediction assumed.
-// Refuses (InputError) a plan whose recompute the export does not write: Megatron-Core modules
-// (all exports; `framework` names the one refusing), the block method's recompute_layers for
-// every framework but Megatron-LM, and TorchTitan's per-op policy for every framework but
-// TorchTitan.
+// Refuses (InputError) a plan whose recompute the export does not write (`framework` names the
+// one refusing): Megatron-Core modules and the block method's recompute_layers for every
+// framework but Megatron-LM, and TorchTitan's per-op policy for every framework but TorchTitan.
 void refuse_recompute_modules(const planner::Strategy& s, const char* framework);
 
 costmodel::SoftwareStack planned_stack(const planner::Plan& p, const costmodel::SoftwareStack& stack);

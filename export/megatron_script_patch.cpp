@@ -16,6 +16,7 @@
 
 #include "common/errors.h"
 #include "export/export_common.h"
+#include "export/megatron_arg_table.h"
 #include "export/safe_text.h"
 
 namespace strata::exports {
@@ -32,7 +33,7 @@ const std::vector<std::string>& megatron_parallel_flags() {
       "--moe-token-dispatcher-type", "--sequence-parallel",
       "--use-tp-pp-dp-mapping", "--micro-batch-size", "--global-batch-size",
       "--recompute-granularity", "--recompute-method", "--recompute-num-layers",
-      "--recompute-activations", "--use-distributed-optimizer", "--use-megatron-fsdp",
+      "--recompute-modules", "--recompute-activations", "--use-distributed-optimizer", "--use-megatron-fsdp",
       "--data-parallel-sharding-strategy", "--overlap-grad-reduce", "--overlap-param-gather",
       "--tp-comm-overlap"};
   return flags;
@@ -201,11 +202,18 @@ class Patcher {
           if (!value_here)
             input_error("{}: {} has its value on another line; put the value on the flag's line "
                         "so the plan's can replace it", where(l), f.name);
-          f.value_word = w + 1;
+          // A list argument (nargs) takes the words up to the next flag on its line.
+          std::size_t last = w + 1;
+          if (megatron_arg_arity(f.name) == MegatronArity::Many)
+            while (last + 1 < ws.size() && core(lines_[l], ws[last + 1]) != "\\" &&
+                   core(lines_[l], ws[last + 1]).rfind("-", 0) != 0)
+              ++last;
+          f.value_word = last;
           f.value_begin = ws[w + 1].core_begin;
-          f.value_end = ws[w + 1].core_end;
+          f.value_end = ws[last].core_end;
+          for (std::size_t v = w + 1; v <= last; ++v) f.value += (v > w + 1 ? " " : "") + core(lines_[l], ws[v]);
         }
-        f.value = lines_[l].substr(f.value_begin, f.value_end - f.value_begin);
+        if (f.value.empty()) f.value = lines_[l].substr(f.value_begin, f.value_end - f.value_begin);
         if (model) {
           check_model(f);
           continue;
@@ -229,8 +237,9 @@ class Patcher {
     const std::string& line = lines_[f.line];
     if (const auto v = plan_value(f.name)) {
       if (takes_no_value(f.name) || *v == f.value) return;
-      const bool quoted = f.value_begin > 0 && (line[f.value_begin - 1] == '"' || line[f.value_begin - 1] == '\'');
-      edits_[f.line].push_back({f.value_begin, f.value_end, quoted ? *v : shell_quote(*v)});
+      const bool list = f.value_word && *f.value_word > f.flag_word + 1;
+      const bool quoted = !list && f.value_begin > 0 && (line[f.value_begin - 1] == '"' || line[f.value_begin - 1] == '\'');
+      edits_[f.line].push_back({f.value_begin, f.value_end, quoted ? *v : arg_value_words(f.name, *v)});
       changes_.push_back(fmt::format("{}: {} {} -> {}", where(f.line), f.name, f.value, *v));
       return;
     }
@@ -273,12 +282,12 @@ class Patcher {
     if (!anchor) anchor = training_script();
     for (const auto& [flag, value] : missing)
       changes_.push_back(fmt::format("{}: added {}{}", where(anchor->line), flag,
-                                     value.empty() ? "" : " " + shell_quote(value)));
+                                     value.empty() ? "" : " " + arg_value_words(flag, value)));
     const std::string& line = lines_[anchor->line];
     if (!own_line(*anchor)) {
       std::string text;
       for (const auto& [flag, value] : missing)
-        text += (text.empty() ? "" : " ") + flag + (value.empty() ? "" : " " + shell_quote(value));
+        text += (text.empty() ? "" : " ") + flag + (value.empty() ? "" : " " + arg_value_words(flag, value));
       if (anchor->removal) {  // in the removed flag's place
         edits_[anchor->line][*anchor->removal].text =
             (anchor->took_before ? " " : "") + text + (anchor->took_after ? " " : "");
@@ -299,7 +308,7 @@ class Patcher {
     for (std::size_t i = 0; i < missing.size(); ++i) {
       const auto& [flag, value] = missing[i];
       const bool more = i + 1 < missing.size();
-      after_[anchor->line].push_back(indent + flag + (value.empty() ? "" : " " + shell_quote(value)) +
+      after_[anchor->line].push_back(indent + flag + (value.empty() ? "" : " " + arg_value_words(flag, value)) +
                                      (continued || (last_of_command && more) ? " \\" : ""));
     }
   }

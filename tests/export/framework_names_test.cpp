@@ -558,15 +558,19 @@ TEST(TorchTitanNames, ExpertDegreesAndTheFloat8ConverterByHand) {
   EXPECT_NE(export_error(etp, ExportTarget::TorchTitan).find("neither 1 nor tp 4"), std::string::npos);
 }
 
-TEST(ExportRefusals, RecomputeModulesAreNotWrittenSoTheyAreRefused) {
+TEST(ExportRefusals, RecomputeModulesAreMegatronsOwn) {
   // A plan that recomputes Megatron-Core modules (strategy.recompute_modules) would run a
-  // different job without them: every export refuses it by name.
+  // different job without them: only the Megatron-LM export writes them, the others refuse
+  // them by name.
   Plan p = mixtral_plan();
   p.strategy.recompute = strata::planner::Recompute::Selective;
   p.strategy.recompute_modules.moe = true;
-  for (auto target : {ExportTarget::Megatron, ExportTarget::DeepSpeed, ExportTarget::MegatronDeepSpeed,
-                      ExportTarget::TorchTitan})
-    EXPECT_NE(export_error(p, target).find("strategy.recompute_modules"), std::string::npos) << to_string(target);
+  EXPECT_EQ(export_error(p, ExportTarget::Megatron), "no error");
+  for (auto target : {ExportTarget::DeepSpeed, ExportTarget::MegatronDeepSpeed, ExportTarget::TorchTitan}) {
+    const std::string e = export_error(p, target);
+    EXPECT_NE(e.find("strategy.recompute_modules [moe]"), std::string::npos) << to_string(target) << e;
+    EXPECT_NE(e.find("--to megatron"), std::string::npos) << e;
+  }
 }
 
 // TorchTitan's per-op policy (a torchtitan stack's selective recompute) is TorchTitan's

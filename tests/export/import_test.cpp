@@ -747,6 +747,39 @@ TEST(ImportMegatron, TheAllGatherDispatcherRoundTrips) {
   EXPECT_NE(strata::planner::stack_refusal(p.strategy, stack).find("allgather dispatcher"), std::string::npos);
 }
 
+// Megatron-Core's recompute modules go out as --recompute-modules, one shell word per module
+// as argparse's nargs list reads them, and come back; Megatron-LM's own checks on them
+// (TransformerConfig.__post_init__ at d98e8a64) are refused by name.
+TEST(ImportMegatron, RecomputeModulesRoundTripAndMegatronsChecksAreRefused) {
+  Plan p = mixtral_plan();
+  p.strategy.recompute = Recompute::Selective;
+  p.strategy.recompute_modules.layernorm = true;
+  p.strategy.recompute_modules.moe_act = true;
+  const std::string args = export_megatron(p, plain_stack());
+  EXPECT_NE(args.find("--recompute-modules layernorm moe_act \\"), std::string::npos) << args;
+  ImportedJob job = import_megatron_args(args, "a");
+  EXPECT_EQ(job.strategy.recompute, Recompute::Selective);
+  EXPECT_EQ(job.strategy.recompute_modules, p.strategy.recompute_modules);
+  // strata's selective mode without modules is Megatron's default list (core_attn): no flag.
+  Plan plain = mixtral_plan();
+  plain.strategy.recompute = Recompute::Selective;
+  EXPECT_EQ(export_megatron(plain, plain_stack()).find("--recompute-modules"), std::string::npos);
+
+  const auto error = [](const Plan& q) { return strata::testing::input_error_of([&] { export_megatron(q, plain_stack()); }); };
+  Plan dense = make_plan(llama(8), 2, 1, 1, 1, 1, 16);
+  dense.strategy.recompute = Recompute::Selective;
+  dense.strategy.recompute_modules.moe_act = true;
+  EXPECT_NE(error(dense).find("has no experts"), std::string::npos) << error(dense);
+  dense.strategy.recompute_modules = {};
+  dense.strategy.recompute_modules.mla_up_proj = true;
+  EXPECT_NE(error(dense).find("no multi-latent attention"), std::string::npos) << error(dense);
+  Plan fp8 = with_fp8(p);
+  EXPECT_NE(error(fp8).find("moe_act and layernorm in FP8"), std::string::npos) << error(fp8);
+  fp8.strategy.recompute_modules.layernorm = fp8.strategy.recompute_modules.moe_act = false;
+  fp8.strategy.recompute_modules.moe = true;  // the whole MoE layer: allowed in FP8
+  EXPECT_EQ(error(fp8), "no error");
+}
+
 TEST(ImportMegatron, ReadsRecomputeModulesAndTheBatchLevelEpOverlap) {
   const std::string base =
       "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size 1000 "

@@ -446,6 +446,34 @@ TEST(ScriptPatch, MoeJobGetsThePlansExpertLayoutAndDispatcher) {
                strata::InputError);
 }
 
+// --recompute-modules is a list (nargs): its value is every word up to the next flag, replaced
+// or removed whole.
+TEST(ScriptPatch, RecomputeModulesListIsReplacedOrRemovedWhole) {
+  const std::string script =
+      "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
+      "  --num-layers 32 --hidden-size 4096 --num-experts 8 --moe-router-topk 2 \\\n"
+      "  --recompute-granularity selective --recompute-modules core_attn mlp --bf16 \\\n"
+      "  --micro-batch-size 1 --global-batch-size 64\n";
+  Plan p = moe_plan(strata::models::load_model("mixtral-8x7b"), 4, 2, 1, 1, 64, 8, 1);
+  p.strategy.recompute = strata::planner::Recompute::Selective;
+  p.strategy.recompute_modules.moe_act = true;
+  p.strategy.recompute_modules.layernorm = true;
+  const ScriptPatch patch = patch_megatron_script(script, "moe.sh", megatron_args(p, plain_stack()));
+  EXPECT_NE(patch.text.find("--recompute-granularity selective --recompute-modules layernorm moe_act --bf16 \\\n"),
+            std::string::npos) << patch.text;
+  EXPECT_EQ(bash_syntax_check(patch.text), 0);
+  EXPECT_NE(std::find(patch.changes.begin(), patch.changes.end(),
+                      "moe.sh:3: --recompute-modules core_attn mlp -> layernorm moe_act"),
+            patch.changes.end());
+  // A plan without recompute drops the granularity and the whole list.
+  p.strategy.recompute = strata::planner::Recompute::None;
+  p.strategy.recompute_modules = {};
+  const ScriptPatch none = patch_megatron_script(script, "moe.sh", megatron_args(p, plain_stack()));
+  EXPECT_EQ(none.text.find("recompute"), std::string::npos) << none.text;
+  EXPECT_NE(none.text.find("--moe-router-topk 2 \\\n  --bf16 \\\n"), std::string::npos) << none.text;
+  EXPECT_EQ(bash_syntax_check(none.text), 0);
+}
+
 TEST(ScriptPatch, RefusesAnotherModelAValueOnTheNextLineAndAScriptWithoutACommand) {
   const auto args = megatron_args(llama_plan(), plain_stack());
   const auto error = [&](const std::string& script) {
