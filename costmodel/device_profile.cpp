@@ -144,6 +144,10 @@ std::string device_profile_yaml(const DeviceProfile& p, int indent) {
     line("kernel_overhead_us: " + yaml_number(p.kernel_overhead_us));
     line("kernel_overhead_source: " + yaml_provenance(p.kernel_overhead_source));
   }
+  if (p.fp8_fast_accum_speedup != 1) {
+    line("fp8_fast_accum_speedup: " + yaml_number(p.fp8_fast_accum_speedup));
+    line("fp8_fast_accum_source: " + yaml_provenance(p.fp8_fast_accum_source));
+  }
   if (!p.default_stack.empty()) line("default_stack: " + yaml_quote(p.default_stack));
   if (p.sm_count > 0) line(fmt::format("sm_count: {}", p.sm_count));
   if (!p.gemm_table.empty()) {
@@ -191,7 +195,7 @@ void read_measured_table(const YamlReader& profile, const char* key, std::initia
 DeviceProfile parse_device_profile_node(const YamlReader& r) {
   r.expect_keys({"name", "source", "compute_dtype", "memory_gib", "memory_bandwidth_gbps",
                  "peak_tflops", "efficiency", "reserve_gib", "reserve_source", "kernel_overhead_us",
-                 "kernel_overhead_source", "default_stack", "sm_count", "gemm_table",
+                 "kernel_overhead_source", "fp8_fast_accum_speedup", "fp8_fast_accum_source", "default_stack", "sm_count", "gemm_table",
                  "collective_table", "op_table", "block_table", "training_losses"});
   DeviceProfile p;
   p.name = r.get_string("name");
@@ -240,6 +244,12 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
   if (!(p.kernel_overhead_us >= 0 && p.kernel_overhead_us < 1e4))
     r.fail("kernel_overhead_us", fmt::format("{} must be in [0, 10000)", p.kernel_overhead_us));
   if (r.has("kernel_overhead_us")) p.kernel_overhead_source = parse_provenance(r.child("kernel_overhead_source"));
+  p.fp8_fast_accum_speedup = r.get_double("fp8_fast_accum_speedup", 1.0);
+  if (!(p.fp8_fast_accum_speedup >= 1 && p.fp8_fast_accum_speedup <= 2))
+    r.fail("fp8_fast_accum_speedup",
+           fmt::format("{} must be in [1, 2] (how much faster FP8 GEMMs run with fast accumulation)",
+                       p.fp8_fast_accum_speedup));
+  if (r.has("fp8_fast_accum_speedup")) p.fp8_fast_accum_source = parse_provenance(r.child("fp8_fast_accum_source"));
   p.default_stack = r.get_string("default_stack", "");
   p.sm_count = static_cast<int>(r.get_int_in("sm_count", 0, 100000, 0));
 

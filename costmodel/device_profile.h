@@ -15,6 +15,10 @@
 //   reserve_source: {kind: estimate, ref: ...}   # optional
 //   kernel_overhead_us: 4                 # optional: fixed cost of each non-GEMM kernel
 //   kernel_overhead_source: {kind: estimate, ref: ...}   # required with kernel_overhead_us
+//   fp8_fast_accum_speedup: 1.15          # optional (default 1, in [1, 2]): FP8 GEMMs with
+//                                         # cuBLASLt's fast accumulation against the fp8 rates
+//                                         # above (table rows, roofline), timed without it
+//   fp8_fast_accum_source: {kind: published, ref: ...}   # required with fp8_fast_accum_speedup
 //   default_stack: strata-cpu             # optional: stack when `--stack` is not given
 //   sm_count: 132                         # optional: streaming multiprocessors (GPUs), the
 //                                         # share of them that overlapped NCCL kernels occupy
@@ -138,6 +142,13 @@ struct DeviceProfile {
   // Fixed time of one non-GEMM kernel (launch and tail), microseconds; 0 = not charged.
   double kernel_overhead_us = 0;
   Provenance kernel_overhead_source;
+  // How much faster an FP8 GEMM runs with cuBLASLt's fast accumulation
+  // (CUBLASLT_MATMUL_DESC_FAST_ACCUM: partial sums kept in the tensor cores' own precision)
+  // than the profile's fp8 rates, which are timed without it (torch._scaled_mm's default).
+  // The FP8 recipes strata models take it in the forward GEMM only (costmodel/fp8_linear.h);
+  // 1 = not charged.
+  double fp8_fast_accum_speedup = 1;
+  Provenance fp8_fast_accum_source;
   // Software stack assumed when none is named (costmodel/software_stack.h); empty: the
   // newest catalog stack.
   std::string default_stack;

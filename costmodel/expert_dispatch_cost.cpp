@@ -117,7 +117,7 @@ ExpertGemmShape expert_gemm_shape(const models::Op& op, const ExpertLayout& l) {
 
 OpTime expert_gemm_time(const GemmCost& gemm, const models::Op& op, const ExpertLayout& l, DType dtype) {
   const ExpertGemmShape s = expert_gemm_shape(op, l);
-  const GemmEstimate fwd = gemm.estimate(s.m, s.n, s.k, dtype);
+  const GemmEstimate fwd = gemm.estimate(s.m, s.n, s.k, dtype, Accumulation::Fast);  // as OpCost's linears
   const GemmEstimate dgrad = gemm.estimate(s.m, s.k, s.n, dtype);
   const GemmEstimate wgrad = gemm.estimate(s.k, s.n, s.m, dtype);
   OpTime t;

@@ -39,6 +39,14 @@
 // in some paths (te.Linear's input, the backward's output gradient) and bf16 in others
 // (LayerNormLinear without userbuffers); the Megatron stacks keep bf16, the conservative side.
 //
+// Accumulation: te.Linear's forward GEMM keeps its partial sums in the tensor cores (fast
+// accumulation) and its dgrad and wgrad GEMMs promote them to fp32 (TransformerEngine
+// transformer_engine/pytorch/module/base.py at 0004dbd0: _2X_ACC_FPROP False, _2X_ACC_DGRAD
+// and _2X_ACC_WGRAD True, passed as use_split_accumulator); torchao's float8 training does
+// the same (pytorch/ao torchao/float8/config.py at eab345c2: gemm_config_output
+// Float8GemmConfig(use_fast_accum=True), grad_input and grad_weight at the default False). The forward GEMMs therefore run Accumulation::Fast
+// (costmodel/gemm_cost.h: the profile's fp8_fast_accum_speedup), the backward ones Split.
+//
 // Memory: the FP8 weight and its FP8 transpose, kFp8WeightCopyBytes per weight of those
 // layers, beside the bf16 weights and fp32 master weights (MemoryInputs::fp8_weights).
 // Activations saved for the backward: Linear, LayerNormLinear and GroupedLinear keep the FP8

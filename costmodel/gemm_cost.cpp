@@ -28,6 +28,7 @@ double gemm_flops(std::int64_t m, std::int64_t n, std::int64_t k) {
 GemmCost::GemmCost(const DeviceProfile& profile)
     : gemm_efficiency_(profile.gemm_efficiency),
       sustain_(profile.effective_gemm_sustain()),
+      fp8_fast_accum_speedup_(profile.fp8_fast_accum_speedup),
       memory_bytes_per_s_(profile.memory_bandwidth_gbps * 1e9 * profile.memory_efficiency) {
   for (const auto& [d, tf] : profile.peak_tflops) peak_flops_[d] = tf * 1e12;
 
@@ -83,10 +84,12 @@ double GemmCost::time_s(std::int64_t m, std::int64_t n, std::int64_t k, DType dt
   return estimate(m, n, k, dtype).time_s;
 }
 
-GemmEstimate GemmCost::estimate(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const {
+GemmEstimate GemmCost::estimate(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
+                                Accumulation accumulation) const {
   if (m < 1 || n < 1 || k < 1)
     input_error("GEMM shape (m {}, n {}, k {}) must have every dimension >= 1", m, n, k);
   GemmEstimate e = table_estimate(m, n, k, dtype);
+  if (dtype == DType::Fp8 && accumulation == Accumulation::Fast) e.time_s /= fp8_fast_accum_speedup_;
   // FP8 cap: never more than the tensor-core peak ratio faster than bf16 on the same
   // shape. The fp8 table is one published best-shape row, which the curve would hold for
   // every shape; small shapes reach that rate in bf16 no more than in fp8.

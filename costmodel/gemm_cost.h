@@ -16,9 +16,11 @@
 //     max(flops / (peak(dtype) * gemm_efficiency),
 //         bytes / (memory_bandwidth * memory_efficiency)),
 //     flops = 2mnk, bytes = (mk + kn + mn) * dtype_bytes.
-// FP8 (DType::Fp8): the steps above on the fp8 rows, but never faster than the bf16
-//   time of the same shape times peak(bf16) / peak(fp8) (the datasheet's 2x on Hopper):
-//   the catalog's fp8 table is one best-shape row, which step 3 would hold for every shape.
+// FP8 (DType::Fp8): the steps above on the fp8 rows, divided by the profile's
+//   fp8_fast_accum_speedup for a GEMM run with fast accumulation (Accumulation::Fast: the
+//   fp8 rates are timed without it), but never faster than the bf16 time of the same shape
+//   times peak(bf16) / peak(fp8) (the datasheet's 2x on Hopper): the catalog's fp8 table is
+//   one best-shape row, which step 3 would hold for every shape.
 // Steps 2 and 3 return the measured value at a measured point, and between two
 // measured points whose times are ordered the result is monotone (log-log linear).
 #pragma once
@@ -29,6 +31,12 @@
 #include "costmodel/device_profile.h"
 
 namespace strata::costmodel {
+
+// How an FP8 GEMM accumulates its partial sums (cuBLASLt CUBLASLT_MATMUL_DESC_FAST_ACCUM):
+// Split promotes them to fp32 at intervals (torch._scaled_mm's default, Transformer Engine's
+// and torchao's backward GEMMs), Fast keeps them in the tensor cores (their forward GEMMs).
+// Other dtypes ignore it.
+enum class Accumulation { Split, Fast };
 
 // Where a predicted time came from; reported next to predictions.
 enum class TimeSource { Measured, Interpolated, Roofline };
@@ -51,7 +59,8 @@ class GemmCost {
 
   // Seconds for one GEMM of this shape; m, n, k >= 1 (InputError otherwise).
   double time_s(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const;
-  GemmEstimate estimate(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) const;
+  GemmEstimate estimate(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
+                        Accumulation accumulation = Accumulation::Split) const;
   // `batch` independent GEMMs of one shape in one strided-batched call (attention's
   // per-head QK^T and AV): timed as one GEMM of batch*m rows, bounded below by every
   // member's operand traffic.
@@ -84,6 +93,7 @@ class GemmCost {
   std::map<DType, double> peak_flops_;
   double gemm_efficiency_ = 0;
   double sustain_ = 1.0;  // DeviceProfile::effective_gemm_sustain (costmodel/training_losses.h)
+  double fp8_fast_accum_speedup_ = 1.0;  // DeviceProfile::fp8_fast_accum_speedup
   double memory_bytes_per_s_ = 0;  // bandwidth * memory_efficiency
 };
 

@@ -118,7 +118,9 @@ OpTime OpCost::time(const models::Op& op, int tp, bool sequence_parallel, DType 
   if (models::is_gemm(op.kind)) {
     const models::GemmShape g = sharded_gemm(op, tp, sequence_parallel);
     const std::int64_t m = g.m, n = g.n, k = g.k;
-    GemmEstimate fwd = gemm_.estimate(m, n, k, dtype);
+    // Transformer Engine and torchao run the FP8 forward GEMM with fast accumulation and the
+    // two backward ones without (costmodel/fp8_linear.h).
+    GemmEstimate fwd = gemm_.estimate(m, n, k, dtype, Accumulation::Fast);
     GemmEstimate dgrad = gemm_.estimate(m, k, n, dtype);  // dX(m,k) = dY(m,n) W^T(n,k)
     GemmEstimate wgrad = gemm_.estimate(k, n, m, dtype);  // dW(k,n) = X^T(k,m) dY(m,n)
     // A grouped GEMM (experts) runs op.gemm_count GEMMs of this shape.

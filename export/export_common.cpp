@@ -9,7 +9,6 @@
 #include <fmt/ranges.h>
 
 #include "common/errors.h"
-#include "costmodel/recompute_modules.h"
 #include "export/megatron_arg_table.h"
 #include "export/safe_text.h"
 

@@ -44,6 +44,8 @@ TEST(DeviceProfile, YamlRoundTripKeepsEveryFieldAndTable) {
   p.compute_dtype = DType::Fp32;
   p.efficiency_source = {"estimate", {{"ref", "defaults"}, {"gemm note", "has: a colon \"and quotes\""}}};
   p.reserve_source = {"estimate", {{"ref", "slack"}}};
+  p.fp8_fast_accum_speedup = 1.15;
+  p.fp8_fast_accum_source = {"published", {{"ref", "a benchmark"}}};
   p.gemm_source = {"measured", {{"tool", "strata calibrate"}, {"host", "box-1"}, {"date", "2025-12-02"}}};
   p.gemm_table = {{1024, 4096, 4096, DType::Bf16, 161.25}, {7, 13, 17, DType::Fp32, 0.1 + 0.2},
                   {1024, 4096, 4096, DType::Fp32, 1234.5}};
@@ -78,6 +80,8 @@ TEST(DeviceProfile, YamlRoundTripKeepsEveryFieldAndTable) {
   EXPECT_EQ(q.efficiency_source.fields, p.efficiency_source.fields);
   EXPECT_EQ(q.reserve_gib, p.reserve_gib);
   EXPECT_EQ(q.reserve_source.fields, p.reserve_source.fields);
+  EXPECT_EQ(q.fp8_fast_accum_speedup, p.fp8_fast_accum_speedup);
+  EXPECT_EQ(q.fp8_fast_accum_source.fields, p.fp8_fast_accum_source.fields);
   EXPECT_EQ(q.gemm_source.fields, p.gemm_source.fields);
   ASSERT_EQ(q.gemm_table.size(), p.gemm_table.size());
   for (std::size_t i = 0; i < p.gemm_table.size(); ++i) {
@@ -291,5 +295,10 @@ INSTANTIATE_TEST_SUITE_P(
          "    - {collective: all_reduce, ranks: 2, bytes: 1099511627776, time_us: 1}\n",
          "", "", "beyond any interconnect"},
         {"duplicate_top_level_key", "memory_gib: 41\n", "", "", "duplicate key 'memory_gib'"},
+        {"fp8_fast_accum_with_source",
+         "fp8_fast_accum_speedup: 1.15\nfp8_fast_accum_source: {kind: published, ref: r}\n", "", "", ""},
+        {"fp8_fast_accum_slower", "fp8_fast_accum_speedup: 0.9\nfp8_fast_accum_source: {kind: published, ref: r}\n",
+         "", "", "fp8_fast_accum_speedup: 0.9 must be in [1, 2]"},
+        {"fp8_fast_accum_without_source", "fp8_fast_accum_speedup: 1.15\n", "", "", "fp8_fast_accum_source"},
     }),
     [](const auto& info) { return std::string(info.param.name); });

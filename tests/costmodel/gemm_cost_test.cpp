@@ -120,3 +120,26 @@ TEST(GemmCost, Fp8UsesItsRowAndIsCappedAtThePeakRatioOfBf16) {
   // The bf16 times are unchanged by the fp8 row.
   EXPECT_NEAR(g.time_s(1024, 1024, 1024, DType::Bf16), f1 / 100e12, 1e-12);
 }
+
+// Fast accumulation (the FP8 recipes' forward GEMM): the fp8 rates, timed without it, divided
+// by the profile's fp8_fast_accum_speedup, still under the peak-ratio cap; other dtypes and
+// split accumulation unchanged.
+TEST(GemmCost, Fp8FastAccumulationSpeedsTheFp8RateUpToTheCap) {
+  auto p = sc::testing::toy_device();
+  p.peak_tflops[DType::Fp8] = 800;
+  const double f1 = 2.0 * 1024 * 1024 * 1024, f8 = 2.0 * 8192 * 8192 * 8192;
+  p.gemm_table = {gemm_row(1024, 1024, 1024, f1 / 100e12 * 1e6), gemm_row(8192, 8192, 8192, f8 / 500e12 * 1e6)};
+  sc::GemmSample r8 = gemm_row(8192, 8192, 8192, f8 / 700e12 * 1e6);
+  r8.dtype = DType::Fp8;
+  p.gemm_table.push_back(r8);
+  p.fp8_fast_accum_speedup = 1.25;
+  sc::GemmCost g(p);
+  using sc::Accumulation;
+  EXPECT_NEAR(g.estimate(8192, 8192, 8192, DType::Fp8, Accumulation::Split).time_s, f8 / 700e12, 1e-12);
+  EXPECT_NEAR(g.estimate(8192, 8192, 8192, DType::Fp8, Accumulation::Fast).time_s, f8 / 875e12, 1e-12);
+  // 700 x 1.5 = 1050 TF would pass the cap (bf16 500 TF x 2): the cap holds.
+  p.fp8_fast_accum_speedup = 1.5;
+  sc::GemmCost capped(p);
+  EXPECT_NEAR(capped.estimate(8192, 8192, 8192, DType::Fp8, Accumulation::Fast).time_s, f8 / 1000e12, 1e-12);
+  EXPECT_NEAR(capped.estimate(8192, 8192, 8192, DType::Bf16, Accumulation::Fast).time_s, f8 / 500e12, 1e-12);
+}
