@@ -188,8 +188,10 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
     r.fail("zero3_gather", "zero3_persist_params and zero3_gather_bucket_params need zero3_gather: module");
   if (r.has("supports")) {
     YamlReader u = r.child("supports");
-    u.expect_keys({"sequence_parallel", "selective_recompute", "zero", "zero_with_pp", "context_parallel", "experts",
-                   "ep_overlap"});
+    u.expect_keys({"tensor_parallel", "pipeline_parallel", "sequence_parallel", "selective_recompute", "zero",
+                   "zero_with_pp", "context_parallel", "experts", "ep_overlap"});
+    s.supports.tensor_parallel = u.get_bool("tensor_parallel", true);
+    s.supports.pipeline_parallel = u.get_bool("pipeline_parallel", true);
     s.supports.sequence_parallel = u.get_bool("sequence_parallel", true);
     s.supports.selective_recompute = u.get_bool("selective_recompute", true);
     s.supports.max_zero = static_cast<int>(u.get_int_in("zero", 0, 3, 3));

@@ -79,9 +79,12 @@ const char* to_string(P2pMode p);
 
 // What a framework version can run at all: the search offers nothing else and simulate
 // refuses the rest by name (a 2021 Megatron-LM has no sequence parallelism to plan with).
-// YAML `supports: {sequence_parallel, selective_recompute, zero: max stage, zero_with_pp: max
-// stage with pp > 1, context_parallel, experts}`, each optional (default: supported).
+// YAML `supports: {tensor_parallel, pipeline_parallel, sequence_parallel, selective_recompute, zero:
+// max stage, zero_with_pp: max stage with pp > 1, context_parallel, experts}`, each optional
+// (default: supported).
 struct StackSupport {
+  bool tensor_parallel = true;
+  bool pipeline_parallel = true;
   bool sequence_parallel = true;
   bool selective_recompute = true;
   int max_zero = 3;

@@ -493,6 +493,8 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
     pinned.sequence_parallel = options.sequence_parallel.value_or(false);
     pinned.recompute = options.recompute.value_or(Recompute::None);
     pinned.zero = options.zero.value_or(0);
+    pinned.tp = options.tp.value_or(1);
+    pinned.pp = options.pp.value_or(1);
     pinned.cp = options.cp.value_or(1);
     pinned.ep = options.ep.value_or(1);
     pinned.etp = options.etp.value_or(1);

@@ -10,6 +10,8 @@ std::string stack_refusal(const Strategy& s, const costmodel::SoftwareStack& sta
     return fmt::format("stack {} ({}) cannot run {}: pick a stack that can (`strata stacks`), or leave it out",
                        stack.name, stack.version.empty() ? stack.description : stack.version, what);
   };
+  if (s.tp > 1 && !u.tensor_parallel) return no("tensor parallelism (strategy.tp)");
+  if (s.pp > 1 && !u.pipeline_parallel) return no("pipeline parallelism (strategy.pp)");
   if (s.sequence_parallel && !u.sequence_parallel) return no("sequence parallelism (strategy.sequence_parallel)");
   if (s.recompute == Recompute::Selective && !u.selective_recompute)
     return no("selective recompute (strategy.recompute selective)");

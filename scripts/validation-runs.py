@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Writes bench/validation/runs/{a100,h100,h100-moe,torchtitan-h100,torchtitan-a100,h100-bridge-dense}.yaml, the dev sets in the runs-file format that
+"""Writes bench/validation/runs/{a100,h100,h100-moe,torchtitan-h100,torchtitan-a100,h100-bridge-dense,llm-foundry}.yaml, the dev sets in the runs-file format that
 `strata calibrate --from-runs` and `strata validate --runs` read (calibration/measured_runs.h),
 from the published sets beside them (bench/validation/*.yaml). Run from the repository root
 after changing a published set; the outputs are committed. Throughputs become seconds per
 iteration with the FLOP formula each source states (the TorchTitan rows keep their tokens/s per GPU,
 which strata converts by tokens per step); nothing is fitted here.
-    python3 scripts/validation-runs.py [--mcore-layouts FILE] [--only a100|h100|gemm|h100-moe|torchtitan|h100-bridge-dense]
+    python3 scripts/validation-runs.py [--mcore-layouts FILE] [--only a100|h100|gemm|h100-moe|torchtitan|h100-bridge-dense|llm-foundry]
 --only: write that one set (h100-moe and torchtitan need no layouts file; `h100` without --mcore-layouts would
 drop the Megatron-Core rows, so regenerate it only with that file).
 --mcore-layouts: the layouts strata's search chose for the Megatron-Core rows, whose micro-batch,
@@ -264,6 +264,31 @@ def torchtitan():
             out.append("  - " + flow(x))
         open(f"bench/validation/runs/{f}", "w").write(heads[dev] + "\n".join(out) + "\n")
 
+def llm_foundry():
+    """bench/validation/runs/llm-foundry.yaml from llm-foundry-2023.yaml: MosaicML's published MPT
+    throughputs (PyTorch FSDP1, one node of 8 GPUs), tokens/s per GPU kept as measured. Every row
+    `use: check` on the shipped profile of its device (dgx-a100, dgx-h100)."""
+    d = yaml.safe_load(open("bench/validation/llm-foundry-2023.yaml"))
+    cite = "mosaicml/llm-foundry scripts/train/benchmarking/README.md (5e85bd62), rows of b2a43a14 (llm-foundry-2023.yaml)"
+    out = []
+    for r in d["runs"]:
+        a = d["models"][r["model"]]
+        m = {"name": f"{r['model']}-s{r['seq']}", "layers": a["layers"], "hidden": a["hidden"], "heads": a["heads"],
+             "kv_heads": a["heads"], "ffn": 4 * a["hidden"], "vocab": 50368, "seq_len": r["seq"],
+             "activation": "gelu", "norm": "layernorm", "positions": "learned", "tied_embeddings": "true"}
+        x = {"id": r["id"], "model": flow(m), "cluster": f"dgx-{r['gpu']}", "stack": "llm-foundry-2023"}
+        x["strategy"] = flow(strat(1, 1, 8, r["mbs"], r["gbs"], 1, "full" if r["act_ckpt"] else "none", False, 3))
+        x["measured"] = flow({"tokens_per_s_per_gpu": r["tps"]})
+        x["source"] = f'"{cite}"'
+        x["use"] = "check"
+        out.append("  - " + flow(x))
+    head = ("# llm-foundry MPT rows, PyTorch FSDP1 on one node of 8 A100 80GB or H100 80GB (written by\n"
+            "# scripts/validation-runs.py from bench/validation/llm-foundry-2023.yaml; see it for every source,\n"
+            "# setting and what is left out). All rows `use: check`: no profile saw them. Published tokens/s per\n"
+            "# GPU kept as measured; strata converts to gbs x seq / (tps x gpus).\n"
+            "runs:\n")
+    open("bench/validation/runs/llm-foundry.yaml", "w").write(head + "\n".join(out) + "\n")
+
 def gemm_measured_variant(profile):
     """The H100 rows again, on DGX H100 nodes whose device carries the sustained GEMM table
     measured on an H200 (same GH100 die, same clocks and tensor peaks): what the runs say
@@ -306,3 +331,4 @@ if only in (None, "gemm"): gemm_measured_variant("costmodel/hardware/profiles/h2
 if only in (None, "h100-moe"): h100_moe()
 if only in (None, "torchtitan"): torchtitan()
 if only in (None, "h100-bridge-dense"): h100_bridge_dense()
+if only in (None, "llm-foundry"): llm_foundry()

@@ -3,6 +3,7 @@
 // bad input refused with one clear error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <random>
@@ -15,6 +16,7 @@
 #include "calibration/measured_runs.h"
 #include "common/errors.h"
 #include "costmodel/device_profile.h"
+#include "models/model_stats.h"
 #include "tests/calibration/plan_file.h"
 #include "tests/input_error_of.h"
 
@@ -330,6 +332,31 @@ TEST(MeasuredRuns, TorchTitanDevSetsLoad) {
     EXPECT_FALSE(r.fit) << r.id;
     EXPECT_EQ(r.cluster.device.name.rfind("a100", 0), 0u) << r.id;
   }
+}
+
+// llm-foundry's single-node MPT rows (PyTorch FSDP1): held-out checks on the llm-foundry-2023
+// stack, FULL_SHARD over 8 GPUs as dp 8 x zero 3. The MPT mapping (GELU MLP with biases, LayerNorm,
+// learned positions, tied embeddings) gives the table's own NumParams column: 6,658,859,008 for the
+// 7b model at sequence 2048 (README.md at 5e85bd62).
+TEST(MeasuredRuns, LlmFoundryRowsLoadAsChecksWithThePublishedParameterCount) {
+  const auto rows =
+      cal::load_measured_runs(std::string(STRATA_SOURCE_DIR) + "/bench/validation/runs/llm-foundry.yaml");
+  ASSERT_EQ(rows.size(), 96u);
+  int h100 = 0;
+  for (const auto& r : rows) {
+    EXPECT_FALSE(r.fit) << r.id;
+    EXPECT_EQ(r.stack.name, "llm-foundry-2023") << r.id;
+    EXPECT_EQ(r.strategy.zero, 3) << r.id;
+    EXPECT_EQ(r.strategy.dp, 8) << r.id;
+    h100 += r.cluster.device.name == "h100-sxm-80gb" ? 1 : 0;
+  }
+  EXPECT_EQ(h100, 37);
+  // The first H100 row: 30b at 8192 tokens, 168 sequences a step at 1,384 tokens/s per GPU.
+  EXPECT_EQ(rows[0].id, "LF-h100-30b-s8192-mb1");
+  EXPECT_NEAR(rows[0].measured_s, 168.0 * 8192 / (1384.0 * 8), 1e-9);
+  const auto seven = std::find_if(rows.begin(), rows.end(), [](const auto& r) { return r.id == "LF-a100-7b-s2048-mb6"; });
+  ASSERT_NE(seven, rows.end());
+  EXPECT_EQ(strata::models::total_params(seven->model), 6658859008.0);
 }
 
 // A row's model may be a plan file, relative to the runs file like a model file: its model

@@ -268,6 +268,37 @@ TEST(Search, ContextParallelIsADimensionForLongSequences) {
   for (const auto& c : search(model, cluster, o).ranked) EXPECT_EQ(c.strategy.cp, 1);
 }
 
+// A stack without tensor or pipeline parallelism (llm-foundry's FSDP, supports tensor_parallel /
+// pipeline_parallel false) gets only data-parallel layouts from the search, and a pinned tp or pp
+// on it is one error naming the axis.
+TEST(Search, AStackWithoutTensorOrPipelineParallelismGetsDataParallelLayouts) {
+  const auto model = models::load_model("gpt2-124m");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-a100");
+  const auto foundry = costmodel::load_software_stack("llm-foundry-2023");
+  SearchOptions o;
+  o.gpus = 8;
+  o.global_batch = 64;
+  o.top_k = 1'000'000;
+  o.stack = &foundry;
+  const auto r = search(model, cluster, o);
+  ASSERT_FALSE(r.ranked.empty());
+  for (const auto& c : r.ranked) {
+    EXPECT_EQ(c.strategy.tp, 1);
+    EXPECT_EQ(c.strategy.pp, 1);
+    EXPECT_EQ(c.strategy.dp, 8);
+  }
+  o.tp = 2;
+  try {
+    search(model, cluster, o);
+    ADD_FAILURE() << "tp 2 on llm-foundry-2023 was searched";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor parallelism (strategy.tp)"), std::string::npos) << e.what();
+  }
+  o.tp.reset();
+  o.pp = 2;
+  EXPECT_THROW(search(model, cluster, o), InputError);
+}
+
 // The search simulates slices of the space on several threads; the ranking, the counts
 // and every prediction are the same as on one.
 TEST_F(SearchGpt2, ThreadsDoNotChangeTheResult) {
