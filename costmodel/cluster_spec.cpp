@@ -114,6 +114,7 @@ void apply_profile(ClusterSpec& cluster, const DeviceProfile& measured,
     d.gemm_efficiency = measured.gemm_efficiency;
     d.attention_efficiency = measured.attention_efficiency;
     d.attention_cudnn_efficiency = measured.attention_cudnn_efficiency;
+    d.attention_flash1_efficiency = measured.attention_flash1_efficiency;
     d.memory_efficiency = measured.memory_efficiency;
     d.efficiency_source = measured.efficiency_source.kind.empty() ? measured.source
                                                                   : measured.efficiency_source;

@@ -136,6 +136,7 @@ std::string device_profile_yaml(const DeviceProfile& p, int indent) {
   line("  gemm: " + yaml_number(p.gemm_efficiency));
   line("  attention: " + yaml_number(p.attention_efficiency));
   if (p.attention_cudnn_efficiency > 0) line("  attention_cudnn: " + yaml_number(p.attention_cudnn_efficiency));
+  if (p.attention_flash1_efficiency > 0) line("  attention_flash1: " + yaml_number(p.attention_flash1_efficiency));
   line("  memory: " + yaml_number(p.memory_efficiency));
   if (!p.efficiency_source.kind.empty()) line("  source: " + yaml_provenance(p.efficiency_source));
   line("reserve_gib: " + yaml_number(p.reserve_gib));
@@ -221,7 +222,7 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
 
   if (r.has("efficiency")) {
     YamlReader e = r.child("efficiency");
-    e.expect_keys({"gemm", "attention", "attention_cudnn", "memory", "source"});
+    e.expect_keys({"gemm", "attention", "attention_cudnn", "attention_flash1", "memory", "source"});
     auto frac = [&](const char* key, double dflt) {
       if (!e.has(key)) return dflt;
       double v = e.get_double(key);
@@ -231,6 +232,7 @@ DeviceProfile parse_device_profile_node(const YamlReader& r) {
     p.gemm_efficiency = frac("gemm", p.gemm_efficiency);
     p.attention_efficiency = frac("attention", p.attention_efficiency);
     p.attention_cudnn_efficiency = frac("attention_cudnn", p.attention_cudnn_efficiency);
+    p.attention_flash1_efficiency = frac("attention_flash1", p.attention_flash1_efficiency);
     p.memory_efficiency = frac("memory", p.memory_efficiency);
     if (e.has("source")) p.efficiency_source = parse_provenance(e.child("source"));
   }

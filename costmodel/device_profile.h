@@ -135,6 +135,9 @@ struct DeviceProfile {
   // differs from FlashAttention-2's, which attention_efficiency describes (on Hopper, cuDNN
   // and FlashAttention-3 use the wgmma/TMA path FlashAttention-2 lacks); 0 = the same.
   double attention_cudnn_efficiency = 0;
+  // FlashAttention's first algorithm (stacks with attention.kernel flash1: the CUDA v1 kernels or
+  // their Triton port) where a source gives its rate on this device; 0 = FlashAttention-2's.
+  double attention_flash1_efficiency = 0;
   double memory_efficiency = 0.85;
   Provenance efficiency_source;       // empty kind: the built-in defaults above
   double reserve_gib = 0;

@@ -44,8 +44,9 @@ models::GemmShape sharded_gemm(const models::Op& op, int tp, bool sequence_paral
 }
 
 double attention_efficiency(const DeviceProfile& device, AttentionKernel kernel) {
-  return kernel == AttentionKernel::Cudnn && device.attention_cudnn_efficiency > 0 ? device.attention_cudnn_efficiency
-                                                                                   : device.attention_efficiency;
+  if (kernel == AttentionKernel::Cudnn && device.attention_cudnn_efficiency > 0) return device.attention_cudnn_efficiency;
+  if (kernel == AttentionKernel::Flash1 && device.attention_flash1_efficiency > 0) return device.attention_flash1_efficiency;
+  return device.attention_efficiency;
 }
 
 OpCostOptions op_cost_options(const SoftwareStack& stack, const DeviceProfile& device, models::Norm norm) {

@@ -10,10 +10,10 @@
 //   GEMMs at the fp8 rate plus the casts to FP8 as memory passes (fp8_activation_casts
 //   bytes / achieved bandwidth + one kernel overhead each way).
 // AttentionCore, by the stack's attention kernel (OpCostOptions):
-// flash2 / cudnn: the model FLOPs of the op (QK^T and AV: 4*b*s^2*h
+// flash2 / flash1 / cudnn: the model FLOPs of the op (QK^T and AV: 4*b*s^2*h
 //   forward, unsharded) are halved for the causal mask, divided by tp (heads/tp
-//   per rank), and run at peak(dtype) * attention_efficiency (cudnn: the profile's
-//   attention_cudnn where it has one). Backward charges
+//   per rank), and run at peak(dtype) * attention_efficiency (cudnn and flash1: the
+//   profile's attention_cudnn / attention_flash1 where it has one). Backward charges
 //   2.5x the forward FLOPs (flash backward recomputes QK^T: 5 matmuls vs 2;
 //   Dao 2023, FlashAttention-2 sec. 4), at the same efficiency.
 // unfused (Megatron's CoreAttention before FlashAttention): per rank b*heads/tp

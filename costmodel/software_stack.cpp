@@ -20,7 +20,8 @@ const EmbeddedFiles& embedded_stacks();
 
 const char* to_string(AttentionKernel k) {
   constexpr EnumName<AttentionKernel> kNames[] = {
-      {AttentionKernel::Unfused, "unfused"}, {AttentionKernel::Flash2, "flash2"}, {AttentionKernel::Cudnn, "cudnn"}};
+      {AttentionKernel::Unfused, "unfused"}, {AttentionKernel::Flash2, "flash2"},
+      {AttentionKernel::Flash1, "flash1"}, {AttentionKernel::Cudnn, "cudnn"}};
   return enum_name(k, kNames);
 }
 
@@ -95,9 +96,10 @@ SoftwareStack parse_software_stack(const std::string& yaml_text, const std::stri
 
   YamlReader a = r.child("attention");
   a.expect_keys({"kernel", "softmax_fused", "dropout", "layout_copies"});
-  const std::string kernel = a.get_enum("kernel", {"unfused", "flash2", "cudnn"});
-  s.attention = kernel == "unfused" ? AttentionKernel::Unfused
+  const std::string kernel = a.get_enum("kernel", {"unfused", "flash2", "flash1", "cudnn"});
+  s.attention = kernel == "unfused"  ? AttentionKernel::Unfused
                 : kernel == "flash2" ? AttentionKernel::Flash2
+                : kernel == "flash1" ? AttentionKernel::Flash1
                                      : AttentionKernel::Cudnn;
   s.softmax_fused = a.get_bool("softmax_fused", true);
   s.attention_dropout = a.get_double("dropout", 0.0);

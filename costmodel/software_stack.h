@@ -15,7 +15,7 @@
 //   grad_comm_dtype: bf16           # optional: what the reduction sends when the stack casts the
 //                                   # buffer for it (default grad_reduce_dtype)
 //   zero1_grad_collective: all_reduce  # optional, ZeRO 1: reduce_scatter (default) | all_reduce
-//   attention: {kernel: unfused, softmax_fused: true, dropout: 0.1}   # unfused | flash2 | cudnn
+//   attention: {kernel: unfused, softmax_fused: true, dropout: 0.1}   # unfused | flash2 | flash1 | cudnn
 //              layout_copies: false  # optional: GQA K/V repeat and output copies around the
 //                                    # kernel (costmodel/eager_elementwise.h), default false
 //   fusions: {bias_gelu: true, bias_dropout_add: true, layernorm: true, grad_accumulation: true,
@@ -62,6 +62,8 @@ namespace strata::costmodel {
 enum class AttentionKernel {
   Unfused,  // QK^T and AV as batched GEMMs over the full s x s scores, softmax (+ dropout) passes
   Flash2,   // FlashAttention-2: causal tiles only, no s x s tensor in memory
+  Flash1,   // FlashAttention's first algorithm (CUDA v1, or its Triton port): flash2's shape of
+            // cost at the device's attention_flash1 efficiency where it has one
   Cudnn,    // cuDNN fused attention (Transformer Engine): same shape of cost as flash
 };
 const char* to_string(AttentionKernel k);

@@ -226,7 +226,10 @@ void precision_flags(FlagWriter& flag, const SoftwareStack& stack) {
     flag("--fp8-format", "hybrid");
     flag("--fp8-recipe", "delayed");
   }
-  flag("--attention-backend", stack.attention == costmodel::AttentionKernel::Flash2   ? "flash"
+  // A FlashAttention-1 stack's plan runs on Megatron-LM's flash backend (FlashAttention 2 or 3).
+  flag("--attention-backend", stack.attention == costmodel::AttentionKernel::Flash2 ||
+                                      stack.attention == costmodel::AttentionKernel::Flash1
+                                  ? "flash"
                               : stack.attention == costmodel::AttentionKernel::Cudnn ? "fused"
                                                                                       : "unfused");
 }

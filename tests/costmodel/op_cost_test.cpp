@@ -59,6 +59,30 @@ TEST(OpCost, AttentionCoreIsCausalFlashAtTheAttentionEfficiency) {
   EXPECT_NEAR(t.bwd_s, 2.5 * fwd, 1e-15);
 }
 
+// Each fused kernel at its own efficiency where the device gives one (cuDNN, FlashAttention-1),
+// FlashAttention-2's otherwise.
+TEST(OpCost, EachFusedAttentionKernelAtItsDevicesEfficiency) {
+  auto p = sc::testing::toy_device();  // attention 0.5 of 400 TFLOP/s
+  sm::Op att;
+  att.kind = sm::OpKind::AttentionCore;
+  att.sharding = sm::Sharding::HeadParallel;
+  const double s = 4096, h = 4096;
+  att.flops_fwd = 4 * s * s * h;
+  att.flops_bwd = 2 * att.flops_fwd;
+  const double flops = 0.5 * att.flops_fwd;  // causal half, tp 1
+  auto fwd = [&](sc::AttentionKernel k, const sc::DeviceProfile& d) {
+    sc::OpCostOptions o;
+    o.attention = k;
+    return sc::OpCost(d, o).time(att, 1, false, DType::Bf16).fwd_s;
+  };
+  EXPECT_NEAR(fwd(sc::AttentionKernel::Flash1, p), flops / (400e12 * 0.5), 1e-12);  // no flash1 rate: FA2's
+  p.attention_flash1_efficiency = 0.3;
+  p.attention_cudnn_efficiency = 0.6;
+  EXPECT_NEAR(fwd(sc::AttentionKernel::Flash1, p), flops / (400e12 * 0.3), 1e-12);
+  EXPECT_NEAR(fwd(sc::AttentionKernel::Cudnn, p), flops / (400e12 * 0.6), 1e-12);
+  EXPECT_NEAR(fwd(sc::AttentionKernel::Flash2, p), flops / (400e12 * 0.5), 1e-12);
+}
+
 TEST(OpCost, ElementwiseOpsAreMemoryBoundAndSplitOnlyWithSequenceParallel) {
   sc::OpCost oc(sc::testing::toy_device());
   sm::Op norm;
