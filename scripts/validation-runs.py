@@ -265,27 +265,35 @@ def torchtitan():
         open(f"bench/validation/runs/{f}", "w").write(heads[dev] + "\n".join(out) + "\n")
 
 def llm_foundry():
-    """bench/validation/runs/llm-foundry.yaml from llm-foundry-2023.yaml: MosaicML's published MPT
-    throughputs (PyTorch FSDP1, one node of 8 GPUs), tokens/s per GPU kept as measured. Every row
-    `use: check` on the shipped profile of its device (dgx-a100, dgx-h100)."""
-    d = yaml.safe_load(open("bench/validation/llm-foundry-2023.yaml"))
-    cite = "mosaicml/llm-foundry scripts/train/benchmarking/README.md (5e85bd62), rows of b2a43a14 (llm-foundry-2023.yaml)"
+    """bench/validation/runs/llm-foundry.yaml from llm-foundry.yaml: MosaicML's published MPT
+    throughputs (PyTorch FSDP1), tokens/s per GPU kept as measured. The single-node 2023-10 rows run
+    on stack llm-foundry-2023, the 2024-01 large-scale H100 rows on llm-foundry-2024 (13b and 30b with
+    its Triton attention: stack_settings attention.kernel flash1). Every row `use: check` on the
+    shipped profile of its device (dgx-a100, dgx-h100)."""
+    d = yaml.safe_load(open("bench/validation/llm-foundry.yaml"))
+    cite = {"runs": "mosaicml/llm-foundry scripts/train/benchmarking/README.md (5e85bd62), rows of b2a43a14 (llm-foundry.yaml)",
+            "runs_2024": "mosaicml/llm-foundry scripts/train/benchmarking/README.md (5e85bd62), large-scale H100 table (llm-foundry.yaml)"}
     out = []
-    for r in d["runs"]:
-        a = d["models"][r["model"]]
-        m = {"name": f"{r['model']}-s{r['seq']}", "layers": a["layers"], "hidden": a["hidden"], "heads": a["heads"],
-             "kv_heads": a["heads"], "ffn": 4 * a["hidden"], "vocab": 50368, "seq_len": r["seq"],
-             "activation": "gelu", "norm": "layernorm", "positions": "learned", "tied_embeddings": "true"}
-        x = {"id": r["id"], "model": flow(m), "cluster": f"dgx-{r['gpu']}", "stack": "llm-foundry-2023"}
-        x["strategy"] = flow(strat(1, 1, 8, r["mbs"], r["gbs"], 1, "full" if r["act_ckpt"] else "none", False, 3))
-        x["measured"] = flow({"tokens_per_s_per_gpu": r["tps"]})
-        x["source"] = f'"{cite}"'
-        x["use"] = "check"
-        out.append("  - " + flow(x))
-    head = ("# llm-foundry MPT rows, PyTorch FSDP1 on one node of 8 A100 80GB or H100 80GB (written by\n"
-            "# scripts/validation-runs.py from bench/validation/llm-foundry-2023.yaml; see it for every source,\n"
-            "# setting and what is left out). All rows `use: check`: no profile saw them. Published tokens/s per\n"
-            "# GPU kept as measured; strata converts to gbs x seq / (tps x gpus).\n"
+    for part, stack in (("runs", "llm-foundry-2023"), ("runs_2024", "llm-foundry-2024")):
+        for r in d[part]:
+            a = d["models"][r["model"]]
+            m = {"name": f"{r['model']}-s{r['seq']}", "layers": a["layers"], "hidden": a["hidden"], "heads": a["heads"],
+                 "kv_heads": a["heads"], "ffn": 4 * a["hidden"], "vocab": 50368, "seq_len": r["seq"],
+                 "activation": "gelu", "norm": "layernorm", "positions": "learned", "tied_embeddings": "true"}
+            gpus = r.get("gpus", 8)
+            x = {"id": r["id"], "model": flow(m), "cluster": f"dgx-{r['gpu']}", "stack": stack}
+            if stack == "llm-foundry-2024" and r["attn"] != "flash2":
+                x["stack_settings"] = flow({"attention": flow({"kernel": r["attn"]})})
+            x["strategy"] = flow(strat(1, 1, gpus, r["mbs"], r["gbs"], 1, "full" if r["act_ckpt"] else "none", False,
+                                       r.get("zero", 3)))
+            x["measured"] = flow({"tokens_per_s_per_gpu": r["tps"]})
+            x["source"] = f'"{cite[part]}"'
+            x["use"] = "check"
+            out.append("  - " + flow(x))
+    head = ("# llm-foundry MPT rows, PyTorch FSDP1: one node of 8 A100 80GB or H100 80GB (2023-10) and 128-512\n"
+            "# H100 80GB (2024-01) (written by scripts/validation-runs.py from bench/validation/llm-foundry.yaml;\n"
+            "# see it for every source, setting and what is left out). All rows `use: check`: no profile saw them.\n"
+            "# Published tokens/s per GPU kept as measured; strata converts to gbs x seq / (tps x gpus).\n"
             "runs:\n")
     open("bench/validation/runs/llm-foundry.yaml", "w").write(head + "\n".join(out) + "\n")
 

@@ -334,23 +334,36 @@ TEST(MeasuredRuns, TorchTitanDevSetsLoad) {
   }
 }
 
-// llm-foundry's single-node MPT rows (PyTorch FSDP1): held-out checks on the llm-foundry-2023
-// stack, FULL_SHARD over 8 GPUs as dp 8 x zero 3. The MPT mapping (GELU MLP with biases, LayerNorm,
+// llm-foundry's MPT rows (PyTorch FSDP1): held-out checks, the single-node 2023-10 rows on the
+// llm-foundry-2023 stack (FULL_SHARD over 8 GPUs as dp 8 x zero 3), the large-scale 2024-01 H100 rows on
+// llm-foundry-2024 (SHARD_GRAD_OP as zero 2 for 1b and 3b, the Triton attention of 13b and 30b as flash1). The MPT mapping (GELU MLP with biases, LayerNorm,
 // learned positions, tied embeddings) gives the table's own NumParams column: 6,658,859,008 for the
 // 7b model at sequence 2048 (README.md at 5e85bd62).
 TEST(MeasuredRuns, LlmFoundryRowsLoadAsChecksWithThePublishedParameterCount) {
   const auto rows =
       cal::load_measured_runs(std::string(STRATA_SOURCE_DIR) + "/bench/validation/runs/llm-foundry.yaml");
-  ASSERT_EQ(rows.size(), 96u);
+  ASSERT_EQ(rows.size(), 114u);
   int h100 = 0;
-  for (const auto& r : rows) {
+  for (std::size_t i = 0; i < 96; ++i) {
+    const auto& r = rows[i];
     EXPECT_FALSE(r.fit) << r.id;
     EXPECT_EQ(r.stack.name, "llm-foundry-2023") << r.id;
+    EXPECT_EQ(r.stack.attention, strata::costmodel::AttentionKernel::Flash1) << r.id;
     EXPECT_EQ(r.strategy.zero, 3) << r.id;
     EXPECT_EQ(r.strategy.dp, 8) << r.id;
     h100 += r.cluster.device.name == "h100-sxm-80gb" ? 1 : 0;
   }
   EXPECT_EQ(h100, 37);
+  for (std::size_t i = 96; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    EXPECT_FALSE(r.fit) << r.id;
+    EXPECT_EQ(r.stack.name, "llm-foundry-2024") << r.id;
+    const bool small = r.id.find("-1b-") != std::string::npos || r.id.find("-3b-") != std::string::npos;
+    EXPECT_EQ(r.strategy.zero, small ? 2 : 3) << r.id;
+    const bool triton = r.id.find("-13b-") != std::string::npos || r.id.find("-30b-") != std::string::npos;
+    EXPECT_EQ(r.stack.attention, triton ? strata::costmodel::AttentionKernel::Flash1 : strata::costmodel::AttentionKernel::Flash2)
+        << r.id;
+  }
   // The first H100 row: 30b at 8192 tokens, 168 sequences a step at 1,384 tokens/s per GPU.
   EXPECT_EQ(rows[0].id, "LF-h100-30b-s8192-mb1");
   EXPECT_NEAR(rows[0].measured_s, 168.0 * 8192 / (1384.0 * 8), 1e-9);
