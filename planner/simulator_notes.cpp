@@ -84,6 +84,11 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
                           measured_ops.empty() ? "" : "otherwise: ", costmodel::attention_efficiency(dev, stack_.attention) * 100,
                           dev.memory_efficiency * 100, dev.memory_bandwidth_gbps,
                           dev.source.measured() || dev.efficiency_source.measured() ? "measured" : "datasheet"));
+  if (stack_.attention == costmodel::AttentionKernel::Flash1 && dev.attention_flash1_efficiency <= 0)
+    n.push_back(fmt::format("warning: stack {} runs FlashAttention's first algorithm (attention.kernel flash1), "
+                            "for which device {} gives no rate (efficiency.attention_flash1): timed at "
+                            "FlashAttention-2's, so attention is predicted too fast",
+                            stack_.name, dev.name));
   // The training losses a fitted profile applies (costmodel/training_losses.h), by name and
   // value, so that no fitted number acts unseen.
   if (const costmodel::TrainingLosses& l = dev.training_losses; l.present) {

@@ -661,5 +661,32 @@ TEST_F(SimulatorOnGpt2, OpCostRowsAddUpToTheComputeOfTheIteration) {
   EXPECT_TRUE(simulate(model, cluster, s).ops.empty());
 }
 
+// A FlashAttention-1 stack on a device without that kernel's rate is timed at FlashAttention-2's
+// and says so; with a rate (the A100's attention_flash1) it says nothing and attention runs slower.
+TEST(Simulator, Flash1WithoutTheDevicesRateWarnsAndWithItRunsAtIt) {
+  auto model = models::load_model("gpt2-124m");
+  const auto foundry = costmodel::load_software_stack("llm-foundry-2023");
+  SimulateOptions o;
+  o.stack = &foundry;
+  Strategy s;
+  s.dp = 8;
+  s.micro_batch = 4;
+  s.global_batch = 64;
+  s.zero = 3;
+  const auto warned = [](const Prediction& p) {
+    for (const auto& n : p.notes)
+      if (n.find("attention.kernel flash1") != std::string::npos) return true;
+    return false;
+  };
+  auto a100 = strata::testing::tables_only_cluster("dgx-a100");
+  ASSERT_GT(a100.device.attention_flash1_efficiency, 0);
+  const auto with_rate = simulate(model, a100, s, o).prediction;
+  EXPECT_FALSE(warned(with_rate));
+  a100.device.attention_flash1_efficiency = 0;
+  const auto without = simulate(model, a100, s, o).prediction;
+  EXPECT_TRUE(warned(without));
+  EXPECT_LT(without.iteration_s, with_rate.iteration_s);
+}
+
 }  // namespace
 }  // namespace strata::planner
