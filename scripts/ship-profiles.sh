@@ -19,6 +19,17 @@ for d in a100-sxm-80gb:a100 h100-sxm-80gb:h100; do
   "$strata" calibrate --from-runs "bench/validation/runs/${d#*:}.yaml" --out "$out/${d%%:*}-fitted.yaml" >"$log/${d#*:}.txt"
   grep -E '^# (training-loss fit|in-sample|held out)' "$log/${d#*:}.txt"
 done
+# The A100 40GB part of llm-foundry's rows (bench/validation/devices/a100-sxm-40gb.yaml): the A100 fit on
+# its own memory and bandwidth (the same SMs, clocks and TDP as the 80GB part the fit saw).
+{
+  echo "# The A100 fit (costmodel/hardware/profiles/a100-sxm-80gb-fitted.yaml, scripts/ship-profiles.sh) on the"
+  echo "# 40GB part: its memory and HBM2 bandwidth, the same SMs, clocks and TDP. No A100 40GB row was fitted."
+  sed -e 's/^name: "a100-sxm-80gb"/name: "a100-sxm-40gb"/' \
+      -e 's/^memory_gib: 80$/memory_gib: 40/' -e 's/^memory_bandwidth_gbps: 2039$/memory_bandwidth_gbps: 1555/' \
+      -e 's/A100 80GB SXM column/A100 40GB SXM column/' -e 's/HBM2e 2039 GB\/s; 80 GB (nvidia-smi: 81920 MiB = 80 GiB)/HBM2 1555 GB\/s; 40 GB/' \
+      -e '/^# Written by/d' -e '/^# the measured runs listed/d' -e '/^# --profile on plan/d' \
+      "$out/a100-sxm-80gb-fitted.yaml"
+} >bench/validation/profiles/a100-sxm-40gb-fitted.yaml
 "$strata" calibrate --from-runs bench/validation/runs/torchtitan-h100.yaml \
   --out bench/validation/profiles/h100-sxm-96gb-500w-fitted.yaml >"$log/torchtitan-h100.txt"
 grep -E '^# (training-loss fit|in-sample|held out)' "$log/torchtitan-h100.txt"

@@ -268,20 +268,24 @@ def llm_foundry():
     """bench/validation/runs/llm-foundry.yaml from llm-foundry.yaml: MosaicML's published MPT
     throughputs (PyTorch FSDP1), tokens/s per GPU kept as measured. The single-node 2023-10 rows run
     on stack llm-foundry-2023, the 2024-01 large-scale H100 rows on llm-foundry-2024 (13b and 30b with
-    its Triton attention: stack_settings attention.kernel flash1). Every row `use: check` on the
-    shipped profile of its device (dgx-a100, dgx-h100)."""
+    its Triton attention: stack_settings attention.kernel flash1), the A100 40GB rows on
+    llm-foundry-2023 and clusters/mosaic-a100-40gb.yaml. Every row `use: check` on the shipped (or, for
+    the 40GB part, the A100 fit's) profile of its device."""
     d = yaml.safe_load(open("bench/validation/llm-foundry.yaml"))
     cite = {"runs": "mosaicml/llm-foundry scripts/train/benchmarking/README.md (5e85bd62), rows of b2a43a14 (llm-foundry.yaml)",
-            "runs_2024": "mosaicml/llm-foundry scripts/train/benchmarking/README.md (5e85bd62), large-scale H100 table (llm-foundry.yaml)"}
+            "runs_2024": "mosaicml/llm-foundry scripts/train/benchmarking/README.md (5e85bd62), large-scale H100 table (llm-foundry.yaml)",
+            "runs_a100_40gb": "mosaicml/llm-foundry scripts/train/benchmarking/README.md (5e85bd62), A100 40GB table (llm-foundry.yaml)"}
+    clusters = {"a100": "dgx-a100", "h100": "dgx-h100", "a100-40g": "../clusters/mosaic-a100-40gb.yaml"}
     out = []
-    for part, stack in (("runs", "llm-foundry-2023"), ("runs_2024", "llm-foundry-2024")):
+    for part, stack in (("runs", "llm-foundry-2023"), ("runs_2024", "llm-foundry-2024"),
+                        ("runs_a100_40gb", "llm-foundry-2023")):
         for r in d[part]:
             a = d["models"][r["model"]]
             m = {"name": f"{r['model']}-s{r['seq']}", "layers": a["layers"], "hidden": a["hidden"], "heads": a["heads"],
                  "kv_heads": a["heads"], "ffn": 4 * a["hidden"], "vocab": 50368, "seq_len": r["seq"],
                  "activation": "gelu", "norm": "layernorm", "positions": "learned", "tied_embeddings": "true"}
             gpus = r.get("gpus", 8)
-            x = {"id": r["id"], "model": flow(m), "cluster": f"dgx-{r['gpu']}", "stack": stack}
+            x = {"id": r["id"], "model": flow(m), "cluster": clusters[r["gpu"]], "stack": stack}
             if stack == "llm-foundry-2024" and r["attn"] != "flash2":
                 x["stack_settings"] = flow({"attention": flow({"kernel": r["attn"]})})
             x["strategy"] = flow(strat(1, 1, gpus, r["mbs"], r["gbs"], 1, "full" if r["act_ckpt"] else "none", False,
@@ -290,8 +294,9 @@ def llm_foundry():
             x["source"] = f'"{cite[part]}"'
             x["use"] = "check"
             out.append("  - " + flow(x))
-    head = ("# llm-foundry MPT rows, PyTorch FSDP1: one node of 8 A100 80GB or H100 80GB (2023-10) and 128-512\n"
-            "# H100 80GB (2024-01) (written by scripts/validation-runs.py from bench/validation/llm-foundry.yaml;\n"
+    head = ("# llm-foundry MPT rows, PyTorch FSDP1: one node of 8 A100 80GB or H100 80GB (2023-10), 128-512\n"
+            "# H100 80GB (2024-01) and 8-128 A100 40GB (before 2023-05) (written by scripts/validation-runs.py from\n"
+            "# bench/validation/llm-foundry.yaml;\n"
             "# see it for every source, setting and what is left out). All rows `use: check`: no profile saw them.\n"
             "# Published tokens/s per GPU kept as measured; strata converts to gbs x seq / (tps x gpus).\n"
             "runs:\n")

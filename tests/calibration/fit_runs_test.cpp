@@ -336,13 +336,14 @@ TEST(MeasuredRuns, TorchTitanDevSetsLoad) {
 
 // llm-foundry's MPT rows (PyTorch FSDP1): held-out checks, the single-node 2023-10 rows on the
 // llm-foundry-2023 stack (FULL_SHARD over 8 GPUs as dp 8 x zero 3), the large-scale 2024-01 H100 rows on
-// llm-foundry-2024 (SHARD_GRAD_OP as zero 2 for 1b and 3b, the Triton attention of 13b and 30b as flash1). The MPT mapping (GELU MLP with biases, LayerNorm,
+// llm-foundry-2024 (SHARD_GRAD_OP as zero 2 for 1b and 3b, the Triton attention of 13b and 30b as flash1),
+// the A100 40GB rows on llm-foundry-2023 and that part's own device with the A100 fit's losses. The MPT mapping (GELU MLP with biases, LayerNorm,
 // learned positions, tied embeddings) gives the table's own NumParams column: 6,658,859,008 for the
 // 7b model at sequence 2048 (README.md at 5e85bd62).
 TEST(MeasuredRuns, LlmFoundryRowsLoadAsChecksWithThePublishedParameterCount) {
   const auto rows =
       cal::load_measured_runs(std::string(STRATA_SOURCE_DIR) + "/bench/validation/runs/llm-foundry.yaml");
-  ASSERT_EQ(rows.size(), 114u);
+  ASSERT_EQ(rows.size(), 192u);
   int h100 = 0;
   for (std::size_t i = 0; i < 96; ++i) {
     const auto& r = rows[i];
@@ -354,7 +355,7 @@ TEST(MeasuredRuns, LlmFoundryRowsLoadAsChecksWithThePublishedParameterCount) {
     h100 += r.cluster.device.name == "h100-sxm-80gb" ? 1 : 0;
   }
   EXPECT_EQ(h100, 37);
-  for (std::size_t i = 96; i < rows.size(); ++i) {
+  for (std::size_t i = 96; i < 114; ++i) {
     const auto& r = rows[i];
     EXPECT_FALSE(r.fit) << r.id;
     EXPECT_EQ(r.stack.name, "llm-foundry-2024") << r.id;
@@ -363,6 +364,13 @@ TEST(MeasuredRuns, LlmFoundryRowsLoadAsChecksWithThePublishedParameterCount) {
     const bool triton = r.id.find("-13b-") != std::string::npos || r.id.find("-30b-") != std::string::npos;
     EXPECT_EQ(r.stack.attention, triton ? strata::costmodel::AttentionKernel::Flash1 : strata::costmodel::AttentionKernel::Flash2)
         << r.id;
+  }
+  // The A100 40GB rows: llm-foundry-2023 on the 40GB part's own device and the A100 fit.
+  for (std::size_t i = 114; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].stack.name, "llm-foundry-2023") << rows[i].id;
+    EXPECT_EQ(rows[i].cluster.device.name, "a100-sxm-40gb") << rows[i].id;
+    EXPECT_EQ(rows[i].cluster.device.memory_gib, 40) << rows[i].id;
+    EXPECT_TRUE(rows[i].cluster.device.training_losses.present) << rows[i].id;
   }
   // The first H100 row: 30b at 8192 tokens, 168 sequences a step at 1,384 tokens/s per GPU.
   EXPECT_EQ(rows[0].id, "LF-h100-30b-s8192-mb1");
