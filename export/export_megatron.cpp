@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/errors.h"
 #include "export/export_common.h"
@@ -32,6 +33,7 @@ bool megatron_dp_pp_order(const std::string& o) { return o == "tp-dp-pp" || o ==
 bool megatron_pp_dp_order(const std::string& o) { return o == "tp-pp-dp" || o == "tp-cp-pp-dp"; }
 
 // What Megatron-LM cannot run as planned, refused by name.
+// `stack`: the stack as planned (planned_stack).
 void check_megatron_can_run(const Plan& p, const SoftwareStack& stack) {
   refuse_recompute_modules(p.strategy, "Megatron-LM");
   // TransformerConfig.__post_init__ at d98e8a64 on recompute_modules: moe_act only with grouped
@@ -45,7 +47,7 @@ void check_megatron_can_run(const Plan& p, const SoftwareStack& stack) {
     input_error("export megatron: the plan recomputes mla_up_proj, but model '{}' has no multi-latent "
                 "attention, which Megatron-LM requires for it", one_line(p.model.name));
   if ((rm.moe_act || rm.layernorm) && p.strategy.recompute == Recompute::Selective &&
-      planned_stack(p, stack).precision == DType::Fp8)
+      stack.precision == DType::Fp8)
     input_error("export megatron: the plan recomputes {} in FP8, which Megatron-LM refuses under the "
                 "delayed-scaling recipe the export writes (\"Delayed scaling does not support moe_act and "
                 "layernorm recompute for fp8\"); recompute other modules or plan bf16",
@@ -293,11 +295,8 @@ void training_flags(FlagWriter& flag, const Plan& p, const SoftwareStack& stack,
     flag("--recompute-granularity", "selective");
     // Megatron-Core's modules by their own names (TransformerConfig.recompute_modules, a list
     // argument; its default is core_attn alone, strata's selective mode without modules).
-    if (s.recompute_modules.megatron()) {
-      std::string names;
-      for (const auto& n : costmodel::recompute_module_names(s.recompute_modules)) names += (names.empty() ? "" : " ") + n;
-      flag("--recompute-modules", names);
-    }
+    if (s.recompute_modules.megatron())
+      flag("--recompute-modules", fmt::format("{}", fmt::join(costmodel::recompute_module_names(s.recompute_modules), " ")));
   } else if (s.recompute == Recompute::Full) {
     flag("--recompute-granularity", "full");
     // Every block re-run alone (uniform 1), or the first n of each model chunk (block n:
@@ -330,8 +329,8 @@ void training_flags(FlagWriter& flag, const Plan& p, const SoftwareStack& stack,
 
 std::vector<Arg> megatron_args(const Plan& p, const SoftwareStack& plan_stack,
                                const ExportOptions& opt) {
-  check_megatron_can_run(p, plan_stack);
   const SoftwareStack stack = planned_stack(p, plan_stack);
+  check_megatron_can_run(p, stack);
   const auto& m = p.model;
   const StageShape shape = stage_shape(p);
   FlagWriter flag;
@@ -357,7 +356,7 @@ std::vector<std::pair<std::string, std::string>> megatron_env(const planner::Str
 std::string export_megatron(const Plan& p, const SoftwareStack& plan_stack, const ExportOptions& opt) {
   const SoftwareStack stack = planned_stack(p, plan_stack);
   const auto& s = p.strategy;
-  check_megatron_can_run(p, plan_stack);
+  check_megatron_can_run(p, stack);
   std::vector<std::string> c;
   c.push_back(header(p, "Megatron-LM launch command"));
   c.push_back(fmt::format("checked against {}; stack {} ({})", kMegatronVersion, stack.name,

@@ -237,7 +237,7 @@ class Patcher {
     const std::string& line = lines_[f.line];
     if (const auto v = plan_value(f.name)) {
       if (takes_no_value(f.name) || *v == f.value) return;
-      const bool list = f.value_word && *f.value_word > f.flag_word + 1;
+      const bool list = megatron_arg_arity(f.name) == MegatronArity::Many;
       const bool quoted = !list && f.value_begin > 0 && (line[f.value_begin - 1] == '"' || line[f.value_begin - 1] == '\'');
       edits_[f.line].push_back({f.value_begin, f.value_end, quoted ? *v : arg_value_words(f.name, *v)});
       changes_.push_back(fmt::format("{}: {} {} -> {}", where(f.line), f.name, f.value, *v));
