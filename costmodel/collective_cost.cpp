@@ -128,6 +128,16 @@ int ring_steps(Collective c, int n) {
   }
 }
 
+// NCCL runs all-gather and reduce-scatter across nodes as one ring over all n ranks (no
+// tree; PAT only at one rank per node), whose latency it models as (n - 1 - (N - 1)) hops
+// inside nodes plus N - 1 hops across them (src/graph/tuning.cc, ring: latencies +=
+// (nsteps - nInterSteps) * intraLat + nInterSteps * interLat, nsteps = nRanks - 1,
+// nInterSteps = nNodes - 1; NVIDIA/nccl 5067397c, the same since 2.8). The two phases
+// above charge N - 1 and r - 1 of them; these are the intra-node hops left: every node's
+// r - 1 hops, not one node's. The bandwidth terms are NCCL's already (one rail per rank
+// across nodes), so only the latency changes; it grows with the ranks, not the nodes.
+int flat_ring_extra_intra_steps(int n, int N, int r) { return std::max(0, (n - N) - (r - 1)); }
+
 }  // namespace
 
 double CollectiveCost::ring_time_s(Collective c, double bytes, int n, double alpha_s,
@@ -225,11 +235,13 @@ CollectiveEstimate CollectiveCost::estimate(Collective c, double bytes, const Pl
       break;
     case Collective::ReduceScatter:
       t = ring_time_s(Collective::ReduceScatter, bytes, r, alpha_intra_s_, bw_intra_) +
-          ring_time_s(Collective::ReduceScatter, bytes / r, N, alpha_inter_s_, bw_inter_);
+          ring_time_s(Collective::ReduceScatter, bytes / r, N, alpha_inter_s_, bw_inter_) +
+          flat_ring_extra_intra_steps(n, N, r) * alpha_intra_s_;
       break;
     case Collective::AllGather:
       t = ring_time_s(Collective::AllGather, bytes / r, N, alpha_inter_s_, bw_inter_) +
-          ring_time_s(Collective::AllGather, bytes, r, alpha_intra_s_, bw_intra_);
+          ring_time_s(Collective::AllGather, bytes, r, alpha_intra_s_, bw_intra_) +
+          flat_ring_extra_intra_steps(n, N, r) * alpha_intra_s_;
       break;
     case Collective::AllToAll:
       t = (n - 1) * alpha_inter_s_ + bytes * (n - r) / n / bw_inter_ +

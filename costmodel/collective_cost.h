@@ -12,8 +12,10 @@
 // Hierarchical when the group spans N > 1 nodes with r > 1 ranks on each
 // (r = ranks_per_node_in_group):
 //   all-reduce     = RS_intra(bytes, r) + AR_inter(bytes / r, N) + AG_intra(bytes, r)
-//   reduce-scatter = RS_intra(bytes, r) + RS_inter(bytes / r, N)
-//   all-gather     = AG_inter(bytes / r, N) + AG_intra(bytes, r)
+//   reduce-scatter = RS_intra(bytes, r) + RS_inter(bytes / r, N) + extra
+//   all-gather     = AG_inter(bytes / r, N) + AG_intra(bytes, r) + extra
+//   extra = ((n - N) - (r - 1)) * alpha_intra: NCCL's one ring over all n ranks has
+//   n - N hops inside nodes, every node's, where the two phases count one node's
 //   all-to-all     = (n-1) * alpha_inter + bytes (n-r)/n / bw_inter + bytes (r-1)/n / bw_intra
 //   broadcast/reduce = (N-1) alpha_inter + (r-1) alpha_intra + bytes / bw_inter
 //   send/recv across nodes = alpha_inter + bytes / bw_inter

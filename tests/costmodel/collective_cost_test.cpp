@@ -114,13 +114,34 @@ TEST(CollectiveCost, GroupsAcrossNodesAreHierarchical) {
   double ar_inter = 2 * 1 * kInterA + (B / 8) * 2.0 * 1 / 2 / kInterBw;
   double ag_intra = rs_intra;
   EXPECT_NEAR(cc.time_s(Collective::AllReduce, B, {16, 2, 8}), rs_intra + ar_inter + ag_intra, 1e-12);
-  // Reduce-scatter and all-gather: one intra and one inter phase.
+  // Reduce-scatter and all-gather: one intra and one inter phase, and NCCL's ring's other
+  // node's 7 hops inside it (n - N = 14 intra hops in all).
   double rs_inter = 1 * kInterA + (B / 8) * 1.0 / 2 / kInterBw;
-  EXPECT_NEAR(cc.time_s(Collective::ReduceScatter, B, {16, 2, 8}), rs_intra + rs_inter, 1e-12);
-  EXPECT_NEAR(cc.time_s(Collective::AllGather, B, {16, 2, 8}), rs_inter + ag_intra, 1e-12);
+  EXPECT_NEAR(cc.time_s(Collective::ReduceScatter, B, {16, 2, 8}), rs_intra + rs_inter + 7 * kIntraA, 1e-12);
+  EXPECT_NEAR(cc.time_s(Collective::AllGather, B, {16, 2, 8}), rs_inter + ag_intra + 7 * kIntraA, 1e-12);
   // The hierarchical all-reduce beats a flat ring over the network for large messages.
   double flat = 2 * 15 * kInterA + B * 2.0 * 15 / 16 / kInterBw;
   EXPECT_LT(cc.time_s(Collective::AllReduce, B, {16, 2, 8}), flat);
+}
+
+// NCCL's ring latency for all-gather / reduce-scatter (src/graph/tuning.cc): nRanks - nNodes
+// hops inside nodes and nNodes - 1 across; the bytes cross nodes once per rail.
+TEST(CollectiveCost, RingAcrossManyNodesPaysEveryNodesIntraHops) {
+  sc::CollectiveCost cc(sc::testing::toy_cluster());
+  const double B = 100e6;
+  // 512 ranks on 64 nodes of 8: 63 hops across, 448 inside.
+  const double latency = 63 * kInterA + 448 * kIntraA;
+  const double bandwidth = (B / 8) * 63.0 / 64 / kInterBw + B * 7.0 / 8 / kIntraBw;
+  EXPECT_NEAR(cc.time_s(Collective::AllGather, B, {512, 64, 8}), latency + bandwidth, 1e-12);
+  EXPECT_NEAR(cc.time_s(Collective::ReduceScatter, B, {512, 64, 8}), latency + bandwidth, 1e-12);
+  // At 128 ranks (16 nodes) the same bytes take almost the same bandwidth time, but 336 fewer
+  // intra-node hops and 48 fewer across.
+  const double t128 = cc.time_s(Collective::AllGather, B, {128, 16, 8});
+  EXPECT_NEAR(cc.time_s(Collective::AllGather, B, {512, 64, 8}) - t128,
+              48 * kInterA + 336 * kIntraA + (B / 8) * (63.0 / 64 - 15.0 / 16) / kInterBw, 1e-12);
+  // Two ranks per node on 4 nodes: 4 hops inside (one per node), 3 across.
+  EXPECT_NEAR(cc.time_s(Collective::AllGather, B, {8, 4, 2}),
+              3 * kInterA + 4 * kIntraA + (B / 2) * 3.0 / 4 / kInterBw + B * 1.0 / 2 / kIntraBw, 1e-12);
 }
 
 TEST(CollectiveCost, MeasuredTableIsExactAtPointsAndMonotoneBetween) {
