@@ -29,7 +29,10 @@
 // cbf3d6616244b003b6c55e506f246b0e0cf00540; FSDP2 prefetches the next layer's all-gather)
 // a gather runs beside the previous group's compute: exposed = max(0, traffic - compute)
 // per group and pass. Without it every gather waits. Gradient reduce-scatters always run
-// beside the remaining backward.
+// beside the remaining backward. What compute hides still costs it the SMs NCCL's kernels
+// hold meanwhile (ZeroShard::sm_share, costmodel::comm_sm_share): each hidden second of a
+// shard's traffic adds sm_share seconds to the exposed part, as the DP buckets' overlap
+// does (planner/step_costs.cpp).
 // Message sizes follow CollectiveCost (the whole gathered buffer): parameters in the
 // compute dtype (2 bytes for bf16), gradients in the stack's grad_reduce_dtype.
 // Gather unit (the stack's zero3_gather): FSDP2 and Megatron-FSDP gather a whole block in
@@ -72,6 +75,9 @@ struct ZeroShard {
   // Host time each gather costs on the critical path (the stack's zero3_fetch_host_us:
   // hooks and launches of a framework that waits for each gather).
   double fetch_host_s = 0;
+  // Share of the SMs NCCL's kernels hold while this shard's collectives run
+  // (costmodel::comm_sm_share of `group`); the compute beside them runs on the rest.
+  double sm_share = 0;
 };
 
 // Gathers of one pass when a framework coalesces consecutive modules' parameters into one
@@ -88,9 +94,10 @@ std::vector<double> coalesce_gathers(std::span<const double> modules, double buc
 ZeroGroupComm zero_group_comm(int zero, std::span<const ZeroShard> shards, double param_bytes, double grad_bytes,
                               double fwd_compute_s, double bwd_compute_s, bool full_recompute, bool prefetch,
                               const CollectiveCost& coll, bool recompute_regathers = true);
-// One shard: all `params_rank` over `group`.
+// One shard: all `params_rank` over `group`, its collectives holding `sm_share` of the SMs.
 ZeroGroupComm zero_group_comm(int zero, double params_rank, double param_bytes, double grad_bytes,
                               double fwd_compute_s, double bwd_compute_s, bool full_recompute,
-                              bool prefetch, const CollectiveCost& coll, const PlacedGroup& group);
+                              bool prefetch, const CollectiveCost& coll, const PlacedGroup& group,
+                              double sm_share = 0);
 
 }  // namespace strata::costmodel

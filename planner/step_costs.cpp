@@ -248,8 +248,9 @@ void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const Grou
                                                                      stack_.zero3_gather_bucket_params);
       const double host_s = stack_.zero3_fetch_host_us * 1e-6;
       const costmodel::ZeroShard shards[] = {
-          {c.params_rank - c.expert_params_rank, pl.dp, by_module, dense, host_s},
-          {c.expert_params_rank, pl.edp, by_module, expert, host_s}};
+          {c.params_rank - c.expert_params_rank, pl.dp, by_module, dense, host_s,
+           costmodel::comm_sm_share(cluster_, pl.dp)},
+          {c.expert_params_rank, pl.edp, by_module, expert, host_s, costmodel::comm_sm_share(cluster_, pl.edp)}};
       per_group[g] = costmodel::zero_group_comm(s.zero, shards, act_bytes_, grad_bytes, c.fwd_s, c.bwd_s,
                                                 reruns[g] != 0, stack_.zero_prefetch, coll_,
                                                 stack_.zero3_recompute_regather);

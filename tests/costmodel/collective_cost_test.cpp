@@ -19,7 +19,9 @@ TEST(CollectiveCost, SmShareIsTheLinksCommSmsOverTheDevicesSmCount) {
   auto c = sc::load_cluster("dgx-h100");
   ASSERT_EQ(c.device.sm_count, 132);
   EXPECT_DOUBLE_EQ(sc::comm_sm_share(c, PlacedGroup{16, 2, 8}), 16.0 / 132.0);  // across nodes
-  EXPECT_DOUBLE_EQ(sc::comm_sm_share(c, PlacedGroup{8, 1, 8}), 0.0);            // NVLink: no comm_sms
+  EXPECT_DOUBLE_EQ(sc::comm_sm_share(c, PlacedGroup{8, 1, 8}), 24.0 / 132.0);   // NVLink: 24 channels
+  c.intra_node.comm_sms = 0;
+  EXPECT_DOUBLE_EQ(sc::comm_sm_share(c, PlacedGroup{8, 1, 8}), 0.0);  // not given
   EXPECT_DOUBLE_EQ(sc::comm_sm_share(c, PlacedGroup{1, 1, 1}), 0.0);            // no collective
   c.device.sm_count = 0;
   EXPECT_DOUBLE_EQ(sc::comm_sm_share(c, PlacedGroup{16, 2, 8}), 0.0);

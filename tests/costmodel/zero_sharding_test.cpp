@@ -117,3 +117,26 @@ TEST(ZeroSharding, ModuleByModuleGathersPayOneLatencyPerModule) {
   z = sc::zero_group_comm(2, std::span<const sc::ZeroShard>(&by_module, 1), 2, 4, 0.5e-3, 1e-3, false, true, coll);
   EXPECT_EQ(z.fwd_comm_s, 0.0);
 }
+
+// What compute hides still holds NCCL's SMs: each hidden second costs sm_share seconds.
+TEST(ZeroSharding, HiddenTrafficSlowsTheComputeBesideItByItsSmShare) {
+  const sc::CollectiveCost coll(sc::testing::toy_cluster());
+  const double share = 0.25;
+  // Prefetched and fully hidden: a 2 ms forward beside the 0.604 ms gather, a 3 ms backward
+  // beside gather + reduce-scatter (1.792 ms).
+  auto z = sc::zero_group_comm(3, kParams, 2, 4, 2e-3, 3e-3, false, true, coll, kDp8, share);
+  EXPECT_NEAR(z.fwd_exposed_s, share * kAg, 1e-12);
+  EXPECT_NEAR(z.bwd_exposed_s, share * (kAg + kRs), 1e-12);
+  // Partly hidden: past a 0.5 ms forward the gather waits; the 0.5 ms beside it pays the share.
+  z = sc::zero_group_comm(3, kParams, 2, 4, 0.5e-3, 1e-3, false, true, coll, kDp8, share);
+  EXPECT_NEAR(z.fwd_exposed_s, (kAg - 0.5e-3) + share * 0.5e-3, 1e-12);
+  EXPECT_NEAR(z.bwd_exposed_s, (kAg + kRs - 1e-3) + share * 1e-3, 1e-12);
+  // ZeRO-2's reduce-scatter beside a 2 ms backward; without prefetch only it overlaps.
+  z = sc::zero_group_comm(2, kParams, 2, 4, 1e-3, 2e-3, false, true, coll, kDp8, share);
+  EXPECT_NEAR(z.bwd_exposed_s, share * kRs, 1e-12);
+  z = sc::zero_group_comm(3, kParams, 2, 4, 0.5e-3, 2e-3, false, false, coll, kDp8, share);
+  EXPECT_NEAR(z.fwd_exposed_s, kAg, 1e-12);
+  EXPECT_NEAR(z.bwd_exposed_s, kAg + share * kRs, 1e-12);
+  // No share: as before.
+  EXPECT_EQ(sc::zero_group_comm(3, kParams, 2, 4, 2e-3, 3e-3, false, true, coll, kDp8).fwd_exposed_s, 0.0);
+}

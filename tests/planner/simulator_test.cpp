@@ -350,7 +350,8 @@ TEST_F(SimulatorOnGpt2, TraceIsValidJsonWithEventsOnEveryStage) {
 }
 
 // A stack that reduces gradients after the backward (megatron-2021's local DDP, fp16
-// gradients) exposes the whole all-reduce; one that overlaps buckets (strata-cpu) hides most.
+// gradients) exposes the whole all-reduce; one that overlaps buckets hides most of it, and
+// pays for what it hides with the SMs NCCL's kernels hold beside the backward.
 TEST_F(SimulatorOnGpt2, StackWithoutGradOverlapExposesTheWholeReduction) {
   const Strategy s = strategy(8, 1, 1, 4, 64);
   const auto m21 = costmodel::load_software_stack("megatron-2021");
@@ -359,9 +360,18 @@ TEST_F(SimulatorOnGpt2, StackWithoutGradOverlapExposesTheWholeReduction) {
   auto overlapped = m21;
   overlapped.overlap_grad_reduce = true;
   overlapped.grad_bucket_params = 1'000'000;
-  const auto q = under(overlapped, s);
+  // Exposure alone: a node whose collectives hold no SMs.
+  auto no_sms = cluster;
+  no_sms.intra_node.comm_sms = 0;
+  SimulateOptions o;
+  o.stack = &overlapped;
+  const auto q = simulate(model, no_sms, s, o).prediction;
   EXPECT_LT(q.breakdown_s.dp_comm, 0.5 * p.breakdown_s.dp_comm);
   EXPECT_LT(q.iteration_s, p.iteration_s);
+  // dgx-a100's NVLink collectives hold 24 of the 108 SMs: the 124 bucket all-reduces the
+  // backward hides now slow it.
+  ASSERT_EQ(cluster.intra_node.comm_sms, 24);
+  EXPECT_GT(under(overlapped, s).iteration_s, q.iteration_s);
   EXPECT_EQ(p.stack, "megatron-2021");
 }
 
