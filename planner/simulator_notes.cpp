@@ -147,17 +147,17 @@ std::vector<std::string> SimEngine::notes(const Strategy& s) {
         "logits /{}; gradients reduced over dp x cp = {} ranks",
         s.cp, costmodel::to_string(stack_.cp_comm), pl.cp.size, pl.cp.nodes_spanned, s.cp, s.cp,
         s.dp * s.cp));
-  if (s.dp * s.cp > 1 && (stack_.overlap_grad_reduce || stack_.overlap_param_gather)) {
+  // ZeRO-2/3 gathers and reduce-scatters always run beside the compute that hides them.
+  if (s.dp * s.cp > 1 && (stack_.overlap_grad_reduce || stack_.overlap_param_gather || s.zero >= 2)) {
     const double share = costmodel::comm_sm_share(cluster_, pl.dp);
     const costmodel::LinkSpec& l = pl.dp.nodes_spanned > 1 ? cluster_.inter_node : cluster_.intra_node;
+    const char* what = s.zero >= 2 ? "overlapped DP and ZeRO collectives" : "overlapped DP collectives";
     if (share > 0)
-      n.push_back(fmt::format("overlapped DP collectives hold {} of {} SMs: compute beside them runs "
-                              "{:.0f}% slower ({})",
+      n.push_back(fmt::format("{} hold {} of {} SMs: compute beside them runs {:.0f}% slower ({})", what,
                               l.comm_sms, cluster_.device.sm_count, 100 * share,
                               l.source.fields.count("comm_sms") ? l.source.fields.at("comm_sms") : "no source"));
     else if (cluster_.device.sm_count > 0)
-      n.push_back("overlapped DP collectives: their SM use is not charged (the cluster's link gives no "
-                  "comm_sms)");
+      n.push_back(fmt::format("{}: their SM use is not charged (the cluster's link gives no comm_sms)", what));
   }
   // The memory model's bytes per parameter before ZeRO sharding (costmodel/memory_model.h).
   const double grad_buffer = costmodel::dtype_bytes(stack_.grad_reduce_dtype);

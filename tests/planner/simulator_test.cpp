@@ -592,10 +592,20 @@ TEST_F(SimulatorOnGpt2, OverlappedDpReductionSlowsComputeByItsSmShare) {
   bool noted = false;
   for (const auto& n : held.prediction.notes) noted |= n.find("16 of 108 SMs") != std::string::npos;
   EXPECT_TRUE(noted);
-  // Inside one node the link gives no comm_sms: not charged, and said so.
+  // Inside one node NVLink collectives hold NCCL's 24 channels' SMs: charged and said so; a
+  // link without comm_sms charges nothing and says that.
   const auto one_node = simulate(model, cluster, strategy(8, 1, 1, 4, 128), o).prediction;
+  ASSERT_EQ(cluster.intra_node.comm_sms, 24);
+  free_sms.intra_node.comm_sms = 0;
   auto one_node_free = simulate(model, free_sms, strategy(8, 1, 1, 4, 128), o).prediction;
-  EXPECT_DOUBLE_EQ(one_node.iteration_s, one_node_free.iteration_s);
+  EXPECT_GT(one_node.iteration_s, one_node_free.iteration_s);
+  auto has = [](const Prediction& p, const std::string& text) {
+    for (const auto& n : p.notes)
+      if (n.find(text) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has(one_node, "24 of 108 SMs"));
+  EXPECT_TRUE(has(one_node_free, "SM use is not charged"));
 }
 
 
@@ -698,5 +708,23 @@ TEST(Simulator, Flash1WithoutTheDevicesRateWarnsAndWithItRunsAtIt) {
   EXPECT_LT(without.iteration_s, with_rate.iteration_s);
 }
 
+// ZeRO-3's gathers and reduce-scatters run beside the compute that hides them whatever the
+// stack's DP-bucket flags say: the notes name their SM share too.
+TEST_F(SimulatorOnGpt2, ZeroTrafficSmShareIsNamedInTheNotes) {
+  Strategy s = strategy(8, 1, 1, 4, 128);
+  s.zero = 3;
+  auto stack = costmodel::load_software_stack("megatron-2021");
+  stack.overlap_grad_reduce = false;
+  stack.overlap_param_gather = false;
+  stack.supports.max_zero = 3;
+  SimulateOptions o;
+  o.stack = &stack;
+  const auto p = simulate(model, cluster, s, o).prediction;
+  bool noted = false;
+  for (const auto& n : p.notes) noted |= n.find("overlapped DP and ZeRO collectives hold 24 of 108 SMs") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 }  // namespace
 }  // namespace strata::planner
+
