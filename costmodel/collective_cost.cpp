@@ -132,10 +132,11 @@ int ring_steps(Collective c, int n) {
 // tree; PAT only at one rank per node), whose latency it models as (n - 1 - (N - 1)) hops
 // inside nodes plus N - 1 hops across them (src/graph/tuning.cc, ring: latencies +=
 // (nsteps - nInterSteps) * intraLat + nInterSteps * interLat, nsteps = nRanks - 1,
-// nInterSteps = nNodes - 1; NVIDIA/nccl 5067397c, the same since 2.8). The two phases
-// above charge N - 1 and r - 1 of them; these are the intra-node hops left: every node's
-// r - 1 hops, not one node's. The bandwidth terms are NCCL's already (one rail per rank
-// across nodes), so only the latency changes; it grows with the ranks, not the nodes.
+// nInterSteps = nNodes - 1; NVIDIA/nccl 5067397c, the same since 2.8). The hierarchical
+// estimate's two phases (estimate() below) charge N - 1 and r - 1 of them; these are the
+// intra-node hops left: every node's r - 1 hops, not one node's. The bandwidth terms are
+// NCCL's already (one rail per rank across nodes), so only the latency changes; it grows
+// with the ranks, not the nodes.
 int flat_ring_extra_intra_steps(int n, int N, int r) { return std::max(0, (n - N) - (r - 1)); }
 
 }  // namespace
