@@ -19,12 +19,14 @@ ZeroGroupComm zero_group_comm(int zero, std::span<const ZeroShard> shards, doubl
     rs_sm += sh.sm_share * r_s;
     if (zero < 3) continue;
     double a_s = 0;
-    if (!sh.by_module)
+    std::size_t gathers = 1;
+    if (!sh.by_module) {
       a_s = coll.time_s(Collective::AllGather, sh.params_rank * param_bytes, sh.group);
-    else
+    } else {
       for (double u : sh.units) a_s += coll.time_s(Collective::AllGather, u * param_bytes, sh.group);
-    const int gathers = sh.by_module ? static_cast<int>(sh.units.size()) : 1;
-    ag += a_s + gathers * sh.fetch_host_s;
+      gathers = sh.units.size();
+    }
+    ag += a_s + static_cast<double>(gathers) * sh.fetch_host_s;
     ag_sm += sh.sm_share * a_s;
   }
   // The hidden part of `traffic` (what `compute` covers) slows that compute by the traffic's

@@ -2,6 +2,7 @@
 // communication is free, strategy shorthand and the breakdown sum.
 #pragma once
 #include <cstdint>
+#include <string_view>
 
 #include "costmodel/cluster_spec.h"
 #include "models/model_spec.h"
@@ -34,6 +35,13 @@ inline Strategy strategy(int dp, int tp, int pp, std::int64_t mb, std::int64_t g
 
 inline double breakdown_sum(const Breakdown& b) {
   return b.compute + b.tp_comm + b.pp_comm + b.dp_comm + b.optimizer + b.bubble + b.straggler;
+}
+
+// Whether one of the prediction's notes contains `text`.
+inline bool has_note(const Prediction& p, std::string_view text) {
+  for (const auto& n : p.notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
 }
 
 

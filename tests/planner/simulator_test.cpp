@@ -227,9 +227,7 @@ TEST_F(SimulatorOnGpt2, MeasuredBlockTimesReplaceTheBlocksCompute) {
   }
   auto c = cluster;
   c.device.block_table = {{sig, 1, false, 2, 1000, 2000, 0, 0}};
-  bool noted = false;
-  for (const auto& n : simulate(model, c, s).prediction.notes) noted |= n.find("measured block_table") != std::string::npos;
-  EXPECT_TRUE(noted);
+  EXPECT_TRUE(has_note(simulate(model, c, s).prediction, "measured block_table"));
 }
 
 // A profile's fitted training losses are named in the notes with their values and statuses;
@@ -589,9 +587,7 @@ TEST_F(SimulatorOnGpt2, OverlappedDpReductionSlowsComputeByItsSmShare) {
   const double grown = held.prediction.iteration_s - base.prediction.iteration_s;
   EXPECT_GT(grown, 0.05 * share * reduce_s);
   EXPECT_LE(grown, share * reduce_s * (1 + 1e-9));
-  bool noted = false;
-  for (const auto& n : held.prediction.notes) noted |= n.find("16 of 108 SMs") != std::string::npos;
-  EXPECT_TRUE(noted);
+  EXPECT_TRUE(has_note(held.prediction, "16 of 108 SMs"));
   // Inside one node NVLink collectives hold NCCL's 24 channels' SMs: charged and said so; a
   // link without comm_sms charges nothing and says that.
   const auto one_node = simulate(model, cluster, strategy(8, 1, 1, 4, 128), o).prediction;
@@ -599,13 +595,8 @@ TEST_F(SimulatorOnGpt2, OverlappedDpReductionSlowsComputeByItsSmShare) {
   free_sms.intra_node.comm_sms = 0;
   auto one_node_free = simulate(model, free_sms, strategy(8, 1, 1, 4, 128), o).prediction;
   EXPECT_GT(one_node.iteration_s, one_node_free.iteration_s);
-  auto has = [](const Prediction& p, const std::string& text) {
-    for (const auto& n : p.notes)
-      if (n.find(text) != std::string::npos) return true;
-    return false;
-  };
-  EXPECT_TRUE(has(one_node, "24 of 108 SMs"));
-  EXPECT_TRUE(has(one_node_free, "SM use is not charged"));
+  EXPECT_TRUE(has_note(one_node, "24 of 108 SMs"));
+  EXPECT_TRUE(has_note(one_node_free, "SM use is not charged"));
 }
 
 
@@ -693,11 +684,7 @@ TEST(Simulator, Flash1WithoutTheDevicesRateWarnsAndWithItRunsAtIt) {
   s.micro_batch = 4;
   s.global_batch = 64;
   s.zero = 3;
-  const auto warned = [](const Prediction& p) {
-    for (const auto& n : p.notes)
-      if (n.find("attention.kernel flash1") != std::string::npos) return true;
-    return false;
-  };
+  const auto warned = [](const Prediction& p) { return has_note(p, "attention.kernel flash1"); };
   auto a100 = strata::testing::tables_only_cluster("dgx-a100");
   ASSERT_GT(a100.device.attention_flash1_efficiency, 0);
   const auto with_rate = simulate(model, a100, s, o).prediction;
@@ -720,9 +707,7 @@ TEST_F(SimulatorOnGpt2, ZeroTrafficSmShareIsNamedInTheNotes) {
   SimulateOptions o;
   o.stack = &stack;
   const auto p = simulate(model, cluster, s, o).prediction;
-  bool noted = false;
-  for (const auto& n : p.notes) noted |= n.find("overlapped DP and ZeRO collectives hold 24 of 108 SMs") != std::string::npos;
-  EXPECT_TRUE(noted);
+  EXPECT_TRUE(has_note(p, "overlapped DP and ZeRO collectives hold 24 of 108 SMs"));
 }
 
 }  // namespace
