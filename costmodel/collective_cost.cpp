@@ -12,16 +12,26 @@ namespace strata::costmodel {
 PlacedGroup placed_ranks(const std::vector<int>& ranks, int gpus_per_node) {
   if (gpus_per_node < 1) input_error("gpus_per_node ({}) must be >= 1", gpus_per_node);
   if (ranks.empty()) input_error("a placed group needs at least one rank");
-  std::map<int, int> per_node;
+  // The nodes in order, counted run by run (the planner places thousands of groups, some
+  // of every rank: no map per call).
+  std::vector<int> nodes;
+  nodes.reserve(ranks.size());
   for (int r : ranks) {
     if (r < 0) input_error("rank {} must be >= 0", r);
-    ++per_node[r / gpus_per_node];
+    nodes.push_back(r / gpus_per_node);
   }
+  if (!std::is_sorted(nodes.begin(), nodes.end())) std::sort(nodes.begin(), nodes.end());
   PlacedGroup g;
   g.size = static_cast<int>(ranks.size());
-  g.nodes_spanned = static_cast<int>(per_node.size());
+  g.nodes_spanned = 0;
   g.ranks_per_node_in_group = 0;
-  for (const auto& [node, count] : per_node) g.ranks_per_node_in_group = std::max(g.ranks_per_node_in_group, count);
+  for (std::size_t b = 0; b < nodes.size();) {
+    std::size_t e = b + 1;
+    while (e < nodes.size() && nodes[e] == nodes[b]) ++e;
+    ++g.nodes_spanned;
+    g.ranks_per_node_in_group = std::max(g.ranks_per_node_in_group, static_cast<int>(e - b));
+    b = e;
+  }
   return g;
 }
 

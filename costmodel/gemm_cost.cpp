@@ -88,6 +88,11 @@ GemmEstimate GemmCost::estimate(std::int64_t m, std::int64_t n, std::int64_t k, 
                                 Accumulation accumulation) const {
   if (m < 1 || n < 1 || k < 1)
     input_error("GEMM shape (m {}, n {}, k {}) must have every dimension >= 1", m, n, k);
+  const Shape shape{m, n, k, static_cast<int>(dtype), static_cast<int>(accumulation)};
+  {
+    std::lock_guard<std::mutex> lock(memo_.mutex);
+    if (auto it = memo_.answers.find(shape); it != memo_.answers.end()) return it->second;
+  }
   GemmEstimate e = table_estimate(m, n, k, dtype);
   if (dtype == DType::Fp8 && accumulation == Accumulation::Fast) e.time_s /= fp8_fast_accum_speedup_;
   // FP8 cap: never more than the tensor-core peak ratio faster than bf16 on the same
@@ -100,7 +105,18 @@ GemmEstimate GemmCost::estimate(std::int64_t m, std::int64_t n, std::int64_t k, 
     if (capped > e.time_s) e = {capped, std::max(e.source, b.source)};  // the less direct source
   }
   e.time_s /= sustain_;  // clocks under a long job's power limit (training_losses.h)
+  std::lock_guard<std::mutex> lock(memo_.mutex);
+  memo_.answers.emplace(shape, e);
   return e;
+}
+
+std::size_t GemmCost::ShapeHash::operator()(const Shape& s) const {
+  std::size_t h = 0;
+  for (std::uint64_t v : {static_cast<std::uint64_t>(s.m), static_cast<std::uint64_t>(s.n),
+                          static_cast<std::uint64_t>(s.k), static_cast<std::uint64_t>(s.dtype),
+                          static_cast<std::uint64_t>(s.accumulation)})
+    h = (h ^ std::hash<std::uint64_t>{}(v)) * 0x100000001b3ULL;
+  return h;
 }
 
 GemmEstimate GemmCost::table_estimate(std::int64_t m, std::int64_t n, std::int64_t k,

@@ -26,6 +26,8 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "costmodel/device_profile.h"
@@ -95,6 +97,28 @@ class GemmCost {
   double sustain_ = 1.0;  // DeviceProfile::effective_gemm_sustain (costmodel/training_losses.h)
   double fp8_fast_accum_speedup_ = 1.0;  // DeviceProfile::fp8_fast_accum_speedup
   double memory_bytes_per_s_ = 0;  // bandwidth * memory_efficiency
+
+  // estimate()'s answers by shape: the planner asks for the same few hundred shapes for
+  // every layer-cost table it builds (thousands per search). A pure function of the
+  // arguments, so remembering it changes no result; the mutex keeps a GemmCost shared by
+  // threads safe (each search thread owns one, so it is never contended there). A copy
+  // starts with an empty memo.
+  struct Shape {
+    std::int64_t m, n, k;
+    int dtype, accumulation;
+    bool operator==(const Shape&) const = default;
+  };
+  struct ShapeHash {
+    std::size_t operator()(const Shape& s) const;
+  };
+  struct Memo {
+    std::mutex mutex;
+    std::unordered_map<Shape, GemmEstimate, ShapeHash> answers;
+    Memo() = default;
+    Memo(const Memo&) {}
+    Memo& operator=(const Memo&) { return *this; }
+  };
+  mutable Memo memo_;
 };
 
 }  // namespace strata::costmodel

@@ -58,6 +58,11 @@ RankGrid::RankGrid(int dp, int tp, int pp, const std::string& order, int cp)
     input_error("rank order '{}' is invalid: expected a permutation of tp, dp, pp (and optionally "
                 "cp) joined by '-' (e.g. tp-dp-pp or tp-cp-dp-pp)",
                 order);
+  int stride = 1;
+  for (Axis a : axes_) {
+    strides_[static_cast<std::size_t>(a)] = stride;
+    stride *= size(a);
+  }
 }
 
 int RankGrid::size(Axis a) const {
@@ -70,14 +75,7 @@ int RankGrid::size(Axis a) const {
   return 1;
 }
 
-int RankGrid::stride(Axis axis) const {
-  int s = 1;
-  for (Axis a : axes_) {
-    if (a == axis) return s;
-    s *= size(a);
-  }
-  return s;
-}
+int RankGrid::stride(Axis axis) const { return strides_[static_cast<std::size_t>(axis)]; }
 
 RankCoords RankGrid::coords(int rank) const {
   if (rank < 0 || rank >= world_size())

@@ -50,6 +50,7 @@ class RankGrid {
   int dp_, tp_, pp_, cp_;
   std::string order_;
   std::array<Axis, 4> axes_;  // innermost first, cp placed even when the order omits it
+  std::array<int, 4> strides_{};  // stride(axis), indexed by Axis (rank() runs in hot loops)
 };
 
 const char* to_string(Axis a);

@@ -310,29 +310,70 @@ struct Screened {
   bool fits = false;
 };
 
-// Pass 1: screen every candidate in contiguous slices of the (schedule-grouped) space.
+// Pass 1's work: the candidates grouped by what sets their placements and layer-cost
+// tables (tp, cp, ep, etp: each engine caches those, the costliest part of a screening),
+// largest group first. A thread that screens a whole group builds that group's cache
+// entries alone; contiguous slices of the schedule-grouped space made every thread build
+// nearly every table. Returns the groups' candidates back to back and where each begins.
+std::pair<std::vector<std::int64_t>, std::vector<std::size_t>> screening_groups(const std::vector<Strategy>& space) {
+  const auto key = [&](std::int64_t i) {
+    const Strategy& s = space[static_cast<std::size_t>(i)];
+    return std::make_tuple(s.tp, s.cp, s.ep, s.etp);
+  };
+  std::vector<std::int64_t> order(space.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return key(a) < key(b); });
+  std::vector<std::pair<std::size_t, std::size_t>> runs;  // [begin, end) in `order`
+  for (std::size_t b = 0; b < order.size();) {
+    std::size_t e = b + 1;
+    while (e < order.size() && key(order[e]) == key(order[b])) ++e;
+    runs.emplace_back(b, e);
+    b = e;
+  }
+  std::stable_sort(runs.begin(), runs.end(), [](const auto& x, const auto& y) {
+    return x.second - x.first > y.second - y.first;
+  });
+  std::vector<std::int64_t> grouped;
+  grouped.reserve(order.size());
+  std::vector<std::size_t> begin;
+  for (const auto& [b, e] : runs) {
+    begin.push_back(grouped.size());
+    grouped.insert(grouped.end(), order.begin() + static_cast<std::ptrdiff_t>(b),
+                   order.begin() + static_cast<std::ptrdiff_t>(e));
+  }
+  begin.push_back(grouped.size());
+  return {std::move(grouped), std::move(begin)};
+}
+
+// Pass 1: screen every candidate, a group (screening_groups) at a time on whichever
+// thread is free. What a screening returns does not depend on the thread or the order.
 std::vector<Screened> screen_space(const models::ModelSpec& model, const std::vector<Strategy>& space,
                                    const SearchOptions& options, EnginePool& pool) {
   const auto total = static_cast<std::int64_t>(space.size());
-  const int threads = pool.threads();
   std::vector<Screened> screened(space.size());
+  const auto [order, group_begin] = screening_groups(space);
+  std::atomic<std::size_t> next_group{0};
   std::atomic<std::int64_t> done{0};
   pool.run([&](int tid) {
     detail::SimEngine& engine = pool.engine(tid);
-    const std::int64_t lo = total * tid / threads, hi = total * (tid + 1) / threads;
-    for (std::int64_t i = lo; i < hi; ++i) {
-      if (tid == 0 && options.progress && (i % 1024 == 0)) options.progress(done.load(), total);
-      done.fetch_add(1, std::memory_order_relaxed);
-      const Strategy& s = space[i];
-      if (!validate(s, model).empty() || !detail::too_large_to_simulate(s).empty()) continue;
-      detail::Screening sc;
-      try {
-        sc = engine.screen(s);
-      } catch (const InputError& e) {  // a layout the model cannot cost: say which one
-        input_error("searching tp {} pp {} dp {} cp {} ep {} etp {} vpp {} micro-batch {}: {}", s.tp, s.pp, s.dp,
-                    s.cp, s.ep, s.etp, s.vpp, s.micro_batch, e.what());
+    for (;;) {
+      const std::size_t g = next_group.fetch_add(1);
+      if (g + 1 >= group_begin.size()) break;
+      for (std::size_t k = group_begin[g]; k < group_begin[g + 1]; ++k) {
+        const std::int64_t i = order[k];
+        const std::int64_t n = done.fetch_add(1, std::memory_order_relaxed);
+        if (tid == 0 && options.progress && (n % 1024 == 0)) options.progress(n, total);
+        const Strategy& s = space[static_cast<std::size_t>(i)];
+        if (!validate(s, model).empty() || !detail::too_large_to_simulate(s).empty()) continue;
+        detail::Screening sc;
+        try {
+          sc = engine.screen(s);
+        } catch (const InputError& e) {  // a layout the model cannot cost: say which one
+          input_error("searching tp {} pp {} dp {} cp {} ep {} etp {} vpp {} micro-batch {}: {}", s.tp, s.pp,
+                      s.dp, s.cp, s.ep, s.etp, s.vpp, s.micro_batch, e.what());
+        }
+        screened[static_cast<std::size_t>(i)] = Screened{sc.lower_bound_s, sc.estimate_s, sc.peak_memory_gib, sc.fits_memory};
       }
-      screened[i] = Screened{sc.lower_bound_s, sc.estimate_s, sc.peak_memory_gib, sc.fits_memory};
     }
   });
   return screened;

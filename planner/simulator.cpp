@@ -128,9 +128,11 @@ const Placement& SimEngine::placement_for(const Strategy& s) {
     // Gradients reduce over the dp x cp ranks that share a (tp, pp) coordinate; the worst
     // placed of those groups sets the time.
     bool first = true;
+    std::vector<int> ranks;
+    ranks.reserve(static_cast<std::size_t>(s.dp) * static_cast<std::size_t>(s.cp));
     for (int t = 0; t < s.tp; ++t)
       for (int p = 0; p < s.pp; ++p) {
-        std::vector<int> ranks;
+        ranks.clear();
         for (int d = 0; d < s.dp; ++d)
           for (int c = 0; c < s.cp; ++c) ranks.push_back(grid.rank(costmodel::RankCoords{d, t, p, c}));
         const costmodel::PlacedGroup g = costmodel::placed_ranks(ranks, gpn);

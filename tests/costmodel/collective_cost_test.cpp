@@ -42,6 +42,8 @@ TEST(PlacedGroup, FollowsTheRankGridOnNodes) {
   sc::RankGrid k(8, 3, 1);
   EXPECT_EQ(sc::placed_group(k, sc::Axis::Tp, 8), (PlacedGroup{3, 2, 2}));
   EXPECT_EQ(sc::placed_ranks({0, 1, 2}, 8), (PlacedGroup{3, 1, 3}));
+  // Ranks in any order, by hand: nodes 2, 0, 2, 1, 2 -> 3 nodes, node 2 holds three.
+  EXPECT_EQ(sc::placed_ranks({17, 3, 23, 9, 16}, 8), (PlacedGroup{5, 3, 3}));
   // Pipeline neighbours: with tp*dp = 4 per stage, stages 0/1 share a node, 1/2 do not.
   sc::RankGrid p(2, 2, 4);
   EXPECT_EQ(sc::placed_pp_pair(p, 0, 8), (PlacedGroup{2, 1, 2}));

@@ -104,6 +104,27 @@ TEST(StagePartition, UniformBlocksGiveTheEvenSplit) {
   }
 }
 
+// Blocks of 0.1 (not a binary fraction): pieces of equal length differ in their last bits
+// depending on where they start, so the optimal cap is one of several near-equal sums. The
+// split must still be the even one, and its cost the pieces' own.
+TEST(StagePartition, RoundedEqualBlocksStillGiveTheEvenSplit) {
+  for (int layers : {12, 60, 96}) {
+    for (int stages = 1; stages <= layers; ++stages) {
+      if (layers % stages != 0) continue;
+      std::vector<double> costs(layers + 2, 0.1);
+      costs.front() = costs.back() = 0.0;
+      const StagePartition p = StagePartition::balance(costs, stages);
+      expect_well_formed(p, layers + 2, stages);
+      for (const auto& s : p.stages()) {
+        int blocks = 0;
+        for (int g : s) blocks += (g >= 1 && g <= layers);
+        EXPECT_EQ(blocks, layers / stages) << layers << " layers on " << stages << " stages";
+      }
+      EXPECT_NEAR(p.max_cost(), 0.1 * (layers / stages), 1e-12);
+    }
+  }
+}
+
 TEST(StagePartition, HeavyHeadMovesBlocksOffTheLastStage) {
   // 8 blocks of cost 1, a head worth 3 blocks: the last stage must take fewer blocks.
   std::vector<double> costs(10, 1.0);
