@@ -29,16 +29,19 @@
 //  * and attributes the time (below).
 //
 // Breakdown (critical-path attribution; the parts sum to iteration_s up to rounding):
-// let q be the stage that finishes its gradients last (it gates the optimizer) and r the
-// stage whose optimizer (+ ZeRO-1 all-gather) ends last. compute and tp_comm are q's busy
-// time on its compute stream; the idle time of that stream (waiting on receives) is split
-// into pp_comm = the p2p transfer time (incl. queueing behind earlier sends) along the
-// dependency chain that ends at q's last compute step, capped by that idle time, and
-// bubble = the rest; dp_comm = q's exposed gradient reduction (after its last backward)
-// + r's ZeRO-1 parameter all-gather; optimizer = r's Adam step. ep_comm = q's MoE token
-// dispatch / combine (all-to-all over ep, all-gather / reduce-scatter over etp), taken
-// out of tp_comm (costmodel/expert_dispatch_cost.h); routed-expert gradients reduce over
-// the edp group in the same buckets.
+// let q be the stage that finishes its gradients last (it gates the optimizer), r the
+// stage whose optimizer (+ ZeRO-1 all-gather) ends last, and b the busiest stage (most
+// busy time on its compute stream) of those done computing no later than q (b = q when
+// no stage is busier). compute and tp_comm are b's busy time; the rest of q's compute end
+// (b's waits on receives, then on the stages that finish after it) is split into pp_comm
+// = the p2p transfer time (incl. queueing behind earlier sends) along the dependency chain
+// that ends at b's last compute step, capped by b's idle time, and bubble = the rest;
+// dp_comm = q's exposed gradient reduction (after its last backward) + r's ZeRO-1
+// parameter all-gather; optimizer = r's Adam step. ep_comm = b's MoE token dispatch /
+// combine (all-to-all over ep, all-gather / reduce-scatter over etp), taken out of
+// tp_comm (costmodel/expert_dispatch_cost.h); routed-expert gradients reduce over the edp
+// group in the same buckets. Reading the busiest stage names what sets the pace: a light
+// stage's steps would show it idle, the bottleneck's work hidden in its bubble.
 // bubble_fraction = bubble / iteration_s.
 #include <algorithm>
 #include <string>
@@ -513,25 +516,35 @@ void SimEngine::fill_breakdown(const Strategy& s, const GradientSync& sync, cons
   const int pp = s.pp, vpp = s.vpp, q = sync.last;
   const int m = static_cast<int>(s.num_microbatches());
   Breakdown& bd = pr.breakdown_s;
-  double tp_q = 0, p2p_q = 0, cp_q = 0, zero_q = 0, ep_q = 0, host_q = 0;
+  // The stage whose steps are read: the busiest one, b, when it is busier than q and done
+  // computing no later (then q's compute end = b's busy time + the rest, all of it waiting
+  // on receives or on the stages after b); q otherwise. On uneven stages (DeepSeek-V3's 3
+  // dense blocks on the first rank, 4 MoE blocks on the others) q's own steps would show a
+  // light stage idle most of the step, the bottleneck's all-to-all hidden in its bubble.
+  const auto busy = [&](int p) { return w.busy_fwd[static_cast<std::size_t>(p)] + w.busy_bwd[static_cast<std::size_t>(p)]; };
+  int b = q;
+  for (int p = 0; p < pp; ++p)
+    if (busy(p) > busy(b) && w.compute_end[static_cast<std::size_t>(p)] <= w.compute_end[static_cast<std::size_t>(q)]) b = p;
+  double tp_b = 0, p2p_b = 0, cp_b = 0, zero_b = 0, ep_b = 0, host_b = 0;
   for (int c = 0; c < vpp; ++c) {
-    zero_q += m * (st.fwd_zero[c * pp + q] + st.bwd_zero[c * pp + q]);
-    tp_q += m * (st.fwd_tp[c * pp + q] + st.bwd_tp[c * pp + q]);
-    cp_q += m * (st.fwd_cp[c * pp + q] + st.bwd_cp[c * pp + q]);
-    p2p_q += m * (st.p2p_fwd[c * pp + q] + st.p2p_bwd[c * pp + q]);
-    ep_q += m * (st.ep_fwd[c * pp + q] + st.ep_bwd[c * pp + q]);
-    host_q += m * (st.host_fwd[c * pp + q] + st.host_bwd[c * pp + q]);
+    zero_b += m * (st.fwd_zero[c * pp + b] + st.bwd_zero[c * pp + b]);
+    tp_b += m * (st.fwd_tp[c * pp + b] + st.bwd_tp[c * pp + b]);
+    cp_b += m * (st.fwd_cp[c * pp + b] + st.bwd_cp[c * pp + b]);
+    p2p_b += m * (st.p2p_fwd[c * pp + b] + st.p2p_bwd[c * pp + b]);
+    ep_b += m * (st.ep_fwd[c * pp + b] + st.ep_bwd[c * pp + b]);
+    host_b += m * (st.host_fwd[c * pp + b] + st.host_bwd[c * pp + b]);
   }
-  const double busy_q = w.busy_fwd[q] + w.busy_bwd[q];
-  bd.ep_comm = ep_q;
-  bd.tp_comm = tp_q - ep_q;
-  bd.cp_comm = cp_q;
-  bd.host_wait = host_q;
-  bd.compute = busy_q - tp_q - p2p_q - cp_q - zero_q - host_q;
-  const double idle_q = w.idle[q];
-  bd.pp_comm = (pp > 1 ? std::min(idle_q, w.chain_p2p(q)) : 0.0) + p2p_q;
-  bd.bubble = idle_q - (bd.pp_comm - p2p_q);
-  bd.dp_comm = (sync.ready[q] - w.compute_end[q]) + opt.param_gather_s + zero_q;  // + ZeRO-2/3 in the steps
+  bd.ep_comm = ep_b;
+  bd.tp_comm = tp_b - ep_b;
+  bd.cp_comm = cp_b;
+  bd.host_wait = host_b;
+  bd.compute = busy(b) - tp_b - p2p_b - cp_b - zero_b - host_b;
+  const double idle_b = w.idle[static_cast<std::size_t>(b)];
+  // >= idle_b, as b is done computing no later than q (rounding aside: hence the max)
+  const double waits = b == q ? idle_b : std::max(idle_b, w.compute_end[static_cast<std::size_t>(q)] - busy(b));
+  bd.pp_comm = (pp > 1 ? std::min(idle_b, w.chain_p2p(b)) : 0.0) + p2p_b;
+  bd.bubble = waits - (bd.pp_comm - p2p_b);
+  bd.dp_comm = (sync.ready[q] - w.compute_end[q]) + opt.param_gather_s + zero_b;  // + ZeRO-2/3 in the steps
   bd.optimizer = opt.optimizer_s;
   pr.bubble_fraction = pr.iteration_s > 0 ? bd.bubble / pr.iteration_s : 0;
 }

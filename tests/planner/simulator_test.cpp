@@ -54,6 +54,29 @@ TEST(Simulator, UniformStagesMatchTheOneFOneBClosedFormEndToEnd) {
   }
 }
 
+// Uneven stages: 2 blocks on the first, 6 and the head on the second. The second sets the
+// pace (1F1B: f0 + m (f1 + b1) + b0 with free communication); the breakdown reads its steps,
+// so the light stage's waiting is not reported as a bubble: compute m (f1 + b1), bubble the
+// pipeline's fill and drain f0 + b0.
+TEST(Simulator, UnevenStagesAreReadFromTheBusiestStage) {
+  const auto model = synthetic_model();
+  const auto cluster = free_comm_cluster();
+  const int m = 8;
+  SimulateOptions opt;
+  opt.timeline = true;
+  opt.stage_layers = {{0, 1, 2}, {3, 4, 5, 6, 7, 8, 9}};
+  const auto r = simulate(model, cluster, strategy(1, 1, 2, 1, m), opt);
+  double f[2] = {0, 0}, b[2] = {0, 0};
+  for (const auto& e : r.timeline)
+    if (e.stream == "compute" && e.microbatch == 0) (e.name[0] == 'F' ? f : b)[e.stage] = e.end_s - e.start_s;
+  ASSERT_GT(f[1], 2 * f[0]);
+  const auto& p = r.prediction;
+  EXPECT_NEAR(p.breakdown_s.compute, m * (f[1] + b[1]), 1e-6 * p.iteration_s);
+  EXPECT_NEAR(p.breakdown_s.bubble, f[0] + b[0], 1e-6 * p.iteration_s);
+  EXPECT_NEAR(breakdown_sum(p.breakdown_s), p.iteration_s, 1e-9 * p.iteration_s);
+  EXPECT_NEAR(p.bubble_fraction, p.breakdown_s.bubble / p.iteration_s, 1e-12);
+}
+
 class SimulatorOnGpt2 : public ::testing::Test {
  protected:
   models::ModelSpec model = models::load_model("gpt2-124m");
