@@ -314,20 +314,29 @@ struct Screened {
 // tables (tp, cp, ep, etp: each engine caches those, the costliest part of a screening),
 // largest group first. A thread that screens a whole group builds that group's cache
 // entries alone; contiguous slices of the schedule-grouped space made every thread build
-// nearly every table. Returns the groups' candidates back to back and where each begins.
-std::pair<std::vector<std::int64_t>, std::vector<std::size_t>> screening_groups(const std::vector<Strategy>& space) {
+// nearly every table. A group larger than total / (2 x threads) (a dense model has a few,
+// one per tp and cp) is cut into pieces of that size, in micro-batch order (the tables are
+// per micro-batch too), so that every thread has work. Returns the pieces' candidates back
+// to back and where each begins.
+std::pair<std::vector<std::int64_t>, std::vector<std::size_t>> screening_groups(const std::vector<Strategy>& space,
+                                                                                int threads) {
   const auto key = [&](std::int64_t i) {
     const Strategy& s = space[static_cast<std::size_t>(i)];
     return std::make_tuple(s.tp, s.cp, s.ep, s.etp);
   };
   std::vector<std::int64_t> order(space.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
-  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return key(a) < key(b); });
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    return std::make_pair(key(a), space[static_cast<std::size_t>(a)].micro_batch) <
+           std::make_pair(key(b), space[static_cast<std::size_t>(b)].micro_batch);
+  });
+  const std::size_t piece = std::max<std::size_t>(1, order.size() / (2 * static_cast<std::size_t>(threads)));
   std::vector<std::pair<std::size_t, std::size_t>> runs;  // [begin, end) in `order`
   for (std::size_t b = 0; b < order.size();) {
     std::size_t e = b + 1;
     while (e < order.size() && key(order[e]) == key(order[b])) ++e;
-    runs.emplace_back(b, e);
+    const std::size_t cuts = (e - b + piece - 1) / piece;
+    for (std::size_t c = 0; c < cuts; ++c) runs.emplace_back(b + (e - b) * c / cuts, b + (e - b) * (c + 1) / cuts);
     b = e;
   }
   std::stable_sort(runs.begin(), runs.end(), [](const auto& x, const auto& y) {
@@ -351,7 +360,11 @@ std::vector<Screened> screen_space(const models::ModelSpec& model, const std::ve
                                    const SearchOptions& options, EnginePool& pool) {
   const auto total = static_cast<std::int64_t>(space.size());
   std::vector<Screened> screened(space.size());
-  const auto [order, group_begin] = screening_groups(space);
+  // Named references, not a structured binding: the lambda below captures them (clang before
+  // 16 refuses to capture bindings).
+  const auto groups = screening_groups(space, pool.threads());
+  const std::vector<std::int64_t>& order = groups.first;
+  const std::vector<std::size_t>& group_begin = groups.second;
   std::atomic<std::size_t> next_group{0};
   std::atomic<std::int64_t> done{0};
   pool.run([&](int tid) {

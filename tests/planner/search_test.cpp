@@ -323,6 +323,34 @@ TEST_F(SearchGpt2, ThreadsDoNotChangeTheResult) {
     EXPECT_EQ(one.ranked[i].strategy, all_->ranked[i].strategy) << i;
 }
 
+// An MoE space of ~1,000 candidates on up to 5 threads: the screening groups (tp, cp, ep,
+// etp) are cut into pieces a thread each, and whichever thread screens a piece, the result
+// is the one-thread result, every number of every kept plan.
+TEST(Search, ThreadsDoNotChangeAnMoeResult) {
+  const auto model = models::load_model("tiny-moe");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-h100");
+  SearchOptions o;
+  o.gpus = 64;
+  o.top_k = 20;
+  o.threads = 1;
+  const auto one = search(model, cluster, o);
+  ASSERT_GT(one.candidates_evaluated, 1000);
+  for (int threads : {2, 5}) {
+    o.threads = threads;
+    const auto many = search(model, cluster, o);
+    EXPECT_EQ(one.candidates_evaluated, many.candidates_evaluated);
+    EXPECT_EQ(one.infeasible_memory, many.infeasible_memory);
+    EXPECT_EQ(one.invalid, many.invalid);
+    ASSERT_EQ(one.ranked.size(), many.ranked.size());
+    for (std::size_t i = 0; i < one.ranked.size(); ++i) {
+      EXPECT_EQ(one.ranked[i].strategy, many.ranked[i].strategy) << threads << " threads, #" << i;
+      EXPECT_EQ(one.ranked[i].prediction.iteration_s, many.ranked[i].prediction.iteration_s) << i;
+      EXPECT_EQ(one.ranked[i].prediction.peak_memory_gib, many.ranked[i].prediction.peak_memory_gib) << i;
+      EXPECT_EQ(one.ranked[i].stage_layers, many.ranked[i].stage_layers) << i;
+    }
+  }
+}
+
 // Pruning (SearchOptions::prune) leaves out candidates whose lower bound on the iteration
 // time exceeds the k-th best: it must not change anything the search returns. Each case
 // runs both ways and compares the top-k, every number of each kept plan, the counts, and
