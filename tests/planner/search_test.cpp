@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -299,6 +300,21 @@ TEST(Search, AStackWithoutTensorOrPipelineParallelismGetsDataParallelLayouts) {
   EXPECT_THROW(search(model, cluster, o), InputError);
 }
 
+// Two searches of one space agree: the counts, and every kept plan's strategy, stage split,
+// time and memory.
+void expect_same_search(const SearchResult& a, const SearchResult& b, const std::string& what) {
+  EXPECT_EQ(a.candidates_evaluated, b.candidates_evaluated) << what;
+  EXPECT_EQ(a.infeasible_memory, b.infeasible_memory) << what;
+  EXPECT_EQ(a.invalid, b.invalid) << what;
+  ASSERT_EQ(a.ranked.size(), b.ranked.size()) << what;
+  for (std::size_t i = 0; i < a.ranked.size(); ++i) {
+    EXPECT_EQ(a.ranked[i].strategy, b.ranked[i].strategy) << what << ", #" << i;
+    EXPECT_EQ(a.ranked[i].stage_layers, b.ranked[i].stage_layers) << what << ", #" << i;
+    EXPECT_EQ(a.ranked[i].prediction.iteration_s, b.ranked[i].prediction.iteration_s) << what << ", #" << i;
+    EXPECT_EQ(a.ranked[i].prediction.peak_memory_gib, b.ranked[i].prediction.peak_memory_gib) << what << ", #" << i;
+  }
+}
+
 // The search simulates slices of the space on several threads; the ranking, the counts
 // and every prediction are the same as on one.
 TEST_F(SearchGpt2, ThreadsDoNotChangeTheResult) {
@@ -309,15 +325,7 @@ TEST_F(SearchGpt2, ThreadsDoNotChangeTheResult) {
   o.threads = 1;
   const auto one = search(*model_, *cluster_, o);
   o.threads = 3;
-  const auto three = search(*model_, *cluster_, o);
-  EXPECT_EQ(one.candidates_evaluated, three.candidates_evaluated);
-  EXPECT_EQ(one.infeasible_memory, three.infeasible_memory);
-  EXPECT_EQ(one.invalid, three.invalid);
-  ASSERT_EQ(one.ranked.size(), three.ranked.size());
-  for (std::size_t i = 0; i < one.ranked.size(); ++i) {
-    EXPECT_EQ(one.ranked[i].strategy, three.ranked[i].strategy) << i;
-    EXPECT_EQ(one.ranked[i].prediction.iteration_s, three.ranked[i].prediction.iteration_s) << i;
-  }
+  expect_same_search(one, search(*model_, *cluster_, o), "3 threads");
   // The whole-space run of the fixture (default threads) agrees too.
   for (std::size_t i = 0; i < one.ranked.size(); ++i)
     EXPECT_EQ(one.ranked[i].strategy, all_->ranked[i].strategy) << i;
@@ -337,17 +345,7 @@ TEST(Search, ThreadsDoNotChangeAnMoeResult) {
   ASSERT_GT(one.candidates_evaluated, 1000);
   for (int threads : {2, 5}) {
     o.threads = threads;
-    const auto many = search(model, cluster, o);
-    EXPECT_EQ(one.candidates_evaluated, many.candidates_evaluated);
-    EXPECT_EQ(one.infeasible_memory, many.infeasible_memory);
-    EXPECT_EQ(one.invalid, many.invalid);
-    ASSERT_EQ(one.ranked.size(), many.ranked.size());
-    for (std::size_t i = 0; i < one.ranked.size(); ++i) {
-      EXPECT_EQ(one.ranked[i].strategy, many.ranked[i].strategy) << threads << " threads, #" << i;
-      EXPECT_EQ(one.ranked[i].prediction.iteration_s, many.ranked[i].prediction.iteration_s) << i;
-      EXPECT_EQ(one.ranked[i].prediction.peak_memory_gib, many.ranked[i].prediction.peak_memory_gib) << i;
-      EXPECT_EQ(one.ranked[i].stage_layers, many.ranked[i].stage_layers) << i;
-    }
+    expect_same_search(one, search(model, cluster, o), fmt::format("{} threads", threads));
   }
 }
 
