@@ -151,10 +151,10 @@ std::vector<std::size_t> balanced_split(const Prefix& pre, int stages, double ca
 // A bisection over the cap. With no negative cost or memory, feasibility is a step in the
 // cap: feasible(cap) exactly when cap >= c*, the costliest piece of the best split (one of
 // the pieces' rounded costs). So the bisection's answer depends only on c*, and every test
-// it makes is answered without splitting once c* is known: a feasible split's costliest piece M is a feasible cap (c* <=
-// M), and when the largest double below M is not feasible, c* = M. The search partitions
-// tens of thousands of candidates: this takes a handful of splits instead of ~45 each, and
-// returns the same cap to the last bit.
+// it makes is answered without splitting once c* is known: a feasible split's costliest
+// piece M is a feasible cap (c* <= M), and when the largest double below M is not feasible,
+// c* = M. The search partitions tens of thousands of candidates: this takes a handful of
+// splits instead of ~45 each, and returns the same cap to the last bit.
 double optimal_cap(const Prefix& pre, const Items& it, int stages, double mem_cap) {
   double largest = 0;
   for (double c : it.cost) largest = std::max(largest, c);
