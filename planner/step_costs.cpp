@@ -235,22 +235,23 @@ void SimEngine::add_zero_comm(const Strategy& s, const Placement& pl, const Grou
   const bool full = s.recompute == Recompute::Full;
   // The ZeRO-3 re-gather follows the blocks that re-run their forward.
   auto per_group_comm = [&] {
+    // Dense parameters shard over dp x cp, routed experts over edp (their own ranks).
+    // Block-sized gathers unless the stack gathers module by module (then the group's
+    // units, which leave out persisted modules).
+    const bool by_module = stack_.zero3_gather == costmodel::Zero3Gather::Module;
+    const double host_s = stack_.zero3_fetch_host_us * 1e-6;
+    const double dense_sm = costmodel::comm_sm_share(cluster_, pl.dp);
+    const double expert_sm = costmodel::comm_sm_share(cluster_, pl.edp);
     std::vector<costmodel::ZeroGroupComm> per_group(t.groups.size());
     for (std::size_t g = 0; g < t.groups.size(); ++g) {
       const GroupCost& c = t.groups[g];
-      // Dense parameters shard over dp x cp, routed experts over edp (their own ranks).
-      // Block-sized gathers unless the stack gathers module by module (then the group's
-      // units, which leave out persisted modules).
-      const bool by_module = stack_.zero3_gather == costmodel::Zero3Gather::Module;
       const std::vector<double> dense = costmodel::coalesce_gathers(c.zero3_dense_units,
                                                                     stack_.zero3_gather_bucket_params);
       const std::vector<double> expert = costmodel::coalesce_gathers(c.zero3_expert_units,
                                                                      stack_.zero3_gather_bucket_params);
-      const double host_s = stack_.zero3_fetch_host_us * 1e-6;
       const costmodel::ZeroShard shards[] = {
-          {c.params_rank - c.expert_params_rank, pl.dp, by_module, dense, host_s,
-           costmodel::comm_sm_share(cluster_, pl.dp)},
-          {c.expert_params_rank, pl.edp, by_module, expert, host_s, costmodel::comm_sm_share(cluster_, pl.edp)}};
+          {c.params_rank - c.expert_params_rank, pl.dp, by_module, dense, host_s, dense_sm},
+          {c.expert_params_rank, pl.edp, by_module, expert, host_s, expert_sm}};
       per_group[g] = costmodel::zero_group_comm(s.zero, shards, act_bytes_, grad_bytes, c.fwd_s, c.bwd_s,
                                                 reruns[g] != 0, stack_.zero_prefetch, coll_,
                                                 stack_.zero3_recompute_regather);
