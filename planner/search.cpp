@@ -19,6 +19,10 @@
 //        first / last stage counts can run (the split may still need a per-stage layout);
 //   zero {0, 1, 2, 3} (> 0 only when dp * cp > 1: otherwise it is the same layout);
 //   recompute {none, selective, full};  sequence_parallel {false, true when tp > 1};
+//   MoE models on a Megatron-Core stack, for the layouts that fit with full recompute but
+//        not without: selective with the module sets published MoE layouts run
+//        (moe_recompute_sets; a set only where the smaller sets it contains do not fit,
+//        add_moe_recompute_variants);
 //   schedule 1f1b (vpp = 1) or interleaved (vpp > 1); GPipe only when asked for.
 //   MoE models: ep over the divisors of experts and etp over the divisors of tp (Megatron's
 //   advice is etp <= tp, usually 1) with ep * etp dividing tp * cp * dp; sequence
@@ -30,6 +34,7 @@
 #include <chrono>
 #include <exception>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -196,6 +201,47 @@ void add_variants(const models::ModelSpec& model, const SearchOptions& options, 
       }
     }
   }
+}
+
+// Megatron-Core module sets (--recompute-modules) that published MoE layouts recompute, in
+// place of strata's `selective` (the attention core):
+//   {layernorm, moe_act}          yanring/Megatron-MoE-ModelZoo best_practice/qwen3 (e865051),
+//                                 the H100 table's Qwen3-235B-A22B layouts;
+//   {mla_up_proj}                 NVIDIA/dgxc-benchmarking v25.05 (68eaf7e1) deepseek_v3 launch.sh;
+//   {mla_up_proj, mlp}            NVIDIA-NeMo/Megatron-Bridge performance-summary 25.09
+//                                 (fa0315ae2), DeepSeek-V3 on H100;
+//   {mla_up_proj, mlp, moe}       NVIDIA/dgxc-benchmarking v25.08.02 (4eca8010) deepseek_v3.
+// (bench/validation/moe-h100.yaml carries those rows.) Each only where the model has what it
+// names (mla_up_proj: multi-latent attention; mlp: dense blocks beside the experts), and
+// neither moe_act nor layernorm in FP8: Megatron-Core refuses them under delayed scaling
+// (TransformerConfig.__post_init__ at d98e8a64). Empty for dense models, for stacks whose
+// selective recompute is not Megatron-Core's (TorchTitan's per-op policy), when the modules
+// are pinned (--recompute-modules) or recompute is pinned to none or full.
+std::vector<costmodel::RecomputeModules> moe_recompute_sets(const models::ModelSpec& model,
+                                                            const SearchOptions& options,
+                                                            const costmodel::SoftwareStack& stack) {
+  if (!model.moe || options.recompute_modules || stack.selective_recompute.any() ||
+      !stack.supports.selective_recompute || (options.recompute && *options.recompute != Recompute::Selective))
+    return {};
+  const bool fp8 = options.precision.empty() ? stack.precision == costmodel::DType::Fp8 : options.precision == "fp8";
+  std::vector<costmodel::RecomputeModules> sets;
+  costmodel::RecomputeModules m;
+  if (!fp8) {
+    m.layernorm = m.moe_act = true;
+    sets.push_back(m);
+  }
+  if (model.mla) {
+    m = {};
+    m.mla_up_proj = true;
+    sets.push_back(m);
+    if (model.has_dense_layers()) {
+      m.mlp = true;
+      sets.push_back(m);
+      m.moe = true;
+      sets.push_back(m);
+    }
+  }
+  return sets;
 }
 
 // The whole space, in enumeration order (tp, cp, pp, micro_batch, vpp, then the variants).
@@ -390,6 +436,82 @@ std::vector<Screened> screen_space(const models::ModelSpec& model, const std::ve
     }
   });
   return screened;
+}
+
+bool includes(const costmodel::RecomputeModules& big, const costmodel::RecomputeModules& small) {
+  for (const auto& k : costmodel::detail::kRecomputeModules)
+    if (small.*k.flag && !(big.*k.flag)) return false;
+  return true;
+}
+
+// Pass 1b: the module-set variants (moe_recompute_sets) of the layouts that do not fit memory
+// without recompute but do with full recompute (recompute pinned to selective: that do not fit
+// with strata's selective), screened and appended to the space in its order. A set is tried
+// for a layout only when every smaller set of the list it contains did not fit: each module
+// adds recompute time and frees memory, so a superset of a set that fits (or a set on a
+// layout that fits without recompute) would only be a slower copy, and a layout that does not
+// fit with full recompute keeps more with any set. This defines the space; it is not a
+// pruning: the exhaustive search (prune = false) adds the same candidates.
+void add_moe_recompute_variants(const models::ModelSpec& model, const costmodel::SoftwareStack& stack,
+                                const SearchOptions& options, EnginePool& pool, std::vector<Strategy>& space,
+                                std::vector<Screened>& screened) {
+  const std::vector<costmodel::RecomputeModules> sets = moe_recompute_sets(model, options, stack);
+  if (sets.empty()) return;
+  const Recompute lightest = options.recompute.value_or(Recompute::None);
+  const bool need_full = !options.recompute;  // full is in the space: it must fit
+  const auto layout = [](const Strategy& s) {
+    return std::make_tuple(s.tp, s.pp, s.dp, s.cp, s.vpp, s.micro_batch, s.zero, s.sequence_parallel, s.ep, s.etp,
+                           s.schedule);
+  };
+  std::map<decltype(layout(space.front())), bool> full_fits;
+  if (need_full)
+    for (std::size_t i = 0; i < space.size(); ++i)
+      if (space[i].recompute == Recompute::Full && space[i].recompute_layers == 0)
+        full_fits[layout(space[i])] = screened[i].fits;
+  std::vector<std::size_t> bases;
+  for (std::size_t i = 0; i < space.size(); ++i) {
+    const Strategy& s = space[i];
+    if (s.recompute != lightest || screened[i].peak_memory_gib == kInvalid || screened[i].fits) continue;
+    if (need_full) {
+      const auto f = full_fits.find(layout(s));
+      if (f == full_fits.end() || !f->second) continue;
+    }
+    bases.push_back(i);
+  }
+  enum : signed char { kUntried = 0, kFits = 1, kDoesNotFit = -1 };  // an invalid variant: kDoesNotFit
+  std::vector<std::vector<signed char>> state(bases.size(), std::vector<signed char>(sets.size(), kUntried));
+  SearchOptions quiet = options;  // the progress bar counts the first pass only
+  quiet.progress = nullptr;
+  for (bool changed = true; changed;) {  // rounds: the smallest untried sets whose subsets did not fit
+    changed = false;
+    std::vector<Strategy> round;
+    std::vector<std::pair<std::size_t, std::size_t>> owner;  // (base, set) of each
+    for (std::size_t b = 0; b < bases.size(); ++b)
+      for (std::size_t k = 0; k < sets.size(); ++k) {
+        if (state[b][k] != kUntried) continue;
+        bool ready = true;
+        for (std::size_t j = 0; j < sets.size(); ++j)
+          if (j != k && includes(sets[k], sets[j]) && state[b][j] != kDoesNotFit) ready = false;
+        if (!ready) continue;
+        Strategy v = space[bases[b]];
+        v.recompute = Recompute::Selective;
+        v.recompute_modules = sets[k];
+        if (!validate(v, model).empty() || !stack_refusal(v, stack).empty()) {
+          state[b][k] = kDoesNotFit;
+          changed = true;
+          continue;
+        }
+        round.push_back(v);
+        owner.emplace_back(b, k);
+      }
+    if (round.empty()) continue;
+    changed = true;
+    const std::vector<Screened> sc = screen_space(model, round, quiet, pool);
+    for (std::size_t j = 0; j < round.size(); ++j)
+      state[owner[j].first][owner[j].second] = sc[j].fits ? kFits : kDoesNotFit;
+    space.insert(space.end(), round.begin(), round.end());
+    screened.insert(screened.end(), sc.begin(), sc.end());
+  }
 }
 
 // The candidates to simulate, in order: the top_k smallest estimates first when pruning,
@@ -587,7 +709,8 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
   SearchResult result;
   const auto total = static_cast<std::int64_t>(space.size());
   EnginePool pool(model, cluster, options, search_threads(options, total));
-  const std::vector<Screened> screened = screen_space(model, space, options, pool);
+  std::vector<Screened> screened = screen_space(model, space, options, pool);
+  add_moe_recompute_variants(model, stack, options, pool, space, screened);
   std::int64_t closest = -1;
   const std::vector<std::int64_t> work = simulation_order(screened, options, result, closest);
   std::vector<Ranked> top = simulate_top(space, screened, work, options, pool, result);

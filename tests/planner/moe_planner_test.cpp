@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -296,6 +298,65 @@ TEST(MoeSearch, DeepSeekV3On512H100sRanksExpertLayouts) {
   for (const Candidate& cand : r.ranked) EXPECT_TRUE(cand.prediction.fits_memory);
   EXPECT_GT(r.ranked.front().strategy.ep, 1);
   EXPECT_GT(r.ranked.front().prediction.breakdown_s.ep_comm, 0.0);
+}
+
+// The search tries Megatron-Core's published module sets (--recompute-modules) on the MoE
+// layouts that need recompute to fit: a layout that fits without recompute, or does not fit
+// with full recompute, gets none; a set is tried only when the smaller sets it contains do not
+// fit; nothing under FP8 recomputes moe_act or layernorm.
+TEST(MoeSearch, RecomputeModuleSetsOnlyWhereTheLayoutNeedsThem) {
+  const models::ModelSpec m = models::load_model("deepseek-v3");
+  const costmodel::ClusterSpec c = strata::testing::tables_only_cluster("dgx-h100");
+  SearchOptions o;
+  o.gpus = 2048;
+  o.global_batch = 512;
+  o.tp = 4;  // the region the full search ranks first, where recompute decides what fits
+  o.pp = 1;
+  o.top_k = 1'000'000;
+  const SearchResult r = search(m, c, o);
+  const auto strategy_summary = [](const Strategy& s) {
+    return fmt::format("dp {} cp {} ep {} etp {} mb {} zero {} modules [{}]", s.dp, s.cp, s.ep, s.etp,
+                       s.micro_batch, s.zero, fmt::join(costmodel::recompute_module_names(s.recompute_modules), " "));
+  };
+  const auto same_layout = [](Strategy a, Strategy b) {
+    a.recompute = b.recompute = Recompute::None;
+    a.recompute_modules = b.recompute_modules = {};
+    return a == b;
+  };
+  // Each module-set plan's layout is checked by simulating the variants the rule looks at.
+  int with_sets = 0;
+  for (const Candidate& cand : r.ranked) {
+    const Strategy& s = cand.strategy;
+    if (s.recompute != Recompute::Selective || !s.recompute_modules.megatron()) continue;
+    ++with_sets;
+    Strategy none = s, full = s;
+    none.recompute = Recompute::None;
+    none.recompute_modules = {};
+    full.recompute = Recompute::Full;
+    full.recompute_modules = {};
+    EXPECT_FALSE(simulate(m, c, none).prediction.fits_memory) << strategy_summary(s);
+    EXPECT_TRUE(simulate(m, c, full).prediction.fits_memory) << strategy_summary(s);
+    const costmodel::RecomputeModules& rm = s.recompute_modules;
+    if (rm.mlp) {  // {mla_up_proj, mlp} and up: only where {mla_up_proj} (and {.., mlp}) did not fit
+      Strategy smaller = s;
+      smaller.recompute_modules = {};
+      smaller.recompute_modules.mla_up_proj = true;
+      EXPECT_FALSE(simulate(m, c, smaller).prediction.fits_memory) << strategy_summary(s);
+      if (rm.moe) {
+        smaller.recompute_modules.mlp = true;
+        EXPECT_FALSE(simulate(m, c, smaller).prediction.fits_memory) << strategy_summary(s);
+      }
+    }
+    for (const Candidate& other : r.ranked)
+      if (same_layout(other.strategy, s) && other.strategy.recompute == Recompute::None)
+        ADD_FAILURE() << "fits without recompute: " << strategy_summary(s);
+  }
+  EXPECT_GT(with_sets, 0);
+
+  o.precision = "fp8";
+  for (const Candidate& cand : search(m, c, o).ranked)
+    EXPECT_FALSE(cand.strategy.recompute_modules.moe_act || cand.strategy.recompute_modules.layernorm)
+        << strategy_summary(cand.strategy);
 }
 
 // DeepSeek-V3's 61 blocks on 16 pipeline stages (a published H100 layout: tp 2, pp 16,
