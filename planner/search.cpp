@@ -400,12 +400,28 @@ std::pair<std::vector<std::int64_t>, std::vector<std::size_t>> screening_groups(
   return {std::move(grouped), std::move(begin)};
 }
 
+// One candidate's screening: kInvalid memory for what validate() rejects or is too large to
+// simulate; an InputError naming the layout for what the model cannot cost.
+Screened screen_one(detail::SimEngine& engine, const models::ModelSpec& model, const Strategy& s) {
+  if (!validate(s, model).empty() || !detail::too_large_to_simulate(s).empty()) return {};
+  detail::Screening sc;
+  try {
+    sc = engine.screen(s);
+  } catch (const InputError& e) {  // a layout the model cannot cost: say which one
+    input_error("searching tp {} pp {} dp {} cp {} ep {} etp {} vpp {} micro-batch {}: {}", s.tp, s.pp, s.dp,
+                s.cp, s.ep, s.etp, s.vpp, s.micro_batch, e.what());
+  }
+  return Screened{sc.lower_bound_s, sc.estimate_s, sc.peak_memory_gib, sc.fits_memory};
+}
+
 // Pass 1: screen every candidate, a group (screening_groups) at a time on whichever
 // thread is free. What a screening returns does not depend on the thread or the order.
+// `screened_by` gets the thread that screened each candidate (its engine holds the tables).
 std::vector<Screened> screen_space(const models::ModelSpec& model, const std::vector<Strategy>& space,
-                                   const SearchOptions& options, EnginePool& pool) {
+                                   const SearchOptions& options, EnginePool& pool, std::vector<int>& screened_by) {
   const auto total = static_cast<std::int64_t>(space.size());
   std::vector<Screened> screened(space.size());
+  screened_by.assign(space.size(), 0);
   // Named references, not a structured binding: the lambda below captures them (clang before
   // 16 refuses to capture bindings).
   const auto groups = screening_groups(space, pool.threads());
@@ -419,19 +435,11 @@ std::vector<Screened> screen_space(const models::ModelSpec& model, const std::ve
       const std::size_t g = next_group.fetch_add(1);
       if (g + 1 >= group_begin.size()) break;
       for (std::size_t k = group_begin[g]; k < group_begin[g + 1]; ++k) {
-        const std::int64_t i = order[k];
+        const auto i = static_cast<std::size_t>(order[k]);
         const std::int64_t n = done.fetch_add(1, std::memory_order_relaxed);
         if (tid == 0 && options.progress && (n % 1024 == 0)) options.progress(n, total);
-        const Strategy& s = space[static_cast<std::size_t>(i)];
-        if (!validate(s, model).empty() || !detail::too_large_to_simulate(s).empty()) continue;
-        detail::Screening sc;
-        try {
-          sc = engine.screen(s);
-        } catch (const InputError& e) {  // a layout the model cannot cost: say which one
-          input_error("searching tp {} pp {} dp {} cp {} ep {} etp {} vpp {} micro-batch {}: {}", s.tp, s.pp,
-                      s.dp, s.cp, s.ep, s.etp, s.vpp, s.micro_batch, e.what());
-        }
-        screened[static_cast<std::size_t>(i)] = Screened{sc.lower_bound_s, sc.estimate_s, sc.peak_memory_gib, sc.fits_memory};
+        screened[i] = screen_one(engine, model, space[i]);
+        screened_by[i] = tid;
       }
     }
   });
@@ -454,7 +462,7 @@ bool includes(const costmodel::RecomputeModules& big, const costmodel::Recompute
 // pruning: the exhaustive search (prune = false) adds the same candidates.
 void add_moe_recompute_variants(const models::ModelSpec& model, const costmodel::SoftwareStack& stack,
                                 const SearchOptions& options, EnginePool& pool, std::vector<Strategy>& space,
-                                std::vector<Screened>& screened) {
+                                std::vector<Screened>& screened, const std::vector<int>& screened_by) {
   const std::vector<costmodel::RecomputeModules> sets = moe_recompute_sets(model, options, stack);
   if (sets.empty()) return;
   const Recompute lightest = options.recompute.value_or(Recompute::None);
@@ -480,8 +488,6 @@ void add_moe_recompute_variants(const models::ModelSpec& model, const costmodel:
   }
   enum : signed char { kUntried = 0, kFits = 1, kDoesNotFit = -1 };  // an invalid variant: kDoesNotFit
   std::vector<std::vector<signed char>> state(bases.size(), std::vector<signed char>(sets.size(), kUntried));
-  SearchOptions quiet = options;  // the progress bar counts the first pass only
-  quiet.progress = nullptr;
   for (bool changed = true; changed;) {  // rounds: the smallest untried sets whose subsets did not fit
     changed = false;
     std::vector<Strategy> round;
@@ -506,7 +512,15 @@ void add_moe_recompute_variants(const models::ModelSpec& model, const costmodel:
       }
     if (round.empty()) continue;
     changed = true;
-    const std::vector<Screened> sc = screen_space(model, round, quiet, pool);
+    // Each variant on the thread that screened its base: that engine holds the layout's
+    // tables (the variants share them), so no other thread builds them again.
+    std::vector<std::vector<std::size_t>> mine(static_cast<std::size_t>(pool.threads()));
+    for (std::size_t j = 0; j < round.size(); ++j)
+      mine[static_cast<std::size_t>(screened_by[bases[owner[j].first]])].push_back(j);
+    std::vector<Screened> sc(round.size());
+    pool.run([&](int tid) {
+      for (std::size_t j : mine[static_cast<std::size_t>(tid)]) sc[j] = screen_one(pool.engine(tid), model, round[j]);
+    });
     for (std::size_t j = 0; j < round.size(); ++j)
       state[owner[j].first][owner[j].second] = sc[j].fits ? kFits : kDoesNotFit;
     space.insert(space.end(), round.begin(), round.end());
@@ -709,8 +723,9 @@ SearchResult search(const models::ModelSpec& model, const costmodel::ClusterSpec
   SearchResult result;
   const auto total = static_cast<std::int64_t>(space.size());
   EnginePool pool(model, cluster, options, search_threads(options, total));
-  std::vector<Screened> screened = screen_space(model, space, options, pool);
-  add_moe_recompute_variants(model, stack, options, pool, space, screened);
+  std::vector<int> screened_by;
+  std::vector<Screened> screened = screen_space(model, space, options, pool, screened_by);
+  add_moe_recompute_variants(model, stack, options, pool, space, screened, screened_by);
   std::int64_t closest = -1;
   const std::vector<std::int64_t> work = simulation_order(screened, options, result, closest);
   std::vector<Ranked> top = simulate_top(space, screened, work, options, pool, result);
