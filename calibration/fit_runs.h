@@ -44,6 +44,7 @@ struct RowFit {
   long long gpus = 0, seq = 0;
   double measured_mfu = 0;  // model FLOPs (strata's count) / (measured time x gpus x 16-bit peak)
   bool fp8 = false;         // FP8 linear layers (their MFU is not comparable)
+  bool moe = false;         // a mixture-of-experts model: its residuals make MoE bands
   bool fit = true;
   double measured_s = 0;
   double neutral_s = 0;  // predicted with no training losses (the kernel tables alone)

@@ -26,7 +26,7 @@ const std::vector<ValidationResidual>& validation_residuals() {
       for (std::size_t i = 0; i < list.size(); ++i) {
         YamlReader e = list.element(i);
         e.expect_keys({"stack", "device", "set", "rows", "mape", "max_abs", "bias", "err", "params_b",
-                       "gpus", "seq", "profile", "mfu_max", "mfu_max_fp8"});
+                       "gpus", "seq", "profile", "mfu_max", "mfu_max_fp8", "models"});
         ValidationResidual v;
         v.stack = e.get_string("stack");
         v.device = e.get_string("device");
@@ -51,6 +51,7 @@ const std::vector<ValidationResidual>& validation_residuals() {
         v.mfu_max = e.get_double("mfu_max", 0.0);
         v.mfu_max_fp8 = e.get_double("mfu_max_fp8", 0.0);
         v.fitted = e.get_enum("profile", {"fitted", "tables"}, "tables") == "fitted";
+        v.moe = e.get_enum("models", {"dense", "moe"}, "dense") == "moe";
         out.push_back(std::move(v));
       }
     }
@@ -73,7 +74,7 @@ std::string mfu_warning(const std::string& device, double mfu, double band_high,
 }
 
 PredictionBand prediction_band(const std::string& stack, const std::string& device,
-                               double params_b, long long gpus, long long seq, bool fitted) {
+                               double params_b, long long gpus, long long seq, bool fitted, bool moe) {
   PredictionBand b;
   // Every set validating this stack on this device (held-out sources of a fit are one set
   // each): the band covers all their rows, the validated range is their union.
@@ -81,7 +82,7 @@ PredictionBand prediction_band(const std::string& stack, const std::string& devi
   std::string sets;
   double sum_abs = 0, sum_signed = 0;
   for (const auto& v : validation_residuals()) {
-    if (v.stack != stack || v.device != device || v.fitted != fitted) continue;
+    if (v.stack != stack || v.device != device || v.fitted != fitted || v.moe != moe) continue;
     if (u.rows == 0) {
       u = v;
     } else {
@@ -98,9 +99,9 @@ PredictionBand prediction_band(const std::string& stack, const std::string& devi
   }
   if (u.rows == 0) {
     b.warnings.push_back(fmt::format(
-        "stack {} has not been validated on {}{}: no uncertainty band (validated: see "
+        "stack {} has not been validated{} on {}{}: no uncertainty band (validated: see "
         "costmodel/stacks/residuals.yaml)",
-        stack, device, fitted ? " with fitted training losses" : ""));
+        stack, moe ? " on mixture-of-experts models" : "", device, fitted ? " with fitted training losses" : ""));
     return b;
   }
   b.relative = u.max_abs;

@@ -23,6 +23,9 @@ struct ValidationResidual {
   // The entry describes predictions with the device's fitted training losses (held-out
   // rows of `calibrate --from-runs`), not the kernel tables alone.
   bool fitted = false;
+  // The rows are of mixture-of-experts models (`models: moe`): their residuals make the band
+  // of MoE predictions, the others (`models: dense`, the default) that of dense ones.
+  bool moe = false;
   // Highest model-FLOP utilisation a published row of the set reached (0: not given), of its
   // 16-bit rows and of its FP8 rows apart: FP8 GEMMs run at twice the 16-bit peak MFU counts
   // against, so FP8 runs reach MFUs no 16-bit run can.
@@ -46,9 +49,12 @@ struct PredictionBand {
 };
 
 // `fitted`: the prediction charges fitted training losses (DeviceProfile::training_losses):
-// only entries with `profile: fitted` describe it; without, only entries without.
+// only entries with `profile: fitted` describe it; without, only entries without. `moe`: the
+// model has routed experts: only MoE entries describe it (all-to-all, expert GEMMs and routing
+// are costs dense rows never tested); a dense model only dense entries.
 PredictionBand prediction_band(const std::string& stack, const std::string& device,
-                               double params_b, long long gpus, long long seq, bool fitted = false);
+                               double params_b, long long gpus, long long seq, bool fitted = false,
+                               bool moe = false);
 
 // A warning when a predicted MFU exceeds the highest any validated published run of the same
 // precision class (16-bit, or FP8 with `fp8`) on the device reached (over every residual entry

@@ -174,7 +174,8 @@ const costmodel::PredictionBand& SimEngine::band_for(const Strategy& s) {
     it = bands_.emplace(s.gpus(), costmodel::prediction_band(
                                       stack_.name, cluster_.device.name,
                                       graph_for(s.micro_batch).graph->total_params() / 1e9,
-                                      s.gpus(), model_.seq_len, cluster_.device.training_losses.present))
+                                      s.gpus(), model_.seq_len, cluster_.device.training_losses.present,
+                                      model_.moe.has_value()))
              .first;
   return it->second;
 }

@@ -173,6 +173,31 @@ TEST(FitRuns, LeaveOneSourceOutPredictsEachSourceWithoutIt) {
   EXPECT_NE(cal::residual_entries(f).find("profile: fitted"), std::string::npos);
 }
 
+// Residual entries hold out-of-sample predictions only: a fitted row as the fit without its
+// source predicts it, an MoE check row (never fitted) as the fit predicts it, marked
+// `models: moe`; a dense check row makes none (dense bands come from held-out dev sources).
+TEST(FitRuns, ResidualEntriesTakeMoeCheckRowsAndMarkThem) {
+  cal::FitResult f;
+  const auto row = [](const char* id, bool fit, bool moe, double fitted, double held_out) {
+    cal::RowFit r;
+    r.id = id, r.source = std::string("src-") + id, r.stack = "s", r.device = "d";
+    r.fit = fit, r.moe = moe, r.measured_s = 10, r.fitted_s = fitted, r.held_out_s = held_out;
+    r.params_b = 1, r.gpus = 8, r.seq = 4096;
+    return r;
+  };
+  f.rows = {row("dense-fit", true, false, 9.9, 9.0), row("dense-check", false, false, 8.0, 0),
+            row("moe-check", false, true, 8.0, 0), row("moe-fit", true, true, 9.9, 11.0)};
+  const std::string e = cal::residual_entries(f);
+  EXPECT_NE(e.find("src-dense-fit, held out of the fitted profile\", rows: 1, mape: 0.100"), std::string::npos) << e;
+  EXPECT_EQ(e.find("src-dense-check"), std::string::npos) << e;
+  EXPECT_NE(e.find("src-moe-check, held out of the fitted profile\", rows: 1, mape: 0.200, max_abs: 0.200, bias: -0.200"),
+            std::string::npos) << e;
+  EXPECT_NE(e.find("bias: 0.100, err: [0.100, 0.100]"), std::string::npos) << e;  // moe-fit, held out
+  std::size_t moe_marks = 0;
+  for (std::size_t at = e.find("models: moe"); at != std::string::npos; at = e.find("models: moe", at + 1)) ++moe_marks;
+  EXPECT_EQ(moe_marks, 2u) << e;
+}
+
 TEST(FitRuns, FittedProfileRoundTripsAndCarriesTheFit) {
   auto runs = cal::parse_measured_runs(synthetic_runs_yaml(), "synthetic.yaml");
   for (auto& r : runs) r.measured_s = cal::predict_run_s(r, TrainingLosses{}) * 1.12;

@@ -195,7 +195,7 @@ TEST(SoftwareStack, BandComesFromTheCommittedResidualsAndWarnsOutsideTheirRange)
   // The band covers every validation row: published / predicted = 1 / (1 + error) for the
   // rows' most negative and most positive errors, and the prediction itself.
   for (const auto& v : sc::validation_residuals()) {
-    const auto b = sc::prediction_band(v.stack, v.device, v.params_b_min, v.gpus_min, v.seq_min, v.fitted);
+    const auto b = sc::prediction_band(v.stack, v.device, v.params_b_min, v.gpus_min, v.seq_min, v.fitted, v.moe);
     ASSERT_TRUE(b.relative.has_value()) << v.stack;
     for (double e : {v.err_min, v.err_max}) {
       EXPECT_LE(b.low, 1 / (1 + e) + 1e-12) << v.stack;
@@ -207,4 +207,32 @@ TEST(SoftwareStack, BandComesFromTheCommittedResidualsAndWarnsOutsideTheirRange)
   const auto none = sc::prediction_band("nemo-2024", "toy", 1, 8, 2048);
   EXPECT_FALSE(none.relative.has_value());
   EXPECT_EQ(none.warnings.size(), 1u);
+}
+
+// A mixture-of-experts prediction takes its band from the MoE rows only (models: moe), a dense
+// one from the dense rows only: the MoE rows' misses (the all-to-all, expert GEMMs, routing)
+// never narrow or widen a dense band. A stack validated on dense rows only gives an MoE
+// prediction no band and says so.
+TEST(SoftwareStack, MoePredictionsTakeTheirBandFromMoeRows) {
+  double moe_lo = 0, dense_lo = 0;
+  int moe_sets = 0, dense_sets = 0;
+  for (const auto& v : sc::validation_residuals()) {
+    if (v.stack != "nemo-2024-perf" || v.device != "h100-sxm-80gb" || !v.fitted) continue;
+    (v.moe ? moe_lo : dense_lo) = std::min(v.moe ? moe_lo : dense_lo, v.err_min);
+    ++(v.moe ? moe_sets : dense_sets);
+  }
+  ASSERT_GT(moe_sets, 0);
+  ASSERT_GT(dense_sets, 0);
+  const auto moe = sc::prediction_band("nemo-2024-perf", "h100-sxm-80gb", 300, 512, 4096, true, true);
+  const auto dense = sc::prediction_band("nemo-2024-perf", "h100-sxm-80gb", 300, 512, 4096, true, false);
+  ASSERT_TRUE(moe.relative && dense.relative);
+  EXPECT_DOUBLE_EQ(moe.high, 1 / (1 + moe_lo));
+  EXPECT_DOUBLE_EQ(dense.high, 1 / (1 + dense_lo));
+  EXPECT_NE(moe.basis, dense.basis);
+  EXPECT_NE(moe.basis.find("moe-h100.yaml"), std::string::npos) << moe.basis;
+  EXPECT_EQ(dense.basis.find("moe-h100.yaml"), std::string::npos) << dense.basis;
+  const auto unvalidated = sc::prediction_band("megatron-2021", "a100-sxm-80gb", 40, 512, 2048, true, true);
+  EXPECT_FALSE(unvalidated.relative.has_value());
+  ASSERT_EQ(unvalidated.warnings.size(), 1u);
+  EXPECT_NE(unvalidated.warnings[0].find("mixture-of-experts"), std::string::npos) << unvalidated.warnings[0];
 }
