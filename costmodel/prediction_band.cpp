@@ -79,10 +79,11 @@ PredictionBand prediction_band(const std::string& stack, const std::string& devi
   // Every set validating this stack on this device (held-out sources of a fit are one set
   // each): the band covers all their rows, the validated range is their union.
   ValidationResidual u;
-  std::string sets;
+  std::string sets, worst_set;  // worst_set: the set with the largest miss
   double sum_abs = 0, sum_signed = 0;
   for (const auto& v : validation_residuals()) {
     if (v.stack != stack || v.device != device || v.fitted != fitted || v.moe != moe) continue;
+    if (u.rows == 0 || v.max_abs > u.max_abs) worst_set = v.set;
     if (u.rows == 0) {
       u = v;
     } else {
@@ -108,8 +109,9 @@ PredictionBand prediction_band(const std::string& stack, const std::string& devi
   // error e = (predicted - published) / published, so published / predicted = 1 / (1 + e).
   b.low = std::min(1.0, 1.0 / (1.0 + u.err_max));
   b.high = std::max(1.0, 1.0 / (1.0 + u.err_min));
-  b.basis = fmt::format("{} on {}: {} published rows ({}), MAPE {:.1f}%, max {:.1f}%, mean {:+.1f}%", stack, device,
-                        u.rows, sets, 100 * sum_abs / u.rows, 100 * u.max_abs, 100 * sum_signed / u.rows);
+  b.basis = fmt::format("{} on {}: {} published rows ({}), MAPE {:.1f}%, max {:.1f}%{}, mean {:+.1f}%", stack, device,
+                        u.rows, sets, 100 * sum_abs / u.rows, 100 * u.max_abs,
+                        sets == worst_set ? "" : fmt::format(" ({})", worst_set), 100 * sum_signed / u.rows);
   // Counts print whole (1048576, not 1.04858e+06); sizes in billions keep their decimals.
   auto plain_number = [](double v) {
     return v == std::floor(v) && std::fabs(v) < 1e15 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v);

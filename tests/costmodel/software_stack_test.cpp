@@ -214,12 +214,14 @@ TEST(SoftwareStack, BandComesFromTheCommittedResidualsAndWarnsOutsideTheirRange)
 // never narrow or widen a dense band. A stack validated on dense rows only gives an MoE
 // prediction no band and says so.
 TEST(SoftwareStack, MoePredictionsTakeTheirBandFromMoeRows) {
-  double moe_lo = 0, dense_lo = 0;
+  double moe_lo = 0, dense_lo = 0, moe_worst = 0;
   int moe_sets = 0, dense_sets = 0;
+  std::string moe_worst_set;
   for (const auto& v : sc::validation_residuals()) {
     if (v.stack != "nemo-2024-perf" || v.device != "h100-sxm-80gb" || !v.fitted) continue;
     (v.moe ? moe_lo : dense_lo) = std::min(v.moe ? moe_lo : dense_lo, v.err_min);
     ++(v.moe ? moe_sets : dense_sets);
+    if (v.moe && v.max_abs > moe_worst) moe_worst = v.max_abs, moe_worst_set = v.set;
   }
   ASSERT_GT(moe_sets, 0);
   ASSERT_GT(dense_sets, 0);
@@ -231,6 +233,8 @@ TEST(SoftwareStack, MoePredictionsTakeTheirBandFromMoeRows) {
   EXPECT_NE(moe.basis, dense.basis);
   EXPECT_NE(moe.basis.find("moe-h100.yaml"), std::string::npos) << moe.basis;
   EXPECT_EQ(dense.basis.find("moe-h100.yaml"), std::string::npos) << dense.basis;
+  // The basis names the set that holds the largest miss, after it.
+  EXPECT_NE(moe.basis.find("% (" + moe_worst_set + "), mean"), std::string::npos) << moe.basis;
   const auto unvalidated = sc::prediction_band("megatron-2021", "a100-sxm-80gb", 40, 512, 2048, true, true);
   EXPECT_FALSE(unvalidated.relative.has_value());
   ASSERT_EQ(unvalidated.warnings.size(), 1u);
