@@ -200,7 +200,7 @@ void run_plan(PlanFlags& f) {
   }
   planner::SearchResult result = planner::search(model, cluster, opt);
   bar.reset();
-  if (result.ranked.empty()) throw NoFeasiblePlan(no_plan_reason(model, f.mc.cluster, cluster, f.gpus, result));
+  if (result.ranked.empty()) throw NoFeasiblePlan(no_plan_reason(model, f.mc.cluster, cluster, f.gpus, result, &stack));
 
   report.model = model.name;
   report.cluster = f.mc.cluster;

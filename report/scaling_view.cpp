@@ -67,7 +67,7 @@ ScalingView build_scaling_view(const models::ModelSpec& model, const std::string
     pt.gpus = n;
     pt.candidates = r.candidates_evaluated;
     if (r.ranked.empty())
-      pt.no_plan_reason = no_plan_reason(model, cluster_name, cluster, n, r);
+      pt.no_plan_reason = no_plan_reason(model, cluster_name, cluster, n, r, base.stack);
     else
       pt.best = planner::to_plan(model, cluster_name, r.ranked.front());
     view.points.push_back(std::move(pt));

@@ -5,6 +5,9 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "costmodel/software_stack.h"
+#include "models/model_spec.h"
+#include "report/no_plan_reason.h"
 #include "report/scaling_view.h"
 #include "tests/report/format_fixture.h"
 
@@ -54,6 +57,29 @@ TEST(ParetoFront, KeepsOnlyPlansNoOtherBeatsOnTimeAndMemory) {
     EXPECT_GT(x, last_x);
     last_x = x;
   }
+}
+
+// Nothing fits: the error line names what the stack searched with cannot run that would save
+// memory (the A100 default, Megatron-LM 2021, has no expert parallelism for Mixtral), and
+// says nothing of the stack when it runs all of it.
+TEST(NoPlanReason, NamesWhatTheStackCannotRun) {
+  const models::ModelSpec model = models::load_model("mixtral-8x7b");
+  const costmodel::ClusterSpec cluster = costmodel::load_cluster("dgx-a100");
+  planner::SearchResult r;
+  planner::Candidate closest;
+  closest.strategy.pp = 32, closest.strategy.dp = 2;
+  closest.prediction.peak_memory_gib = 207.7;
+  r.closest_infeasible = closest;
+  r.infeasible_memory = 130;
+  const costmodel::SoftwareStack old = costmodel::load_software_stack("megatron-2021");
+  const std::string limited = no_plan_reason(model, "dgx-a100", cluster, 64, r, &old);
+  EXPECT_NE(limited.find("207.7 GiB per GPU"), std::string::npos) << limited;
+  EXPECT_NE(limited.find("stack megatron-2021 runs no expert parallelism"), std::string::npos) << limited;
+  EXPECT_NE(limited.find("--stack NAME"), std::string::npos) << limited;
+  const costmodel::SoftwareStack mcore = costmodel::load_software_stack("mcore-2024");
+  const std::string full = no_plan_reason(model, "dgx-a100", cluster, 64, r, &mcore);
+  EXPECT_EQ(full.find("runs no"), std::string::npos) << full;
+  EXPECT_EQ(no_plan_reason(model, "dgx-a100", cluster, 64, r), full);  // no stack named: nothing to say
 }
 
 TEST(ScalingView, ParsesGpuCountsAndRefusesBadLists) {
