@@ -3,6 +3,9 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "costmodel/recompute_modules.h"
 
 namespace strata::report {
 
@@ -23,16 +26,20 @@ std::string text(const std::string& s) {
 
 std::string format_plan_csv(const PlanReport& r) {
   std::string out =
-      "rank,tp,pp,dp,cp,ep,etp,vpp,micro_batch,global_batch,zero,recompute,sequence_parallel,schedule,"
+      "rank,tp,pp,dp,cp,ep,etp,vpp,micro_batch,global_batch,zero,recompute,recompute_modules,sequence_parallel,schedule,"
       "precision,step_s,likely_low_s,likely_high_s,tokens_per_s,model_tflops_per_gpu,mfu,peak_memory_gib,"
       "memory_capacity_gib,bubble_fraction,fits_memory\n";
   for (std::size_t i = 0; i < r.plans.size(); ++i) {
     const planner::Strategy& s = r.plans[i].strategy;
     const planner::Prediction& q = r.plans[i].prediction;
     const bool band = q.uncertainty >= 0;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, s.tp,
+    // The modules a selective recompute re-runs, space-separated (empty: none named), so that
+    // two plans of one layout recomputing different modules read apart.
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, s.tp,
                        s.pp, s.dp, s.cp, s.ep, s.etp, s.vpp, s.micro_batch, s.global_batch, s.zero,
-                       planner::to_string(s.recompute), s.sequence_parallel ? "true" : "false",
+                       planner::to_string(s.recompute),
+                       fmt::format("{}", fmt::join(costmodel::recompute_module_names(s.recompute_modules), " ")),
+                       s.sequence_parallel ? "true" : "false",
                        planner::to_string(s.schedule), text(q.precision), number(q.iteration_s),
                        band ? number(q.iteration_s * q.uncertainty_low) : "",
                        band ? number(q.iteration_s * q.uncertainty_high) : "", number(q.tokens_per_s),

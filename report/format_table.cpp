@@ -1,5 +1,6 @@
 #include "report/format_table.h"
 
+#include "report/report_data.h"
 #include "report/report_notes.h"
 
 #include <fmt/format.h>
@@ -82,17 +83,6 @@ std::string percent_cell(double f) {
 }
 
 namespace {
-
-// Megatron-Core modules (--recompute-modules) beside `selective`, as Megatron names them; a
-// stack's own meaning of selective (TorchTitan's per-op policy) is the plain word.
-std::string recompute_cell(const planner::Strategy& s) {
-  std::string out = planner::to_string(s.recompute);
-  if (s.recompute == planner::Recompute::Full && s.recompute_layers > 0)
-    out += fmt::format(":{}/chunk", s.recompute_layers);  // the first n blocks of each chunk
-  if (s.recompute_modules.megatron())
-    out += fmt::format(":{}", fmt::join(costmodel::recompute_module_names(s.recompute_modules), ","));
-  return out;
-}
 
 std::string strategy_brief(const planner::Strategy& s) {
   std::string out = fmt::format("tp={} pp={} dp={}", s.tp, s.pp, s.dp);
@@ -324,7 +314,7 @@ std::string format_plan_table(const PlanReport& r) {
                                  std::to_string(s.dp), std::to_string(s.cp)};
     if (experts) row.insert(row.end(), {std::to_string(s.ep), std::to_string(s.etp)});
     row.insert(row.end(), {std::to_string(s.vpp), std::to_string(s.micro_batch),
-               std::to_string(s.zero), recompute_cell(s),
+               std::to_string(s.zero), recompute_label(s),
                s.sequence_parallel ? "on" : "off", planner::to_string(s.schedule),
                duration_cell(q.iteration_s)});
     if (banded) row.push_back(likely_range_cell(q));

@@ -4,6 +4,9 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "costmodel/recompute_modules.h"
 
 namespace strata::report {
 
@@ -47,6 +50,15 @@ int best_entry(const ReportData& data) {
 const char* schedule_name(planner::ScheduleKind k) { return planner::to_string(k); }
 
 const char* recompute_name(planner::Recompute r) { return planner::to_string(r); }
+
+std::string recompute_label(const planner::Strategy& s) {
+  std::string out = planner::to_string(s.recompute);
+  if (s.recompute == planner::Recompute::Full && s.recompute_layers > 0)
+    out += fmt::format(":{}/chunk", s.recompute_layers);
+  if (s.recompute_modules.megatron())
+    out += fmt::format(":{}", fmt::join(costmodel::recompute_module_names(s.recompute_modules), ","));
+  return out;
+}
 
 std::string strategy_label(const planner::Strategy& s) {
   std::string out = parallel_dims_label(s) + fmt::format(" · mbs {}", s.micro_batch);

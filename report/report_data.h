@@ -92,5 +92,9 @@ double abs_error_pct(double predicted_s, double measured_s);
 // Enum names as the plan files spell them ("1f1b", "selective"): planner::to_string.
 const char* schedule_name(planner::ScheduleKind k);
 const char* recompute_name(planner::Recompute r);
+// The recompute of a strategy as the tables print it: "selective:mla_up_proj" (Megatron-Core
+// modules, as Megatron names them), "full:2/chunk" (the first n blocks of each chunk), or the
+// plain word (a stack's own meaning of selective, e.g. TorchTitan's per-op policy, included).
+std::string recompute_label(const planner::Strategy& s);
 
 }  // namespace strata::report

@@ -153,7 +153,7 @@ std::string table_html(const ReportData& d) {
     out += fmt::format(
         "<td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
         "<td>{}</td>",
-        s.vpp, s.micro_batch, s.zero, recompute_name(s.recompute), s.sequence_parallel ? "yes" : "no",
+        s.vpp, s.micro_batch, s.zero, recompute_label(s), s.sequence_parallel ? "yes" : "no",
         s.pp > 1 ? schedule_name(s.schedule) : "–", escape(format_seconds(p.iteration_s)));
     if (band) out += fmt::format("<td>{}</td>", escape(format_likely_range(p)));
     if (measured) {

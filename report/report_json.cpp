@@ -2,9 +2,12 @@
 #include "common/json_text.h"
 
 #include <cmath>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "common/errors.h"
+#include "costmodel/recompute_modules.h"
 
 namespace strata::report {
 
@@ -47,6 +50,11 @@ json strategy_to_json(const planner::Strategy& s) {
          {"schedule", schedule_name(s.schedule)},
          {"rank_order", s.rank_order}};
   if (!s.precision.empty()) j["precision"] = s.precision;
+  // What a layout of the same dimensions runs differently, when set (plan-output.schema.json).
+  if (s.recompute_modules.any()) j["recompute_modules"] = costmodel::recompute_module_names(s.recompute_modules);
+  if (s.recompute_layers > 0) j["recompute_layers"] = s.recompute_layers;
+  if (s.ep_overlap) j["ep_overlap"] = true;
+  if (s.delay_wgrad) j["delay_wgrad"] = true;
   return j;
 }
 
@@ -77,6 +85,17 @@ planner::Strategy strategy_from_json(const json& j, const std::string& where) {
   else input_error("{}: schedule '{}' is not one of gpipe, 1f1b, interleaved", where, sc);
   if (j.contains("rank_order")) s.rank_order = get_key<std::string>(j, "rank_order", where);
   if (j.contains("precision")) s.precision = get_key<std::string>(j, "precision", where);
+  if (j.contains("recompute_modules")) {
+    try {
+      s.recompute_modules =
+          costmodel::recompute_modules_from_names(get_key<std::vector<std::string>>(j, "recompute_modules", where));
+    } catch (const InputError& e) {
+      input_error("{}: {}", where, e.what());
+    }
+  }
+  if (j.contains("recompute_layers")) s.recompute_layers = get_key<int>(j, "recompute_layers", where);
+  if (j.contains("ep_overlap")) s.ep_overlap = get_key<bool>(j, "ep_overlap", where);
+  if (j.contains("delay_wgrad")) s.delay_wgrad = get_key<bool>(j, "delay_wgrad", where);
   return s;
 }
 

@@ -96,7 +96,7 @@ std::string report_markdown(const ReportData& d) {
                                  std::to_string(s.cp)};
     if (experts) row.insert(row.end(), {std::to_string(s.ep), std::to_string(s.etp)});
     row.insert(row.end(), {std::to_string(s.vpp), std::to_string(s.micro_batch), std::to_string(s.zero),
-                           recompute_name(s.recompute), s.sequence_parallel ? "yes" : "no",
+                           recompute_label(s), s.sequence_parallel ? "yes" : "no",
                            s.pp > 1 ? schedule_name(s.schedule) : "–"});
     if (precision) row.push_back(s.precision.empty() ? (p.precision.empty() ? "–" : p.precision) : s.precision);
     row.push_back(format_seconds(p.iteration_s));

@@ -28,6 +28,8 @@ std::vector<std::vector<std::string>> cells(const std::string& csv) {
 
 TEST(PlanCsv, OneRowPerPlanUnderAHeaderOfTheSameWidth) {
   PlanReport r = testing::make_report();
+  r.plans[1].strategy.recompute = planner::Recompute::Selective;
+  r.plans[1].strategy.recompute_modules.layernorm = r.plans[1].strategy.recompute_modules.moe_act = true;
   r.plans[0].prediction.uncertainty = 0.1;
   r.plans[0].prediction.uncertainty_low = 0.9;
   r.plans[0].prediction.uncertainty_high = 1.2;
@@ -46,6 +48,8 @@ TEST(PlanCsv, OneRowPerPlanUnderAHeaderOfTheSameWidth) {
   EXPECT_EQ(rows[1][col("tp")], "2");
   EXPECT_EQ(rows[2][col("pp")], "4");
   EXPECT_EQ(rows[1][col("recompute")], "selective");
+  EXPECT_EQ(rows[1][col("recompute_modules")], "");  // strata's selective: no modules named
+  EXPECT_EQ(rows[2][col("recompute_modules")], "layernorm moe_act");
   EXPECT_EQ(std::stod(rows[1][col("step_s")]), 1.0);
   EXPECT_EQ(std::stod(rows[2][col("step_s")]), 1.25);
   EXPECT_DOUBLE_EQ(std::stod(rows[1][col("likely_low_s")]), 0.9);

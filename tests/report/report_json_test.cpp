@@ -44,6 +44,26 @@ TEST(StrategyJson, RoundTrips) {
   s.recompute = planner::Recompute::Selective;
   s.schedule = planner::ScheduleKind::GPipe;
   EXPECT_EQ(strategy_from_json(strategy_to_json(s), "x"), s);
+  // What a layout of the same dimensions runs differently: Megatron-Core modules, the block
+  // method's layers, the EP overlap, the delayed wgrad.
+  s.recompute_modules.mla_up_proj = s.recompute_modules.mlp = true;
+  s.ep_overlap = s.delay_wgrad = true;
+  const json j = strategy_to_json(s);
+  EXPECT_EQ(j["recompute_modules"], json({"mla_up_proj", "mlp"}));
+  EXPECT_EQ(strategy_from_json(j, "x"), s);
+  s.recompute_modules = {};
+  s.recompute = planner::Recompute::Full;
+  s.recompute_layers = 2;
+  EXPECT_EQ(strategy_from_json(strategy_to_json(s), "x"), s);
+  json bad = strategy_to_json(s);
+  bad["recompute_modules"] = {"attention"};
+  try {
+    strategy_from_json(bad, "f.json: plans[0]");
+    ADD_FAILURE() << "an unknown module was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("f.json: plans[0]: recompute module 'attention'"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(StrategyJson, NamesTheMissingOrBadKey) {

@@ -29,6 +29,15 @@ TEST(ReportMarkdown, OneRowPerEntryWithTheHeaderColumnCount) {
   EXPECT_EQ(rows[0].find("measured"), std::string::npos);
 }
 
+// Two entries of one layout that recompute different Megatron-Core modules read apart.
+TEST(ReportMarkdown, RecomputeNamesTheModules) {
+  auto d = testing::make_report();
+  d.entries[0].strategy.recompute = planner::Recompute::Selective;
+  d.entries[0].strategy.recompute_modules.mla_up_proj = true;
+  const auto rows = table_rows(report_markdown(d));
+  EXPECT_NE(rows[2].find("| selective:mla_up_proj |"), std::string::npos) << rows[2];
+}
+
 TEST(ReportMarkdown, TheStarSaysSoWhenNoStrategyFitsMemory) {
   auto d = testing::make_report();
   EXPECT_NE(report_markdown(d).find("★ fastest predicted strategy that fits memory."), std::string::npos);
