@@ -349,6 +349,30 @@ TEST(Search, ThreadsDoNotChangeAnMoeResult) {
   }
 }
 
+// The MoE recompute module sets (search.cpp's pass 1b) are screened on the thread that
+// screened their layout, in rounds: whatever the number of threads, the same candidates and
+// the same result. DeepSeek-V3 at tp 4 on 2048 GPUs, where the sets decide what fits.
+TEST(Search, ThreadsDoNotChangeTheRecomputeModuleSets) {
+  const auto model = models::load_model("deepseek-v3");
+  const auto cluster = strata::testing::tables_only_cluster("dgx-h100");
+  SearchOptions o;
+  o.gpus = 2048;
+  o.global_batch = 512;
+  o.tp = 4;
+  o.pp = 1;
+  o.top_k = 20;
+  o.threads = 1;
+  const auto one = search(model, cluster, o);
+  bool with_sets = false;
+  for (const Candidate& c : one.ranked) with_sets = with_sets || c.strategy.recompute_modules.megatron();
+  ASSERT_TRUE(with_sets) << "no module-set plan in the top 20: the test checks nothing";
+  ASSERT_GT(one.candidates_evaluated, 512);  // enough for 3 threads (256 candidates each at least)
+  for (int threads : {2, 3}) {
+    o.threads = threads;
+    expect_same_search(one, search(model, cluster, o), fmt::format("{} threads", threads));
+  }
+}
+
 // Pruning (SearchOptions::prune) leaves out candidates whose lower bound on the iteration
 // time exceeds the k-th best: it must not change anything the search returns. Each case
 // runs both ways and compares the top-k, every number of each kept plan, the counts, and
